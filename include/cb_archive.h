@@ -1,0 +1,36 @@
+/*
+ * cb_archive: writes a pax tar of a staged tree with libarchive, through an
+ * archive write callback into a cb_codec_writer (never libarchive's own
+ * filters: the codec stage is ours).
+ *
+ * Entries: "./" first, then the tree in sorted order with "./" prefixed
+ * names; numeric owners only (no user/group names); xattrs, POSIX ACLs,
+ * sparse files (holes are not stored), hardlinks (second and later links
+ * are hardlink entries); sockets are skipped. Extra files (the guest config
+ * at ./etc/cbackup/guest.conf, VM images by base name) are added after the
+ * tree from their source paths under the given archive names.
+ */
+#ifndef CB_ARCHIVE_H
+#define CB_ARCHIVE_H
+
+#include <stdint.h>
+#include "cb_codec.h"
+#include "cb_log.h"
+
+struct cb_archive_extra {
+	const char *archive_name;  /* "./etc/cbackup/guest.conf" */
+	const char *source_path;   /* file on disk */
+};
+
+struct cb_archive_stats {
+	uint64_t entries;
+	uint64_t tar_bytes;        /* uncompressed tar bytes produced ("Total bytes written") */
+	double seconds;
+	double read_seconds;       /* time reading staged data */
+};
+
+/* tree may be NULL (VM: extras only). */
+int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, size_t n_extras,
+		     struct cb_codec_writer *codec, struct cb_log *log, struct cb_archive_stats *stats);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * cb_cleanup: the process-wide cleanup stack (git's sigchain + tempfile).
+ *
+ * Push an action right after the resource exists (thaw right after a freeze
+ * succeeds, sink-abort right after the sink opens) and pop it when the
+ * resource is released normally. On SIGINT/SIGTERM/SIGHUP the handler runs
+ * every pushed action (newest first) that is marked signal-safe, then
+ * records the signal so that long loops stop (cb_interrupted()) and the
+ * normal error path unwinds and reports. Only the owner pid runs actions:
+ * a forked child never thaws or unlinks on its parent's behalf.
+ */
+#ifndef CB_CLEANUP_H
+#define CB_CLEANUP_H
+
+typedef void (*cb_cleanup_fn)(void *arg);
+
+/* Install the signal handlers; call once from main. */
+void cb_cleanup_install(void);
+/* Push an action; returns a handle for cb_cleanup_pop(). The action must be
+ * async-signal-safe (open/write/close/unlink/kill/fork+exec only). */
+int cb_cleanup_push(cb_cleanup_fn fn, void *arg);
+/* Remove the action without running it (run_it=0) or run and remove it. */
+void cb_cleanup_pop(int handle, int run_it);
+/* Run all remaining actions (used on fatal paths). */
+void cb_cleanup_run_all(void);
+
+/* Non-zero once SIGINT/SIGTERM/SIGHUP arrived: the signal number. */
+int cb_interrupted(void);
+/* -1 with "interrupted by signal SIGINT" if cb_interrupted(), else 0. */
+int cb_check_interrupt(void);
+
+#endif

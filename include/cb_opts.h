@@ -1,0 +1,105 @@
+/*
+ * cb_opts: the resolved options of one guest's backup, and the ONE schema
+ * table (key, type, default, where) that drives the config loader, the
+ * command line and the documentation. Config lines and CLI options go
+ * through the same setter, cb_opts_set().
+ *
+ * struct cb_opts is filled once (defaults < global < storage < guest < CLI)
+ * and then only read: every module gets a const pointer.
+ */
+#ifndef CB_OPTS_H
+#define CB_OPTS_H
+
+#include <stddef.h>
+#include "cb_util.h"
+
+enum cb_mode { CB_MODE_SUSPEND, CB_MODE_STOP, CB_MODE_SNAPSHOT };
+enum cb_compress { CB_COMPRESS_NONE, CB_COMPRESS_LZO, CB_COMPRESS_GZIP, CB_COMPRESS_ZSTD };
+enum cb_policy { CB_POLICY_AUTO, CB_POLICY_ALWAYS };
+enum cb_guest_type { CB_GUEST_CT, CB_GUEST_VM };
+
+struct cb_opts {
+	/* what to back up */
+	enum cb_guest_type type;
+	char *id;                 /* guest ID, e.g. "101" */
+	char *root;               /* ct: rootfs directory */
+	char *guest_config;       /* key "config": file stored in the archive */
+	struct cb_strvec disks;   /* vm: disk images (key "disk", repeatable) */
+
+	/* how */
+	enum cb_mode mode;
+	enum cb_compress compress;
+	enum cb_policy compress_policy;
+	int zstd_threads;         /* 0 = all cores */
+	int zstd_level;           /* default 3 */
+	int pigz_threads;         /* 0 = all cores; 1 = single stream */
+	char *storage;            /* storage section name */
+	char *dumpdir;
+	char *tmpdir;
+	long bwlimit;             /* KiB/s, 0 = unlimited */
+	int ionice;               /* 0-8, 8 = idle */
+	int lockwait;             /* minutes */
+	int stopwait;             /* minutes */
+	struct cb_strvec exclude_paths;
+	int stdexcludes;
+	char *prune_backups;      /* "keep-last=3,keep-daily=7" or NULL */
+	int remove;
+	char *script;             /* hook script */
+	int to_stdout;
+	int quiet;
+	int verbose;
+	int dry_run;
+	int max_freeze;           /* seconds */
+	int keep_staging;
+
+	/* freeze backends (at most one) */
+	char *freeze_cgroup;
+	long freeze_pid;          /* 0 = none */
+	char *freeze_cmd;
+	char *thaw_cmd;
+	char *qmp;
+};
+
+/* Where a key may appear in the config file (bit set). */
+enum cb_opt_where {
+	CB_WHERE_GLOBAL = 1, CB_WHERE_STORAGE = 2, CB_WHERE_GUEST = 4, CB_WHERE_CLI = 8,
+	CB_WHERE_ANY = 15
+};
+
+enum cb_opt_type { CB_OPT_STRING, CB_OPT_INT, CB_OPT_BOOL, CB_OPT_ENUM, CB_OPT_LIST, CB_OPT_SIZE };
+
+struct cb_opt_schema {
+	const char *key;          /* config key == long CLI option name */
+	enum cb_opt_type type;
+	const char *def;          /* built-in default as text (NULL = unset) */
+	unsigned where;           /* enum cb_opt_where bits */
+	const char *accepted;     /* for messages and docs: "suspend|stop|snapshot", "0-8" */
+	const char *help;         /* one line for --help and the man page */
+	int since_issue;          /* 0 = implemented; else "comes in a later release" */
+};
+
+/* The table, terminated by an entry with key == NULL. */
+extern const struct cb_opt_schema cb_opt_table[];
+
+const struct cb_opt_schema *cb_opt_find(const char *key);
+
+/* Fill with the built-in defaults (tmpdir /var/tmp, dumpdir /var/lib/cbackup/dump...). */
+void cb_opts_init(struct cb_opts *o);
+void cb_opts_release(struct cb_opts *o);
+void cb_opts_copy(struct cb_opts *dst, const struct cb_opts *src);
+
+/*
+ * Set one key from its text value. Returns 0, or -1 with a message like
+ * "invalid value 'fast' (accepted: suspend|stop|snapshot)" (no key, no
+ * location: the caller prefixes "FILE:LINE: key 'mode': " or "option --mode: ").
+ * Unknown key: -1 and *unknown = 1 (if unknown != NULL).
+ * List keys (disk, exclude-path) append.
+ */
+int cb_opts_set(struct cb_opts *o, const char *key, const char *value, int *unknown);
+
+const char *cb_compress_ext(enum cb_compress c);   /* ".zst", ".lzo", ".gz", "" */
+const char *cb_compress_name(enum cb_compress c);  /* "zstd", "lzo", "gzip", "none" */
+const char *cb_mode_name(enum cb_mode m);
+const char *cb_guest_type_name(enum cb_guest_type t); /* "ct" / "vm" */
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * cb_sink: where the archive bytes go. Either a storage file written as
+ * FINAL.tmp, fsynced and renamed to FINAL only by cb_sink_commit(); or an
+ * already-open fd (stdout). A sink that is freed without commit removes its
+ * .tmp (and a cleanup-stack action does the same on a signal), so a failed
+ * backup never leaves a partial archive in storage.
+ *
+ * The sink counts bytes and feeds a SHA-256 of everything written (later
+ * issue: the .sha256 file).
+ */
+#ifndef CB_SINK_H
+#define CB_SINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cb_sink;
+
+int cb_sink_open_file(struct cb_sink **out, const char *final_path);
+int cb_sink_open_fd(struct cb_sink **out, int fd, const char *name);
+int cb_sink_write(struct cb_sink *s, const void *buf, size_t len);
+/* fsync, rename .tmp to the final name, fsync the directory. */
+int cb_sink_commit(struct cb_sink *s);
+/* Abort if not committed (unlink .tmp), close, free. NULL is fine. */
+void cb_sink_free(struct cb_sink *s);
+
+uint64_t cb_sink_bytes(const struct cb_sink *s);
+/* Hex SHA-256 of all bytes written (valid after commit). */
+const char *cb_sink_sha256(const struct cb_sink *s);
+double cb_sink_write_seconds(const struct cb_sink *s);  /* time spent in write(2) */
+
+#endif

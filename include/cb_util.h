@@ -1,0 +1,58 @@
+/*
+ * cb_util: error reporting, memory helpers, string vectors, formatting.
+ *
+ * Errors: a function that fails returns -1 (or NULL) after recording a
+ * message with cb_error()/cb_error_errno(). Only the top (backup/main) reads
+ * it with cb_last_error() and reports it once. The message buffer is
+ * thread-local, like errno, so that deep helpers need no extra parameter.
+ * Messages are lowercase and quote paths as '%s' (git style).
+ */
+#ifndef CB_UTIL_H
+#define CB_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+
+#define CB_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* Record an error message; always returns -1. */
+int cb_error(const char *fmt, ...) CB_PRINTF(1, 2);
+/* Same, with ": strerror(errno)" appended (errno is preserved). */
+int cb_error_errno(const char *fmt, ...) CB_PRINTF(1, 2);
+/* The last recorded message ("" if none). Valid until the next cb_error. */
+const char *cb_last_error(void);
+/* Prefix the current message: "CONTEXT: old message". Returns -1. */
+int cb_error_prefix(const char *fmt, ...) CB_PRINTF(1, 2);
+
+/* Allocation that aborts on out-of-memory (as git's xmalloc). */
+void *cb_xmalloc(size_t n);
+void *cb_xcalloc(size_t n, size_t size);
+void *cb_xrealloc(void *p, size_t n);
+char *cb_xstrdup(const char *s);
+char *cb_xasprintf(const char *fmt, ...) CB_PRINTF(1, 2);
+
+/* A growable NULL-terminated array of owned strings. */
+struct cb_strvec {
+	char **v;       /* v[n] == NULL; v may be NULL when n == 0 */
+	size_t n, alloc;
+};
+#define CB_STRVEC_INIT { NULL, 0, 0 }
+void cb_strvec_push(struct cb_strvec *sv, const char *s);
+void cb_strvec_clear(struct cb_strvec *sv);
+void cb_strvec_copy(struct cb_strvec *dst, const struct cb_strvec *src);
+
+/* "1.9GiB", "46MiB", "512B": binary units, one decimal below 10. */
+void cb_fmt_bytes(char *buf, size_t len, uint64_t bytes);
+/* "00:01:35" */
+void cb_fmt_hms(char *buf, size_t len, double seconds);
+/* Monotonic clock in seconds. */
+double cb_now(void);
+
+/* write() all of buf, retrying on EINTR/short writes; -1 with errno set. */
+int cb_write_all(int fd, const void *buf, size_t len);
+
+/* Remove a directory tree (no symlink following, stays on one device). */
+int cb_remove_tree(const char *path);
+
+#endif

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Install every Debian package cbackup needs to build and test.
+# Idempotent and quiet when everything is already there.
+set -e
+PKGS="build-essential pkg-config libarchive-dev libzstd-dev liblzo2-dev zlib1g-dev
+      libiniparser-dev libssl-dev libcmocka-dev
+      tar gzip zstd lzop pigz libarchive-tools acl attr rsync e2fsprogs util-linux procps"
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+echo "deps: installing:$missing"
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; else SUDO=; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null

@@ -1,0 +1,116 @@
+/*
+ * cb_cleanup: process-wide cleanup stack run on signals. See
+ * include/cb_cleanup.h. This is the one place with process-global state:
+ * a signal handler has no other way to reach what must be undone.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cb_cleanup.h"
+#include "cb_util.h"
+
+#define CB_CLEANUP_MAX 32
+
+struct cleanup_slot {
+	cb_cleanup_fn fn;
+	void *arg;
+};
+
+static struct cleanup_slot slots[CB_CLEANUP_MAX];
+static pid_t owner_pid;
+static volatile sig_atomic_t got_signal;
+
+static void run_all(void)
+{
+	if (getpid() != owner_pid)
+		return;
+	for (int i = CB_CLEANUP_MAX - 1; i >= 0; i--) {
+		cb_cleanup_fn fn = slots[i].fn;
+		if (fn) {
+			slots[i].fn = NULL;
+			fn(slots[i].arg);
+		}
+	}
+}
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	got_signal = sig;
+	run_all();
+	errno = saved;
+}
+
+void cb_cleanup_install(void)
+{
+	struct sigaction sa;
+
+	owner_pid = getpid();
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, SIGINT);
+	sigaddset(&sa.sa_mask, SIGTERM);
+	sigaddset(&sa.sa_mask, SIGHUP);
+	sa.sa_flags = 0;  /* no SA_RESTART: blocking calls return EINTR */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+int cb_cleanup_push(cb_cleanup_fn fn, void *arg)
+{
+	sigset_t all, old;
+	int handle = -1;
+
+	if (!owner_pid)
+		owner_pid = getpid();
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	for (int i = 0; i < CB_CLEANUP_MAX; i++) {
+		if (!slots[i].fn) {
+			slots[i].arg = arg;
+			slots[i].fn = fn;
+			handle = i;
+			break;
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return handle;
+}
+
+void cb_cleanup_pop(int handle, int run_it)
+{
+	sigset_t all, old;
+	struct cleanup_slot s;
+
+	if (handle < 0 || handle >= CB_CLEANUP_MAX)
+		return;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	s = slots[handle];
+	slots[handle].fn = NULL;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (run_it && s.fn)
+		s.fn(s.arg);
+}
+
+void cb_cleanup_run_all(void)
+{
+	run_all();
+}
+
+int cb_interrupted(void)
+{
+	return got_signal;
+}
+
+int cb_check_interrupt(void)
+{
+	if (!got_signal)
+		return 0;
+	return cb_error("interrupted by signal %s", sigabbrev_np(got_signal));
+}

@@ -1,0 +1,59 @@
+/* cb_log: vzdump-style log lines. See include/cb_log.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cb_log.h"
+
+static const char *const level_prefix[] = { "ERROR", "WARN", "INFO", "INFO", "DEBUG" };
+
+void cb_log_init(struct cb_log *log)
+{
+	const char *dbg = getenv("CB_DEBUG");
+
+	memset(log, 0, sizeof(*log));
+	log->debug = dbg && *dbg && strcmp(dbg, "0");
+}
+
+int cb_log_attach(struct cb_log *log, const char *path)
+{
+	cb_log_detach(log);
+	log->file = fopen(path, "we");
+	if (!log->file)
+		return cb_error_errno("cannot create log file '%s'", path);
+	setvbuf(log->file, NULL, _IOLBF, 0);
+	return 0;
+}
+
+void cb_log_detach(struct cb_log *log)
+{
+	if (log->file)
+		fclose(log->file);
+	log->file = NULL;
+}
+
+void cb_log_vline(struct cb_log *log, enum cb_log_level lvl, const char *fmt, va_list ap)
+{
+	char msg[4096];
+	int to_stderr;
+
+	if ((lvl == CB_LOG_VERBOSE && !log->verbose) || (lvl == CB_LOG_DEBUG && !log->debug))
+		return;
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (lvl == CB_LOG_ERROR)
+		log->errors++;
+	if (lvl == CB_LOG_WARN)
+		log->warnings++;
+	to_stderr = lvl <= CB_LOG_WARN || !log->quiet;
+	if (to_stderr)
+		fprintf(stderr, "%s: %s\n", level_prefix[lvl], msg);
+	if (log->file)
+		fprintf(log->file, "%s: %s\n", level_prefix[lvl], msg);
+}
+
+void cb_log_line(struct cb_log *log, enum cb_log_level lvl, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	cb_log_vline(log, lvl, fmt, ap);
+	va_end(ap);
+}

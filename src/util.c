@@ -1,0 +1,230 @@
+/* cb_util: errors, memory, string vectors, formatting. See include/cb_util.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cb_util.h"
+
+static _Thread_local char last_error[2048];
+
+int cb_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int cb_error_errno(const char *fmt, ...)
+{
+	int saved = errno;
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	n = strlen(last_error);
+	snprintf(last_error + n, sizeof(last_error) - n, ": %s", strerror(saved));
+	errno = saved;
+	return -1;
+}
+
+int cb_error_prefix(const char *fmt, ...)
+{
+	char prefix[1024], old[sizeof(last_error)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(old, last_error, sizeof(old));
+	size_t n = strnlen(prefix, sizeof(prefix) - 1);
+	memcpy(last_error, prefix, n);
+	memcpy(last_error + n, ": ", 2);
+	n += 2;
+	size_t room = sizeof(last_error) - n - 1, m = strnlen(old, room);
+	memcpy(last_error + n, old, m);
+	last_error[n + m] = '\0';
+	return -1;
+}
+
+const char *cb_last_error(void)
+{
+	return last_error;
+}
+
+static void *oom(size_t n)
+{
+	fprintf(stderr, "ERROR: out of memory allocating %zu bytes\n", n);
+	abort();
+}
+
+void *cb_xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	return p ? p : oom(n);
+}
+
+void *cb_xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+	return p ? p : oom(n * size);
+}
+
+void *cb_xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	return q ? q : oom(n);
+}
+
+char *cb_xstrdup(const char *s)
+{
+	char *p = strdup(s);
+	return p ? p : oom(strlen(s));
+}
+
+char *cb_xasprintf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&s, fmt, ap);
+	va_end(ap);
+	return n < 0 ? oom(0) : s;
+}
+
+void cb_strvec_push(struct cb_strvec *sv, const char *s)
+{
+	if (sv->n + 2 > sv->alloc) {
+		sv->alloc = sv->alloc ? sv->alloc * 2 : 8;
+		sv->v = cb_xrealloc(sv->v, sv->alloc * sizeof(*sv->v));
+	}
+	sv->v[sv->n++] = cb_xstrdup(s);
+	sv->v[sv->n] = NULL;
+}
+
+void cb_strvec_clear(struct cb_strvec *sv)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		free(sv->v[i]);
+	free(sv->v);
+	sv->v = NULL;
+	sv->n = sv->alloc = 0;
+}
+
+void cb_strvec_copy(struct cb_strvec *dst, const struct cb_strvec *src)
+{
+	for (size_t i = 0; i < src->n; i++)
+		cb_strvec_push(dst, src->v[i]);
+}
+
+void cb_fmt_bytes(char *buf, size_t len, uint64_t bytes)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)bytes;
+	int u = 0;
+
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%lluB", (unsigned long long)bytes);
+	else if (v < 10)
+		snprintf(buf, len, "%.1f%s", v, units[u]);
+	else
+		snprintf(buf, len, "%.0f%s", v, units[u]);
+}
+
+void cb_fmt_hms(char *buf, size_t len, double seconds)
+{
+	unsigned long s = seconds < 0 ? 0 : (unsigned long)(seconds + 0.5);
+	snprintf(buf, len, "%02lu:%02lu:%02lu", s / 3600, (s / 60) % 60, s % 60);
+}
+
+double cb_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int cb_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* Unlink the contents of directory fd `dfd` (device `dev`), depth first. */
+static int remove_contents(int dfd, dev_t dev)
+{
+	DIR *d = fdopendir(dfd);
+	struct dirent *de;
+	int ret = 0;
+
+	if (!d) {
+		close(dfd);
+		return -1;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			int sub;
+			if (st.st_dev != dev) {
+				ret = -1;  /* a mount inside: never cross it */
+				continue;
+			}
+			sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+			if (sub < 0 || remove_contents(sub, dev) < 0)
+				ret = -1;
+			if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0)
+				ret = -1;
+		} else if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
+			ret = -1;
+		}
+	}
+	closedir(d);
+	return ret;
+}
+
+int cb_remove_tree(const char *path)
+{
+	struct stat st;
+	int fd;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : cb_error_errno("cannot stat '%s'", path);
+	if (!S_ISDIR(st.st_mode))
+		return unlink(path) < 0 ? cb_error_errno("cannot remove '%s'", path) : 0;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	if (fd < 0)
+		return cb_error_errno("cannot open '%s'", path);
+	if (remove_contents(fd, st.st_dev) < 0 || rmdir(path) < 0)
+		return cb_error_errno("cannot remove '%s' completely", path);
+	return 0;
+}
