@@ -66,7 +66,12 @@ enum cb_opt_where {
 	CB_WHERE_ANY = 15
 };
 
-enum cb_opt_type { CB_OPT_STRING, CB_OPT_INT, CB_OPT_BOOL, CB_OPT_ENUM, CB_OPT_LIST, CB_OPT_SIZE };
+enum cb_opt_type { CB_OPT_STRING, CB_OPT_INT, CB_OPT_LONG, CB_OPT_BOOL, CB_OPT_ENUM, CB_OPT_LIST };
+
+struct cb_enum_name {
+	const char *name;
+	int value;
+};
 
 struct cb_opt_schema {
 	const char *key;          /* config key == long CLI option name */
@@ -76,6 +81,9 @@ struct cb_opt_schema {
 	const char *accepted;     /* for messages and docs: "suspend|stop|snapshot", "0-8" */
 	const char *help;         /* one line for --help and the man page */
 	int since_issue;          /* 0 = implemented; else "comes in a later release" */
+	size_t offset;            /* field in struct cb_opts */
+	long min, max;            /* INT/LONG range */
+	const struct cb_enum_name *names; /* ENUM: NULL-terminated */
 };
 
 /* The table, terminated by an entry with key == NULL. */

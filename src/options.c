@@ -1,0 +1,273 @@
+/*
+ * cb_opts: the one schema table and the setter shared by the config file
+ * and the command line. See include/cb_opts.h.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cb_opts.h"
+
+#define OFF(field) offsetof(struct cb_opts, field)
+#define G CB_WHERE_GLOBAL
+#define S CB_WHERE_STORAGE
+#define U CB_WHERE_GUEST
+#define C CB_WHERE_CLI
+
+static const struct cb_enum_name mode_names[] = {
+	{ "suspend", CB_MODE_SUSPEND }, { "stop", CB_MODE_STOP }, { "snapshot", CB_MODE_SNAPSHOT },
+	{ NULL, 0 }
+};
+static const struct cb_enum_name compress_names[] = {
+	{ "0", CB_COMPRESS_NONE }, { "none", CB_COMPRESS_NONE }, { "1", CB_COMPRESS_LZO },
+	{ "lzo", CB_COMPRESS_LZO }, { "gzip", CB_COMPRESS_GZIP }, { "zstd", CB_COMPRESS_ZSTD },
+	{ NULL, 0 }
+};
+static const struct cb_enum_name policy_names[] = {
+	{ "auto", CB_POLICY_AUTO }, { "always", CB_POLICY_ALWAYS }, { NULL, 0 }
+};
+static const struct cb_enum_name type_names[] = {
+	{ "ct", CB_GUEST_CT }, { "vm", CB_GUEST_VM }, { NULL, 0 }
+};
+
+/* key, type, default, where, accepted, help, since_issue, offset, min, max, names */
+const struct cb_opt_schema cb_opt_table[] = {
+	{ "tmpdir", CB_OPT_STRING, "/var/tmp", G | S | U | C, "DIR",
+	  "fast local directory for the staging copy", 0, OFF(tmpdir), 0, 0, NULL },
+	{ "dumpdir", CB_OPT_STRING, "/var/lib/cbackup/dump", G | U | C, "DIR",
+	  "directory the archives are written to", 0, OFF(dumpdir), 0, 0, NULL },
+	{ "path", CB_OPT_STRING, NULL, S, "DIR",
+	  "a storage's directory (becomes dumpdir)", 0, OFF(dumpdir), 0, 0, NULL },
+	{ "storage", CB_OPT_STRING, NULL, G | U | C, "NAME",
+	  "storage section to write to", 0, OFF(storage), 0, 0, NULL },
+	{ "mode", CB_OPT_ENUM, "suspend", G | S | U | C, "suspend|stop|snapshot",
+	  "suspend: two-pass copy, frozen only for the final delta; stop: frozen for the whole copy; "
+	  "snapshot: falls back to suspend", 0, OFF(mode), 0, 0, mode_names },
+	{ "compress", CB_OPT_ENUM, "zstd", G | S | U | C, "0|1|gzip|lzo|zstd|none",
+	  "archive compression (1 = lzo, 0 = none)", 0, OFF(compress), 0, 0, compress_names },
+	{ "compress-policy", CB_OPT_ENUM, "auto", G | S | U | C, "auto|always",
+	  "auto: store already-compressed data raw; always: compress everything", 3,
+	  OFF(compress_policy), 0, 0, policy_names },
+	{ "zstd", CB_OPT_INT, "0", G | S | U | C, "0-256",
+	  "zstd worker threads (0 = all cores)", 0, OFF(zstd_threads), 0, 256, NULL },
+	{ "pigz", CB_OPT_INT, "0", G | S | U | C, "0-256",
+	  "parallel gzip threads (0 = single-threaded gzip, 1 = half the cores, N = N threads)", 3,
+	  OFF(pigz_threads), 0, 256, NULL },
+	{ "bwlimit", CB_OPT_LONG, "0", G | S | U | C, "KiB/s",
+	  "I/O bandwidth limit in KiB/s (0 = none)", 4, OFF(bwlimit), 0, LONG_MAX / 1024, NULL },
+	{ "ionice", CB_OPT_INT, "7", G | S | U | C, "0-8",
+	  "I/O priority (8 = idle class)", 4, OFF(ionice), 0, 8, NULL },
+	{ "lockwait", CB_OPT_INT, "180", G | C, "MINUTES",
+	  "maximal time to wait for the global lock", 4, OFF(lockwait), 0, INT_MAX / 60, NULL },
+	{ "stopwait", CB_OPT_INT, "10", G | U | C, "MINUTES",
+	  "maximal time to wait until a guest is stopped", 4, OFF(stopwait), 0, INT_MAX / 60, NULL },
+	{ "exclude-path", CB_OPT_LIST, NULL, G | U | C, "GLOB",
+	  "exclude paths (a leading '/' anchors at the guest root; repeatable)", 0,
+	  OFF(exclude_paths), 0, 0, NULL },
+	{ "stdexcludes", CB_OPT_BOOL, "1", G | U | C, "0|1",
+	  "exclude temporary files and logs (/tmp/?*, /var/tmp/?*, /var/run/?*.pid)", 0,
+	  OFF(stdexcludes), 0, 1, NULL },
+	{ "prune-backups", CB_OPT_STRING, NULL, G | S | U | C, "keep-last=N,...",
+	  "retention: keep-last, keep-hourly, keep-daily, keep-weekly, keep-monthly, keep-yearly, keep-all",
+	  4, OFF(prune_backups), 0, 0, NULL },
+	{ "remove", CB_OPT_BOOL, "1", G | S | U | C, "0|1",
+	  "prune old backups after a successful one", 4, OFF(remove), 0, 1, NULL },
+	{ "script", CB_OPT_STRING, NULL, G | U | C, "FILE",
+	  "hook script called at each phase", 4, OFF(script), 0, 0, NULL },
+	{ "stdout", CB_OPT_BOOL, "0", C, "0|1",
+	  "write the archive to standard output", 4, OFF(to_stdout), 0, 1, NULL },
+	{ "quiet", CB_OPT_BOOL, "0", G | C, "0|1",
+	  "only warnings and errors on stderr", 0, OFF(quiet), 0, 1, NULL },
+	{ "verbose", CB_OPT_BOOL, "0", G | C, "0|1",
+	  "more detail in the log", 0, OFF(verbose), 0, 1, NULL },
+	{ "dry-run", CB_OPT_BOOL, "0", C, "0|1",
+	  "check configuration and space, change nothing", 0, OFF(dry_run), 0, 1, NULL },
+	{ "max-freeze", CB_OPT_INT, "60", G | S | U | C, "SECONDS",
+	  "thaw and fail the guest when the final sync takes longer", 0, OFF(max_freeze), 1,
+	  INT_MAX, NULL },
+	{ "keep-staging", CB_OPT_BOOL, "0", G | U | C, "0|1",
+	  "keep the staging copy so that the next first sync is a delta", 0, OFF(keep_staging), 0,
+	  1, NULL },
+	{ "freeze-cgroup", CB_OPT_STRING, NULL, U | C, "PATH",
+	  "cgroup (v2 cgroup.freeze or v1 freezer) holding the guest's processes", 0,
+	  OFF(freeze_cgroup), 0, 0, NULL },
+	{ "freeze-pid", CB_OPT_LONG, "0", U | C, "PID",
+	  "freeze the process group of PID with SIGSTOP/SIGCONT", 0, OFF(freeze_pid), 0, INT_MAX,
+	  NULL },
+	{ "freeze-cmd", CB_OPT_STRING, NULL, U | C, "COMMAND",
+	  "command that freezes the guest (with thaw-cmd)", 0, OFF(freeze_cmd), 0, 0, NULL },
+	{ "thaw-cmd", CB_OPT_STRING, NULL, U | C, "COMMAND",
+	  "command that thaws the guest", 0, OFF(thaw_cmd), 0, 0, NULL },
+	{ "qmp", CB_OPT_STRING, NULL, U | C, "SOCKET",
+	  "QEMU QMP socket: stop/cont the VM", 3, OFF(qmp), 0, 0, NULL },
+	{ "root", CB_OPT_STRING, NULL, U | C, "DIR",
+	  "container root file system", 0, OFF(root), 0, 0, NULL },
+	{ "config", CB_OPT_STRING, NULL, U, "FILE",
+	  "guest configuration file stored in the archive", 0, OFF(guest_config), 0, 0, NULL },
+	{ "guest-config", CB_OPT_STRING, NULL, C, "FILE",
+	  "guest configuration file stored in the archive", 0, OFF(guest_config), 0, 0, NULL },
+	{ "disk", CB_OPT_LIST, NULL, U | C, "FILE",
+	  "VM disk image (repeatable)", 3, OFF(disks), 0, 0, NULL },
+	{ "type", CB_OPT_ENUM, "ct", C, "ct|vm",
+	  "guest type of an ad hoc backup", 0, OFF(type), 0, 0, type_names },
+	{ "id", CB_OPT_STRING, NULL, C, "ID",
+	  "guest ID of an ad hoc backup", 0, OFF(id), 0, 0, NULL },
+	{ NULL, 0, NULL, 0, NULL, NULL, 0, 0, 0, 0, NULL }
+};
+
+const struct cb_opt_schema *cb_opt_find(const char *key)
+{
+	for (const struct cb_opt_schema *s = cb_opt_table; s->key; s++)
+		if (!strcasecmp(s->key, key))
+			return s;
+	return NULL;
+}
+
+static int parse_long(const struct cb_opt_schema *s, const char *value, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(value, &end, 10);
+	if (errno || end == value || *end || v < s->min || v > s->max) {
+		if (s->max == LONG_MAX / 1024 || s->max >= INT_MAX / 60)
+			return cb_error("invalid value '%s' (accepted: a whole number %ld or more)",
+					value, s->min);
+		return cb_error("invalid value '%s' (accepted: %s)", value, s->accepted);
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_bool(const char *value, int *out)
+{
+	static const char *const yes[] = { "1", "yes", "true", "on", NULL };
+	static const char *const no[] = { "0", "no", "false", "off", NULL };
+
+	for (int i = 0; yes[i]; i++)
+		if (!strcasecmp(value, yes[i]))
+			return *out = 1, 0;
+	for (int i = 0; no[i]; i++)
+		if (!strcasecmp(value, no[i]))
+			return *out = 0, 0;
+	return cb_error("invalid value '%s' (accepted: 0|1)", value);
+}
+
+static int parse_enum(const struct cb_opt_schema *s, const char *value, int *out)
+{
+	for (const struct cb_enum_name *n = s->names; n->name; n++)
+		if (!strcasecmp(n->name, value))
+			return *out = n->value, 0;
+	return cb_error("invalid value '%s' (accepted: %s)", value, s->accepted);
+}
+
+static int set_string(char **field, const char *value)
+{
+	if (!*value)
+		return cb_error("empty value");
+	free(*field);
+	*field = cb_xstrdup(value);
+	return 0;
+}
+
+static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const char *value)
+{
+	char *field = (char *)o + s->offset;
+	long l;
+
+	switch (s->type) {
+	case CB_OPT_STRING:
+		return set_string((char **)field, value);
+	case CB_OPT_INT:
+		if (parse_long(s, value, &l) < 0)
+			return -1;
+		*(int *)field = (int)l;
+		return 0;
+	case CB_OPT_LONG:
+		return parse_long(s, value, (long *)field);
+	case CB_OPT_BOOL:
+		return parse_bool(value, (int *)field);
+	case CB_OPT_ENUM:
+		return parse_enum(s, value, (int *)field);
+	case CB_OPT_LIST:
+		if (!*value)
+			return cb_error("empty value");
+		cb_strvec_push((struct cb_strvec *)field, value);
+		return 0;
+	}
+	return cb_error("internal: bad option type");
+}
+
+int cb_opts_set(struct cb_opts *o, const char *key, const char *value, int *unknown)
+{
+	const struct cb_opt_schema *s = cb_opt_find(key);
+
+	if (unknown)
+		*unknown = !s;
+	if (!s)
+		return cb_error("unknown key '%s'", key);
+	return set_field(o, s, value);
+}
+
+void cb_opts_init(struct cb_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->zstd_level = 3;
+	for (const struct cb_opt_schema *s = cb_opt_table; s->key; s++)
+		if (s->def && set_field(o, s, s->def) < 0)
+			abort();  /* a broken built-in default is a programming error */
+}
+
+void cb_opts_release(struct cb_opts *o)
+{
+	for (const struct cb_opt_schema *s = cb_opt_table; s->key; s++) {
+		char *field = (char *)o + s->offset;
+		if (s->type == CB_OPT_STRING) {
+			free(*(char **)field);
+			*(char **)field = NULL;
+		} else if (s->type == CB_OPT_LIST) {
+			cb_strvec_clear((struct cb_strvec *)field);
+		}
+	}
+}
+
+void cb_opts_copy(struct cb_opts *dst, const struct cb_opts *src)
+{
+	*dst = *src;
+	for (const struct cb_opt_schema *s = cb_opt_table; s->key; s++) {
+		char *field = (char *)dst + s->offset;
+		if (s->type == CB_OPT_STRING && *(char **)field) {
+			*(char **)field = cb_xstrdup(*(char **)field);
+		} else if (s->type == CB_OPT_LIST) {
+			struct cb_strvec copy = CB_STRVEC_INIT;
+			cb_strvec_copy(&copy, (const struct cb_strvec *)((const char *)src + s->offset));
+			*(struct cb_strvec *)field = copy;
+		}
+	}
+}
+
+const char *cb_compress_ext(enum cb_compress c)
+{
+	static const char *const ext[] = { "", ".lzo", ".gz", ".zst" };
+	return ext[c];
+}
+
+const char *cb_compress_name(enum cb_compress c)
+{
+	static const char *const names[] = { "none", "lzo", "gzip", "zstd" };
+	return names[c];
+}
+
+const char *cb_mode_name(enum cb_mode m)
+{
+	return mode_names[m].name;
+}
+
+const char *cb_guest_type_name(enum cb_guest_type t)
+{
+	return t == CB_GUEST_VM ? "vm" : "ct";
+}
