@@ -1,0 +1,38 @@
+/*
+ * cb_cli: argv -> subcommand, positional arguments and option overrides.
+ *
+ * Backup options are not listed here: every key of cb_opt_table that may
+ * appear on the command line is accepted as --KEY VALUE or --KEY=VALUE
+ * (boolean keys also as a bare --KEY), validated with cb_opts_set() and
+ * kept as key/value pairs for cb_config_resolve(), so the command line and
+ * the config file share one setter and one precedence rule.
+ */
+#ifndef CB_CLI_H
+#define CB_CLI_H
+
+#include <stdio.h>
+#include "cb_util.h"
+
+enum cb_command { CB_CMD_BACKUP, CB_CMD_RESTORE, CB_CMD_VERIFY, CB_CMD_LIST, CB_CMD_PRUNE,
+		  CB_CMD_PROBE };
+
+struct cb_cli {
+	enum cb_command command;
+	struct cb_strvec args;        /* positional: guest IDs, or ARCHIVE DESTDIR */
+	struct cb_strvec kv;          /* alternating key, value */
+	char *config_path;            /* --config FILE */
+	int all;                      /* --all */
+	struct cb_strvec exclude_ids; /* --exclude ID,... */
+	int force;                    /* restore --force */
+	int help, version;
+	char *cmdline;                /* "cbackup 101 --mode suspend" for the log */
+};
+
+/* Returns 0, or -1 with a usage message (exit status 2). */
+int cb_cli_parse(struct cb_cli *cli, int argc, char **argv);
+void cb_cli_release(struct cb_cli *cli);
+/* The value the command line gave for KEY (last one), or NULL. */
+const char *cb_cli_get(const struct cb_cli *cli, const char *key);
+void cb_cli_usage(FILE *out);
+
+#endif
