@@ -1,0 +1,119 @@
+/* Unit tests: cb_util (errors, strvec, formatting, tree removal) and the
+ * cleanup stack. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cb_cleanup.h"
+#include "cb_util.h"
+
+static void test_errors(void **state)
+{
+	(void)state;
+	assert_int_equal(cb_error("bad '%s'", "x"), -1);
+	assert_string_equal(cb_last_error(), "bad 'x'");
+	errno = ENOENT;
+	cb_error_errno("cannot open '%s'", "/nope");
+	assert_string_equal(cb_last_error(), "cannot open '/nope': No such file or directory");
+	cb_error_prefix("first sync");
+	assert_string_equal(cb_last_error(), "first sync: cannot open '/nope': No such file or directory");
+}
+
+static void test_fmt(void **state)
+{
+	char b[32];
+	(void)state;
+	cb_fmt_bytes(b, sizeof(b), 512);
+	assert_string_equal(b, "512B");
+	cb_fmt_bytes(b, sizeof(b), 2001203200ULL);
+	assert_string_equal(b, "1.9GiB");
+	cb_fmt_bytes(b, sizeof(b), 46ULL << 20);
+	assert_string_equal(b, "46MiB");
+	cb_fmt_hms(b, sizeof(b), 95.2);
+	assert_string_equal(b, "00:01:35");
+	cb_fmt_hms(b, sizeof(b), 3600 * 25 + 61);
+	assert_string_equal(b, "25:01:01");
+}
+
+static void test_strvec(void **state)
+{
+	struct cb_strvec a = CB_STRVEC_INIT, b = CB_STRVEC_INIT;
+	(void)state;
+	for (int i = 0; i < 100; i++) {
+		char s[8];
+		snprintf(s, sizeof(s), "%d", i);
+		cb_strvec_push(&a, s);
+	}
+	assert_int_equal(a.n, 100);
+	assert_null(a.v[100]);
+	cb_strvec_copy(&b, &a);
+	cb_strvec_clear(&a);
+	assert_string_equal(b.v[99], "99");
+	cb_strvec_clear(&b);
+	assert_int_equal(b.n, 0);
+}
+
+static void test_remove_tree(void **state)
+{
+	char dir[] = "/tmp/cbtest-util-XXXXXX", path[256];
+	struct stat st;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/a/b/c", dir);
+	assert_int_equal(system(cb_xasprintf("mkdir -p %s && touch %s/f && ln -s /etc %s/a/etc && "
+					     "chmod 000 %s/a/b", path, path, dir, dir)), 0);
+	assert_int_equal(cb_remove_tree(dir), 0);
+	assert_int_equal(lstat(dir, &st), -1);
+	assert_int_equal(lstat("/etc/passwd", &st), 0);  /* the symlink was not followed */
+	assert_int_equal(cb_remove_tree(dir), 0);         /* absent: fine */
+}
+
+static int ran;
+static void mark(void *arg)
+{
+	ran = *(int *)arg;
+}
+
+static void test_cleanup_stack(void **state)
+{
+	int one = 1, two = 2;
+	int h1, h2;
+	(void)state;
+	cb_cleanup_install();
+	h1 = cb_cleanup_push(mark, &one);
+	h2 = cb_cleanup_push(mark, &two);
+	assert_true(h1 >= 0 && h2 >= 0 && h1 != h2);
+	cb_cleanup_pop(h2, 0);
+	assert_int_equal(ran, 0);
+	cb_cleanup_pop(h1, 1);
+	assert_int_equal(ran, 1);
+	ran = 0;
+	cb_cleanup_push(mark, &two);
+	raise(SIGTERM);                  /* the handler runs the action */
+	assert_int_equal(ran, 2);
+	assert_int_equal(cb_interrupted(), SIGTERM);
+	assert_int_equal(cb_check_interrupt(), -1);
+	assert_non_null(strstr(cb_last_error(), "TERM"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_fmt),
+		cmocka_unit_test(test_strvec),
+		cmocka_unit_test(test_remove_tree),
+		cmocka_unit_test(test_cleanup_stack),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
