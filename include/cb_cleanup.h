@@ -24,9 +24,18 @@ void cb_cleanup_pop(int handle, int run_it);
 /* Run all remaining actions (used on fatal paths). */
 void cb_cleanup_run_all(void);
 
+/*
+ * A deadline (max-freeze): after `seconds`, SIGALRM runs the action
+ * `handle` at once (the thaw) and cb_check_interrupt() fails with `why`
+ * until cb_cleanup_deadline(0, ...) disarms it. The job itself goes on.
+ * Returns 1 if the deadline had fired when disarmed, else 0.
+ */
+int cb_cleanup_deadline(unsigned seconds, int handle, const char *why);
+
 /* Non-zero once SIGINT/SIGTERM/SIGHUP arrived: the signal number. */
 int cb_interrupted(void);
-/* -1 with "interrupted by signal SIGINT" if cb_interrupted(), else 0. */
+/* -1 with "interrupted by signal INT" if cb_interrupted() (or the deadline's
+ * message once it fired), else 0. */
 int cb_check_interrupt(void);
 
 #endif

@@ -5,7 +5,9 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "cb_cleanup.h"
@@ -21,6 +23,9 @@ struct cleanup_slot {
 static struct cleanup_slot slots[CB_CLEANUP_MAX];
 static pid_t owner_pid;
 static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t deadline_handle = -1;
+static volatile sig_atomic_t deadline_fired;
+static char deadline_why[256];
 
 static void run_all(void)
 {
@@ -41,6 +46,41 @@ static void on_signal(int sig)
 	got_signal = sig;
 	run_all();
 	errno = saved;
+}
+
+static void on_alarm(int sig)
+{
+	int saved = errno, h = deadline_handle;
+
+	(void)sig;
+	if (getpid() != owner_pid || h < 0)
+		return;
+	deadline_fired = 1;
+	if (slots[h].fn) {
+		cb_cleanup_fn fn = slots[h].fn;
+		slots[h].fn = NULL;
+		fn(slots[h].arg);
+	}
+	errno = saved;
+}
+
+int cb_cleanup_deadline(unsigned seconds, int handle, const char *why)
+{
+	struct itimerval it = { { 0, 0 }, { seconds, 0 } };
+	int fired = deadline_fired;
+
+	if (seconds == 0) {
+		setitimer(ITIMER_REAL, &it, NULL);
+		deadline_handle = -1;
+		deadline_fired = 0;
+		return fired;
+	}
+	snprintf(deadline_why, sizeof(deadline_why), "%s", why);
+	deadline_fired = 0;
+	deadline_handle = handle;
+	signal(SIGALRM, on_alarm);
+	setitimer(ITIMER_REAL, &it, NULL);
+	return 0;
 }
 
 void cb_cleanup_install(void)
@@ -110,6 +150,8 @@ int cb_interrupted(void)
 
 int cb_check_interrupt(void)
 {
+	if (deadline_fired)
+		return cb_error("%s", deadline_why);
 	if (!got_signal)
 		return 0;
 	return cb_error("interrupted by signal %s", sigabbrev_np(got_signal));
