@@ -1,0 +1,38 @@
+/*
+ * cb_prune: retention rules with Proxmox's prune-backups semantics.
+ *
+ * Rules are applied in the order keep-last, keep-hourly, keep-daily,
+ * keep-weekly (ISO weeks), keep-monthly, keep-yearly, newest backup first.
+ * Within one rule a time slot (hour, day, ...) keeps its newest backup; a
+ * slot already kept by an earlier rule does not count again; a rule stops
+ * after N slots. What no rule keeps is removed. keep-all keeps everything.
+ * Protected backups are neither kept by a rule nor removed, and do not
+ * count towards any rule. Time slots use local time.
+ */
+#ifndef CB_PRUNE_H
+#define CB_PRUNE_H
+
+#include <stddef.h>
+#include <time.h>
+
+struct cb_prune_rules {
+	int last, hourly, daily, weekly, monthly, yearly;
+	int all;
+};
+
+enum cb_prune_mark { CB_PRUNE_UNMARKED, CB_PRUNE_KEEP, CB_PRUNE_REMOVE, CB_PRUNE_PROTECTED };
+
+struct cb_prune_item {
+	time_t when;               /* backup time (from the archive name) */
+	int is_protected;          /* a .protected file exists */
+	enum cb_prune_mark mark;   /* output */
+	const char *rule;          /* output: "keep-daily", "protected", ... */
+	void *data;                /* caller's */
+};
+
+/* "keep-last=3,keep-daily=7" (also space-separated); empty/NULL = keep-all. */
+int cb_prune_parse(const char *spec, struct cb_prune_rules *r);
+/* Sorts items newest first and marks each one. */
+void cb_prune_mark(struct cb_prune_item *items, size_t n, const struct cb_prune_rules *r);
+
+#endif

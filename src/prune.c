@@ -1,0 +1,145 @@
+/* cb_prune: Proxmox prune-backups semantics. See include/cb_prune.h. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cb_prune.h"
+#include "cb_util.h"
+
+static const struct {
+	const char *name;
+	size_t offset;
+	const char *fmt;   /* strftime format of the time slot; NULL = every backup */
+} rules[] = {
+	{ "keep-last", offsetof(struct cb_prune_rules, last), NULL },
+	{ "keep-hourly", offsetof(struct cb_prune_rules, hourly), "%Y/%m/%d/%H" },
+	{ "keep-daily", offsetof(struct cb_prune_rules, daily), "%Y/%m/%d" },
+	{ "keep-weekly", offsetof(struct cb_prune_rules, weekly), "%G/%V" },
+	{ "keep-monthly", offsetof(struct cb_prune_rules, monthly), "%Y/%m" },
+	{ "keep-yearly", offsetof(struct cb_prune_rules, yearly), "%Y" },
+};
+#define N_RULES (sizeof(rules) / sizeof(rules[0]))
+
+static int parse_one(struct cb_prune_rules *r, const char *tok)
+{
+	const char *eq = strchr(tok, '=');
+	char *end;
+	long v;
+
+	if (!eq)
+		return cb_error("invalid prune rule '%s' (accepted: keep-last=N, keep-hourly=N, "
+				"keep-daily=N, keep-weekly=N, keep-monthly=N, keep-yearly=N, keep-all=1)", tok);
+	v = strtol(eq + 1, &end, 10);
+	if (end == eq + 1 || *end || v < 0 || v > 1000000)
+		return cb_error("invalid count in prune rule '%s' (accepted: a whole number >= 0)", tok);
+	if (!strncmp(tok, "keep-all", (size_t)(eq - tok)) && eq - tok == 8) {
+		r->all = v != 0;
+		return 0;
+	}
+	for (size_t i = 0; i < N_RULES; i++) {
+		if (strlen(rules[i].name) == (size_t)(eq - tok) && !strncmp(tok, rules[i].name, (size_t)(eq - tok))) {
+			*(int *)((char *)r + rules[i].offset) = (int)v;
+			return 0;
+		}
+	}
+	return cb_error("unknown prune rule '%.*s' (accepted: keep-last, keep-hourly, keep-daily, "
+			"keep-weekly, keep-monthly, keep-yearly, keep-all)", (int)(eq - tok), tok);
+}
+
+int cb_prune_parse(const char *spec, struct cb_prune_rules *r)
+{
+	char *copy, *save = NULL;
+	int ret = 0, any = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (!spec || !*spec) {
+		r->all = 1;
+		return 0;
+	}
+	copy = cb_xstrdup(spec);
+	for (char *t = strtok_r(copy, ", ", &save); t && ret == 0; t = strtok_r(NULL, ", ", &save), any = 1)
+		ret = parse_one(r, t);
+	free(copy);
+	if (ret == 0 && !any)
+		r->all = 1;
+	return ret;
+}
+
+static int newest_first(const void *a, const void *b)
+{
+	const struct cb_prune_item *x = a, *y = b;
+	return x->when < y->when ? 1 : x->when > y->when ? -1 : 0;
+}
+
+static void slot_of(char *buf, size_t len, const char *fmt, time_t when)
+{
+	struct tm tm;
+
+	if (!fmt) {
+		snprintf(buf, len, "%lld", (long long)when);
+		return;
+	}
+	localtime_r(&when, &tm);
+	strftime(buf, len, fmt, &tm);
+}
+
+static int slot_in(char (*slots)[32], size_t n, const char *slot)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(slots[i], slot))
+			return 1;
+	return 0;
+}
+
+/* One rule over the items (newest first), as Proxmox's prune_mark. */
+static void apply_rule(struct cb_prune_item *it, size_t n, int count, const char *fmt, const char *name)
+{
+	char (*kept)[32] = cb_xcalloc(n + 1, 32), (*fresh)[32] = cb_xcalloc(n + 1, 32), slot[32];
+	size_t n_kept = 0, n_fresh = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (it[i].mark != CB_PRUNE_KEEP)
+			continue;
+		slot_of(kept[n_kept++], 32, fmt, it[i].when);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (it[i].mark != CB_PRUNE_UNMARKED)
+			continue;
+		slot_of(slot, sizeof(slot), fmt, it[i].when);
+		if (slot_in(kept, n_kept, slot))
+			continue;
+		if (slot_in(fresh, n_fresh, slot)) {
+			it[i].mark = CB_PRUNE_REMOVE;
+			it[i].rule = name;
+			continue;
+		}
+		if (n_fresh >= (size_t)count)
+			break;
+		memcpy(fresh[n_fresh++], slot, 32);
+		it[i].mark = CB_PRUNE_KEEP;
+		it[i].rule = name;
+	}
+	free(kept);
+	free(fresh);
+}
+
+void cb_prune_mark(struct cb_prune_item *items, size_t n, const struct cb_prune_rules *r)
+{
+	qsort(items, n, sizeof(*items), newest_first);
+	for (size_t i = 0; i < n; i++) {
+		items[i].mark = items[i].is_protected ? CB_PRUNE_PROTECTED : CB_PRUNE_UNMARKED;
+		items[i].rule = items[i].is_protected ? "protected" : NULL;
+	}
+	for (size_t i = 0; i < N_RULES && !r->all; i++) {
+		int count = *(const int *)((const char *)r + rules[i].offset);
+		if (count > 0)
+			apply_rule(items, n, count, rules[i].fmt, rules[i].name);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (items[i].mark != CB_PRUNE_UNMARKED)
+			continue;
+		items[i].mark = r->all ? CB_PRUNE_KEEP : CB_PRUNE_REMOVE;
+		items[i].rule = r->all ? "keep-all" : NULL;
+	}
+}
