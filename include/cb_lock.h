@@ -1,0 +1,27 @@
+/*
+ * cb_lock: flock(2)-based locks. A lock held by a dead process is released
+ * by the kernel, so a stale lock file never blocks.
+ *   global:    /run/lock/cbackup.lock (the directory can be moved with the
+ *              CBACKUP_LOCK_DIR environment variable, for tests), waited
+ *              for up to lockwait minutes;
+ *   per guest: /run/lock/cbackup-<ID>.lock, never waited for;
+ *   storage:   <dumpdir>/.cbackup-<type>-<ID>.lock, so that two hosts that
+ *              share an NFS storage never write the same guest at once.
+ */
+#ifndef CB_LOCK_H
+#define CB_LOCK_H
+
+struct cb_lock {
+	int fd;          /* -1 when not held */
+	char *path;
+};
+
+#define CB_LOCK_INIT { -1, 0 }
+
+/* Returns 0 when held, 1 on timeout, -1 on error. wait_seconds 0 = try once. */
+int cb_lock_acquire(struct cb_lock *l, const char *path, double wait_seconds);
+void cb_lock_release(struct cb_lock *l);
+/* The directory of the host-local locks. */
+const char *cb_lock_dir(void);
+
+#endif

@@ -1,0 +1,54 @@
+/* cb_lock: flock-based locks. See include/cb_lock.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cb_cleanup.h"
+#include "cb_lock.h"
+#include "cb_util.h"
+
+const char *cb_lock_dir(void)
+{
+	const char *d = getenv("CBACKUP_LOCK_DIR");
+	return d && *d ? d : "/run/lock";
+}
+
+int cb_lock_acquire(struct cb_lock *l, const char *path, double wait_seconds)
+{
+	double deadline = cb_now() + wait_seconds;
+	struct timespec nap = { 0, 100 * 1000 * 1000 };
+
+	l->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (l->fd < 0)
+		return cb_error_errno("cannot open lock file '%s'", path);
+	l->path = cb_xstrdup(path);
+	for (;;) {
+		if (flock(l->fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR) {
+			cb_error_errno("cannot lock '%s'", path);
+			break;
+		}
+		if (cb_check_interrupt() < 0)
+			break;
+		if (cb_now() >= deadline) {
+			cb_lock_release(l);
+			return 1;
+		}
+		nanosleep(&nap, NULL);
+	}
+	cb_lock_release(l);
+	return -1;
+}
+
+void cb_lock_release(struct cb_lock *l)
+{
+	if (l->fd >= 0)
+		close(l->fd);   /* closing drops the flock */
+	l->fd = -1;
+	free(l->path);
+	l->path = NULL;
+}
