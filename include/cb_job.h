@@ -1,0 +1,18 @@
+/*
+ * cb_job: one backup job (DESIGN §1 outer level): resolve every guest's
+ * options first (a configuration error touches nothing: exit 2), take the
+ * global lock (lockwait; exit 3 on timeout), run the job hooks and each
+ * guest in turn (a failed guest does not stop the job), and end with
+ * "Backup job finished successfully" or "... with errors".
+ */
+#ifndef CB_JOB_H
+#define CB_JOB_H
+
+#include "cb_cli.h"
+#include "cb_config.h"
+#include "cb_log.h"
+
+/* Returns the exit status (enum cb_exit). */
+int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
+
+#endif
