@@ -14,6 +14,8 @@
 
 #include <stddef.h>
 #include <time.h>
+#include "cb_log.h"
+#include "cb_opts.h"
 
 struct cb_prune_rules {
 	int last, hourly, daily, weekly, monthly, yearly;
@@ -34,5 +36,14 @@ struct cb_prune_item {
 int cb_prune_parse(const char *spec, struct cb_prune_rules *r);
 /* Sorts items newest first and marks each one. */
 void cb_prune_mark(struct cb_prune_item *items, size_t n, const struct cb_prune_rules *r);
+
+/*
+ * Apply `spec` to the backups of guest (type, id) in dumpdir. Removes each
+ * pruned archive with its .log, .sha256 and .verified; with dry_run only
+ * prints "keep|remove|protected NAME (rule)" lines on stdout.
+ * *removed (may be NULL) counts what was (or would be) removed.
+ */
+int cb_prune_guest(const char *dumpdir, enum cb_guest_type type, const char *id, const char *spec,
+		   int dry_run, struct cb_log *log, unsigned *removed);
 
 #endif

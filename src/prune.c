@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include "cb_catalog.h"
 #include "cb_prune.h"
 #include "cb_util.h"
 
@@ -93,7 +96,8 @@ static int slot_in(char (*slots)[32], size_t n, const char *slot)
 }
 
 /* One rule over the items (newest first), as Proxmox's prune_mark. */
-static void apply_rule(struct cb_prune_item *it, size_t n, int count, const char *fmt, const char *name)
+static void apply_rule(struct cb_prune_item *it, size_t n, int count, const char *fmt,
+		       const char *name)
 {
 	char (*kept)[32] = cb_xcalloc(n + 1, 32), (*fresh)[32] = cb_xcalloc(n + 1, 32), slot[32];
 	size_t n_kept = 0, n_fresh = 0;
@@ -110,8 +114,7 @@ static void apply_rule(struct cb_prune_item *it, size_t n, int count, const char
 		if (slot_in(kept, n_kept, slot))
 			continue;
 		if (slot_in(fresh, n_fresh, slot)) {
-			it[i].mark = CB_PRUNE_REMOVE;
-			it[i].rule = name;
+			it[i].mark = CB_PRUNE_REMOVE;  /* an older backup of a slot already kept */
 			continue;
 		}
 		if (n_fresh >= (size_t)count)
@@ -142,4 +145,68 @@ void cb_prune_mark(struct cb_prune_item *items, size_t n, const struct cb_prune_
 		items[i].mark = r->all ? CB_PRUNE_KEEP : CB_PRUNE_REMOVE;
 		items[i].rule = r->all ? "keep-all" : NULL;
 	}
+}
+
+static int remove_backup(const struct cb_backup_file *f, struct cb_log *log)
+{
+	static const char *const beside[] = { ".sha256", ".verified", NULL };
+	char *base = cb_catalog_base(f->path), *logf = cb_xasprintf("%s.log", base);
+	int ret = 0;
+
+	cb_info(log, "removing backup '%s'", f->path);
+	if (unlink(f->path) < 0)
+		ret = cb_error_errno("cannot remove '%s'", f->path);
+	unlink(logf);
+	for (int i = 0; beside[i]; i++) {
+		char *p = cb_xasprintf("%s%s", f->path, beside[i]);
+		unlink(p);
+		free(p);
+	}
+	free(logf);
+	free(base);
+	return ret;
+}
+
+static const char *mark_word(enum cb_prune_mark m)
+{
+	return m == CB_PRUNE_KEEP ? "keep" : m == CB_PRUNE_PROTECTED ? "protected" : "remove";
+}
+
+int cb_prune_guest(const char *dumpdir, enum cb_guest_type type, const char *id, const char *spec,
+		   int dry_run, struct cb_log *log, unsigned *removed)
+{
+	struct cb_prune_rules rules;
+	struct cb_catalog cat;
+	struct cb_prune_item *items;
+	size_t n = 0;
+	unsigned count = 0;
+	int ret = 0;
+
+	if (cb_prune_parse(spec, &rules) < 0 || cb_catalog_scan(&cat, dumpdir, id) < 0)
+		return -1;
+	items = cb_xcalloc(cat.n + 1, sizeof(*items));
+	for (size_t i = 0; i < cat.n; i++) {
+		if (cat.files[i].type != type)
+			continue;
+		items[n].when = cat.files[i].when;
+		items[n].is_protected = cat.files[i].is_protected;
+		items[n++].data = &cat.files[i];
+	}
+	cb_prune_mark(items, n, &rules);
+	for (size_t i = 0; i < n; i++) {
+		const struct cb_backup_file *f = items[i].data;
+		if (dry_run)
+			printf("%-9s %s%s%s%s\n", mark_word(items[i].mark), f->name, items[i].rule ? " (" : "",
+			       items[i].rule ? items[i].rule : "", items[i].rule ? ")" : "");
+		if (items[i].mark != CB_PRUNE_REMOVE)
+			continue;
+		count++;
+		if (!dry_run && remove_backup(f, log) < 0)
+			ret = -1;
+	}
+	if (removed)
+		*removed = count;
+	free(items);
+	cb_catalog_release(&cat);
+	return ret;
 }

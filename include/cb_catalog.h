@@ -1,0 +1,44 @@
+/*
+ * cb_catalog: the backups found in a dump directory, parsed from their
+ * names (cbackup-<ct|vm>-<ID>-<YYYY_MM_DD-HH_MM_SS>.tar[.zst|.lzo|.gz]);
+ * vzdump's own archives (vzdump-lxc-/vzdump-qemu-/vzdump-openvz-) are
+ * listed too, so a storage shared with vzdump reads as one. In-progress
+ * (.tmp) files, logs and checksums are not backups.
+ */
+#ifndef CB_CATALOG_H
+#define CB_CATALOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include "cb_opts.h"
+
+struct cb_backup_file {
+	char *path;            /* dumpdir/name */
+	char *name;
+	enum cb_guest_type type;
+	char *id;
+	time_t when;
+	enum cb_compress compress;
+	uint64_t size;
+	int is_protected;      /* NAME.protected exists */
+	int has_checksum;      /* NAME.sha256 exists */
+	int verified;          /* NAME.verified exists (written by cbackup verify) */
+};
+
+struct cb_catalog {
+	struct cb_backup_file *files;   /* sorted by id, then newest first */
+	size_t n;
+};
+
+/* id NULL = every guest. A missing dumpdir is an error. */
+int cb_catalog_scan(struct cb_catalog *cat, const char *dumpdir, const char *id);
+void cb_catalog_release(struct cb_catalog *cat);
+
+/* Parse a backup file name; 0 if it is one (fields filled), -1 if not. */
+int cb_catalog_parse_name(const char *name, enum cb_guest_type *type, char **id, time_t *when,
+			  enum cb_compress *compress);
+/* NAME without ".tar[.ext]", for the .log beside it: caller frees. */
+char *cb_catalog_base(const char *path);
+
+#endif

@@ -1,0 +1,139 @@
+/* cb_catalog: backups in a dump directory. See include/cb_catalog.h. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cb_catalog.h"
+#include "cb_util.h"
+
+static const struct {
+	const char *prefix;
+	enum cb_guest_type type;
+} prefixes[] = {
+	{ "cbackup-ct-", CB_GUEST_CT }, { "cbackup-vm-", CB_GUEST_VM },
+	{ "vzdump-lxc-", CB_GUEST_CT }, { "vzdump-openvz-", CB_GUEST_CT },
+	{ "vzdump-qemu-", CB_GUEST_VM },
+};
+
+static int parse_ext(const char *ext, enum cb_compress *c)
+{
+	static const struct { const char *ext; enum cb_compress c; } exts[] = {
+		{ ".tar", CB_COMPRESS_NONE }, { ".tar.zst", CB_COMPRESS_ZSTD },
+		{ ".tar.lzo", CB_COMPRESS_LZO }, { ".tar.gz", CB_COMPRESS_GZIP },
+		{ ".vma", CB_COMPRESS_NONE }, { ".vma.zst", CB_COMPRESS_ZSTD },
+		{ ".vma.lzo", CB_COMPRESS_LZO }, { ".vma.gz", CB_COMPRESS_GZIP },
+	};
+	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
+		if (!strcmp(ext, exts[i].ext))
+			return *c = exts[i].c, 0;
+	return -1;
+}
+
+int cb_catalog_parse_name(const char *name, enum cb_guest_type *type, char **id, time_t *when,
+			  enum cb_compress *compress)
+{
+	struct tm tm;
+	const char *p = NULL, *dash, *rest;
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
+		if (!strncmp(name, prefixes[i].prefix, strlen(prefixes[i].prefix))) {
+			p = name + strlen(prefixes[i].prefix);
+			*type = prefixes[i].type;
+			break;
+		}
+	}
+	if (!p || !(dash = strchr(p, '-')) || dash == p)
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	rest = strptime(dash + 1, "%Y_%m_%d-%H_%M_%S", &tm);
+	if (!rest || parse_ext(rest, compress) < 0)
+		return -1;
+	tm.tm_isdst = -1;
+	*when = mktime(&tm);
+	*id = strndup(p, (size_t)(dash - p));
+	return *id ? 0 : -1;
+}
+
+char *cb_catalog_base(const char *path)
+{
+	const char *t = strstr(path, ".tar");
+	if (!t)
+		t = strstr(path, ".vma");
+	return t ? strndup(path, (size_t)(t - path)) : cb_xstrdup(path);
+}
+
+static int exists_beside(const char *path, const char *suffix)
+{
+	char *p = cb_xasprintf("%s%s", path, suffix);
+	int ok = access(p, F_OK) == 0;
+	free(p);
+	return ok;
+}
+
+static int by_id_newest_first(const void *a, const void *b)
+{
+	const struct cb_backup_file *x = a, *y = b;
+	int c = strcmp(x->id, y->id);
+	if (c)
+		return c;
+	return x->when < y->when ? 1 : x->when > y->when ? -1 : strcmp(y->name, x->name);
+}
+
+static void add_file(struct cb_catalog *cat, size_t *alloc, const char *dumpdir, const char *name,
+		     const struct cb_backup_file *parsed)
+{
+	struct cb_backup_file *f;
+	struct stat st;
+
+	if (cat->n == *alloc) {
+		*alloc = *alloc ? *alloc * 2 : 16;
+		cat->files = cb_xrealloc(cat->files, *alloc * sizeof(*cat->files));
+	}
+	f = &cat->files[cat->n++];
+	*f = *parsed;
+	f->name = cb_xstrdup(name);
+	f->path = cb_xasprintf("%s/%s", dumpdir, name);
+	f->size = stat(f->path, &st) == 0 ? (uint64_t)st.st_size : 0;
+	f->is_protected = exists_beside(f->path, ".protected");
+	f->has_checksum = exists_beside(f->path, ".sha256");
+	f->verified = exists_beside(f->path, ".verified");
+}
+
+int cb_catalog_scan(struct cb_catalog *cat, const char *dumpdir, const char *id)
+{
+	DIR *d = opendir(dumpdir);
+	struct dirent *de;
+	size_t alloc = 0;
+
+	memset(cat, 0, sizeof(*cat));
+	if (!d)
+		return cb_error_errno("cannot read dump directory '%s'", dumpdir);
+	while ((de = readdir(d))) {
+		struct cb_backup_file f = { 0 };
+		if (cb_catalog_parse_name(de->d_name, &f.type, &f.id, &f.when, &f.compress) < 0)
+			continue;
+		if (id && strcmp(id, f.id)) {
+			free(f.id);
+			continue;
+		}
+		add_file(cat, &alloc, dumpdir, de->d_name, &f);
+	}
+	closedir(d);
+	if (cat->n)
+		qsort(cat->files, cat->n, sizeof(*cat->files), by_id_newest_first);
+	return 0;
+}
+
+void cb_catalog_release(struct cb_catalog *cat)
+{
+	for (size_t i = 0; i < cat->n; i++) {
+		free(cat->files[i].path);
+		free(cat->files[i].name);
+		free(cat->files[i].id);
+	}
+	free(cat->files);
+	memset(cat, 0, sizeof(*cat));
+}
