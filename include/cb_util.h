@@ -44,6 +44,8 @@ void cb_strvec_copy(struct cb_strvec *dst, const struct cb_strvec *src);
 
 /* "1.9GiB", "46MiB", "512B": binary units, one decimal below 10. */
 void cb_fmt_bytes(char *buf, size_t len, uint64_t bytes);
+/* vzdump's size format: "572MB", "1.23GB". */
+void cb_fmt_vzsize(char *buf, size_t len, uint64_t bytes);
 /* "00:01:35" */
 void cb_fmt_hms(char *buf, size_t len, double seconds);
 /* Monotonic clock in seconds. */

@@ -2,9 +2,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "cb_backup.h"
 #include "cb_catalog.h"
 #include "cb_list.h"
+#include "cb_util.h"
 
 static void print_row(FILE *out, const struct cb_backup_file *f)
 {

@@ -235,11 +235,22 @@ void cb_opts_release(struct cb_opts *o)
 	}
 }
 
+/* Two keys may share a field ("path" and "dumpdir"): the first one owns it. */
+static int first_of_field(const struct cb_opt_schema *s)
+{
+	for (const struct cb_opt_schema *t = cb_opt_table; t < s; t++)
+		if (t->offset == s->offset)
+			return 0;
+	return 1;
+}
+
 void cb_opts_copy(struct cb_opts *dst, const struct cb_opts *src)
 {
 	*dst = *src;
 	for (const struct cb_opt_schema *s = cb_opt_table; s->key; s++) {
 		char *field = (char *)dst + s->offset;
+		if (!first_of_field(s))
+			continue;
 		if (s->type == CB_OPT_STRING && *(char **)field) {
 			*(char **)field = cb_xstrdup(*(char **)field);
 		} else if (s->type == CB_OPT_LIST) {

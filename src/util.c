@@ -146,6 +146,20 @@ void cb_fmt_bytes(char *buf, size_t len, uint64_t bytes)
 		snprintf(buf, len, "%.0f%s", v, units[u]);
 }
 
+void cb_fmt_vzsize(char *buf, size_t len, uint64_t bytes)
+{
+	double kb = bytes / 1024.0, mb = kb / 1024, gb = mb / 1024;
+
+	if (kb < 1024)
+		snprintf(buf, len, "%lluKB", (unsigned long long)kb);
+	else if (mb < 1024)
+		snprintf(buf, len, "%lluMB", (unsigned long long)mb);
+	else if (gb < 1024)
+		snprintf(buf, len, "%.2fGB", gb);
+	else
+		snprintf(buf, len, "%.2fTB", gb / 1024);
+}
+
 void cb_fmt_hms(char *buf, size_t len, double seconds)
 {
 	unsigned long s = seconds < 0 ? 0 : (unsigned long)(seconds + 0.5);

@@ -1,0 +1,685 @@
+/*
+ * cb_config: /etc/cbackup.conf loader and option resolution.
+ * See include/cb_config.h.
+ *
+ * iniparser keeps no line numbers, rejects vzdump's "key: value" lines and
+ * keeps only the last of repeated keys. So a pre-pass of our own reads the
+ * file line by line, checks the syntax (reporting FILE:LINE), and writes a
+ * converted copy to a memfd in which every section is renamed "sN" and
+ * every key "kLINE". iniparser then parses only the values (quotes, inline
+ * comments), and each value is found again by its line number.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <iniparser.h>
+
+#include "cb_config.h"
+
+#define DEFAULT_CONFIG "/etc/cbackup.conf"
+#define MAX_LINE (64 * 1024)   /* longer than this is not a config file */
+#define MAX_VALUE 1000         /* iniparser reads lines of at most 1023 bytes */
+#define SHOW_LINE 60           /* how much of a bad line an error quotes */
+
+/* vzdump.conf keys that mean nothing to cbackup: a warning, not "unknown". */
+static const struct {
+	const char *key;
+	const char *hint;
+} vzdump_ignored[] = {
+	{ "mailto", NULL }, { "mailnotification", NULL },
+	{ "notification-mode", NULL }, { "notification-policy", NULL },
+	{ "notification-target", NULL }, { "node", NULL }, { "pool", NULL },
+	{ "notes-template", NULL }, { "performance", NULL }, { "fleecing", NULL },
+	{ "pbs-change-detection-mode", NULL }, { "protected", NULL },
+	{ "maxfiles", "use prune-backups = keep-last=N" }, { "size", NULL },
+	{ "all", NULL }, { "exclude", NULL }, { "stop", NULL }, { "job-id", NULL },
+};
+#define N_VZDUMP_IGNORED (sizeof(vzdump_ignored) / sizeof(vzdump_ignored[0]))
+
+struct prepass {
+	const char *path;
+	struct cb_config *cfg;
+	FILE *out;          /* the converted text (open_memstream) */
+	int lineno;
+};
+
+/* ---- small helpers ---- */
+
+static char *trim(char *s)
+{
+	char *end;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+		*--end = '\0';
+	return s;
+}
+
+static int is_name_char(int c)
+{
+	return isalnum(c) || c == '_' || c == '.' || c == '-';
+}
+
+static int is_name(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!is_name_char((unsigned char)*s))
+			return 0;
+	return 1;
+}
+
+static void lowercase(char *s)
+{
+	for (; *s; s++)
+		*s = (char)tolower((unsigned char)*s);
+}
+
+static int syntax_error(const struct prepass *pp, const char *line)
+{
+	if (strlen(line) > SHOW_LINE)
+		return cb_error("%s:%d: syntax error: %.*s...", pp->path, pp->lineno, SHOW_LINE, line);
+	return cb_error("%s:%d: syntax error: %s", pp->path, pp->lineno, line);
+}
+
+static const char *kind_name(enum cb_section_kind kind)
+{
+	static const char *const names[] = { "global", "storage", "ct", "vm" };
+	return names[kind];
+}
+
+static unsigned kind_where(enum cb_section_kind kind)
+{
+	if (kind == CB_SECTION_GLOBAL)
+		return CB_WHERE_GLOBAL;
+	return kind == CB_SECTION_STORAGE ? CB_WHERE_STORAGE : CB_WHERE_GUEST;
+}
+
+/* ---- building the config ---- */
+
+static struct cb_config_section *add_section(struct cb_config *cfg, enum cb_section_kind kind,
+					     const char *name, int line)
+{
+	struct cb_config_section *sec;
+
+	cfg->sections = cb_xrealloc(cfg->sections, (cfg->n_sections + 1) * sizeof(*sec));
+	sec = &cfg->sections[cfg->n_sections++];
+	memset(sec, 0, sizeof(*sec));
+	sec->kind = kind;
+	sec->name = cb_xstrdup(name);
+	sec->line = line;
+	return sec;
+}
+
+static void add_entry(struct cb_config_section *sec, const char *key, int line)
+{
+	struct cb_config_entry *e;
+
+	sec->entries = cb_xrealloc(sec->entries, (sec->n_entries + 1) * sizeof(*e));
+	e = &sec->entries[sec->n_entries++];
+	e->key = cb_xstrdup(key);
+	lowercase(e->key);
+	e->value = NULL;
+	e->line = line;
+}
+
+static void release_section(struct cb_config_section *sec)
+{
+	for (size_t i = 0; i < sec->n_entries; i++) {
+		free(sec->entries[i].key);
+		free(sec->entries[i].value);
+	}
+	free(sec->entries);
+	free(sec->name);
+}
+
+void cb_config_release(struct cb_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_sections; i++)
+		release_section(&cfg->sections[i]);
+	free(cfg->sections);
+	free(cfg->path);
+	cb_strvec_clear(&cfg->warnings);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+static void start_empty(struct cb_config *cfg, const char *path)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->path = path ? cb_xstrdup(path) : NULL;
+	add_section(cfg, CB_SECTION_GLOBAL, "", 0);
+}
+
+/* ---- pre-pass: one line at a time ---- */
+
+/*
+ * Read one line (without '\n') into buf of MAX_LINE + 1 bytes.
+ * Returns 1, 0 at EOF, -1 when the line is too long, -2 on a read error.
+ */
+static int read_line(FILE *in, char *buf, size_t *len)
+{
+	int c;
+
+	*len = 0;
+	while ((c = getc_unlocked(in)) != EOF && c != '\n') {
+		if (*len == MAX_LINE)
+			return -1;
+		buf[(*len)++] = (char)c;
+	}
+	buf[*len] = '\0';
+	if (ferror(in))
+		return -2;
+	return c == EOF && *len == 0 ? 0 : 1;
+}
+
+/* NUL and other control bytes mean this is not a text file: say so early. */
+static int check_bytes(const struct prepass *pp, const char *buf, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)buf[i];
+		if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7f)
+			return cb_error("%s:%d: binary data (byte 0x%02x), not a text config file",
+					pp->path, pp->lineno, c);
+	}
+	return 0;
+}
+
+static int parse_kind(const char *word, enum cb_section_kind *kind)
+{
+	if (!strcasecmp(word, "storage"))
+		*kind = CB_SECTION_STORAGE;
+	else if (!strcasecmp(word, "ct"))
+		*kind = CB_SECTION_CT;
+	else if (!strcasecmp(word, "vm"))
+		*kind = CB_SECTION_VM;
+	else
+		return -1;
+	return 0;
+}
+
+static int check_duplicate(const struct prepass *pp, enum cb_section_kind kind, const char *name)
+{
+	const struct cb_config *cfg = pp->cfg;
+	int guest = kind == CB_SECTION_CT || kind == CB_SECTION_VM;
+
+	for (size_t i = 1; i < cfg->n_sections; i++) {
+		const struct cb_config_section *s = &cfg->sections[i];
+		int s_guest = s->kind == CB_SECTION_CT || s->kind == CB_SECTION_VM;
+		if (strcmp(s->name, name) || (guest ? !s_guest : s->kind != kind))
+			continue;
+		return cb_error("%s:%d: duplicate section '[%s %s]' (already defined as '[%s %s]' at line %d)",
+				pp->path, pp->lineno, kind_name(kind), name, kind_name(s->kind),
+				s->name, s->line);
+	}
+	return 0;
+}
+
+/* "[kind name]", optionally followed by a comment. */
+static int parse_section(struct prepass *pp, char *line)
+{
+	char *close = strchr(line, ']'), *rest, *inner, *name;
+	enum cb_section_kind kind;
+
+	if (!close)
+		return syntax_error(pp, line);
+	rest = trim(close + 1);
+	if (*rest && *rest != '#' && *rest != ';')
+		return syntax_error(pp, line);
+	*close = '\0';
+	inner = trim(line + 1);
+	name = inner + strcspn(inner, " \t");
+	if (*name)
+		*name++ = '\0';
+	name = trim(name);
+	if (parse_kind(inner, &kind) < 0 || !is_name(name))
+		return cb_error("%s:%d: unknown section '[%s%s%s]' (accepted: [storage NAME], [ct ID], [vm ID])",
+				pp->path, pp->lineno, inner, *name ? " " : "", name);
+	if (check_duplicate(pp, kind, name) < 0)
+		return -1;
+	add_section(pp->cfg, kind, name, pp->lineno);
+	fprintf(pp->out, "[s%zu]\n", pp->cfg->n_sections - 1);
+	return 0;
+}
+
+/* "key = value" or vzdump's "key: value": whichever separator comes first. */
+static int parse_keyvalue(struct prepass *pp, char *line)
+{
+	size_t k = strcspn(line, "=:");
+	char *rest, *key;
+	size_t vlen;
+
+	if (!line[k])
+		return syntax_error(pp, line);
+	rest = line + k + 1;
+	line[k] = '\0';
+	key = trim(line);
+	if (!is_name(key)) {
+		line[k] = '=';
+		return syntax_error(pp, line);
+	}
+	rest = trim(rest);
+	vlen = strlen(rest);
+	if (vlen > MAX_VALUE)
+		return cb_error("%s:%d: value of key '%s' is too long (%zu bytes, at most %d)",
+				pp->path, pp->lineno, key, vlen, MAX_VALUE);
+	add_entry(&pp->cfg->sections[pp->cfg->n_sections - 1], key, pp->lineno);
+	/* A trailing '\' would make iniparser join the next line: end with an
+	 * empty inline comment so that the backslash stays a plain character. */
+	fprintf(pp->out, "k%d = %s%s\n", pp->lineno, rest,
+		vlen && rest[vlen - 1] == '\\' ? " ;" : "");
+	return 0;
+}
+
+static int classify_line(struct prepass *pp, char *buf)
+{
+	char *line = trim(buf);
+
+	if (pp->lineno == 1 && !strncmp(line, "\xef\xbb\xbf", 3))
+		line = trim(line + 3);  /* a UTF-8 byte order mark from a Windows editor */
+	if (!*line || *line == '#' || *line == ';')
+		return 0;
+	if (*line == '[')
+		return parse_section(pp, line);
+	return parse_keyvalue(pp, line);
+}
+
+static int prepass_file(struct prepass *pp, FILE *in)
+{
+	char *buf = cb_xmalloc(MAX_LINE + 1);
+	size_t len;
+	int r, ret = -1;
+
+	fputs("[s0]\n", pp->out);
+	for (pp->lineno = 1;; pp->lineno++) {
+		r = read_line(in, buf, &len);
+		if (r == 0)
+			break;
+		if (r == -1) {
+			cb_error("%s:%d: line too long (more than %d bytes)", pp->path, pp->lineno, MAX_LINE);
+			goto out;
+		}
+		if (r == -2) {
+			cb_error_errno("cannot read config '%s'", pp->path);
+			goto out;
+		}
+		if (check_bytes(pp, buf, len) < 0 || classify_line(pp, buf) < 0)
+			goto out;
+	}
+	ret = 0;
+out:
+	free(buf);
+	return ret;
+}
+
+/* ---- iniparser: the values ---- */
+
+static int quiet_errback(const char *fmt, ...)
+{
+	(void)fmt;
+	return 0;
+}
+
+static dictionary *load_converted(const char *path, const char *text, size_t len)
+{
+	dictionary *d = NULL;
+	char procpath[64];
+	int fd = memfd_create("cbackup-config", MFD_CLOEXEC);
+
+	if (fd < 0) {
+		cb_error_errno("cannot parse config '%s': memfd_create", path);
+		return NULL;
+	}
+	if (cb_write_all(fd, text, len) < 0) {
+		cb_error_errno("cannot parse config '%s': write", path);
+		goto out;
+	}
+	snprintf(procpath, sizeof(procpath), "/proc/self/fd/%d", fd);
+	/* The pre-pass already reported every syntax error with its line;
+	 * iniparser's own stderr messages would only confuse. */
+	iniparser_set_error_callback(quiet_errback);
+	d = iniparser_load(procpath);
+	iniparser_set_error_callback(NULL);
+	if (!d)
+		cb_error("cannot parse config '%s' (is /proc mounted?)", path);
+out:
+	close(fd);
+	return d;
+}
+
+static int fill_values(struct cb_config *cfg, const dictionary *d)
+{
+	char ikey[64];
+
+	for (size_t i = 0; i < cfg->n_sections; i++) {
+		struct cb_config_section *sec = &cfg->sections[i];
+		for (size_t j = 0; j < sec->n_entries; j++) {
+			const char *v;
+			snprintf(ikey, sizeof(ikey), "s%zu:k%d", i, sec->entries[j].line);
+			v = iniparser_getstring(d, ikey, NULL);
+			if (!v)
+				return cb_error("%s:%d: internal: value of key '%s' lost by iniparser",
+						cfg->path, sec->entries[j].line, sec->entries[j].key);
+			sec->entries[j].value = cb_xstrdup(v);
+		}
+	}
+	return 0;
+}
+
+/* ---- validation ---- */
+
+static int vzdump_ignored_index(const char *key)
+{
+	for (size_t i = 0; i < N_VZDUMP_IGNORED; i++)
+		if (!strcmp(vzdump_ignored[i].key, key))
+			return (int)i;
+	return -1;
+}
+
+static void warn_unknown(struct cb_config *cfg, const struct cb_config_entry *e)
+{
+	int i = vzdump_ignored_index(e->key);
+	char *w;
+
+	if (i < 0)
+		w = cb_xasprintf("%s:%d: unknown key '%s'", cfg->path, e->line, e->key);
+	else if (vzdump_ignored[i].hint)
+		w = cb_xasprintf("%s:%d: key '%s' is a vzdump option cbackup ignores (%s)",
+				 cfg->path, e->line, e->key, vzdump_ignored[i].hint);
+	else
+		w = cb_xasprintf("%s:%d: key '%s' is a vzdump option cbackup ignores",
+				 cfg->path, e->line, e->key);
+	cb_strvec_push(&cfg->warnings, w);
+	free(w);
+}
+
+/* "global, [storage], [ct]/[vm]" for a where bit set. */
+static void where_text(unsigned where, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (where & CB_WHERE_GLOBAL)
+		n += (size_t)snprintf(buf + n, len - n, "%sglobal", n ? ", " : "");
+	if ((where & CB_WHERE_STORAGE) && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%s[storage]", n ? ", " : "");
+	if ((where & CB_WHERE_GUEST) && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%s[ct], [vm]", n ? ", " : "");
+	if (!n)
+		snprintf(buf, len, "command line only");
+}
+
+static int check_where(const struct cb_config *cfg, const struct cb_config_section *sec,
+		       const struct cb_config_entry *e, const struct cb_opt_schema *s)
+{
+	char allowed[64];
+
+	if (s->where & kind_where(sec->kind))
+		return 0;
+	where_text(s->where, allowed, sizeof(allowed));
+	if (sec->kind == CB_SECTION_GLOBAL)
+		return cb_error("%s:%d: key '%s' is not allowed in the global section (allowed: %s)",
+				cfg->path, e->line, e->key, allowed);
+	return cb_error("%s:%d: key '%s' is not allowed in a [%s] section (allowed: %s)",
+			cfg->path, e->line, e->key, kind_name(sec->kind), allowed);
+}
+
+/*
+ * A repeated single-valued key is legal (the last wins) but often a slip.
+ * Entries [0, kept) are the valid ones seen so far.
+ */
+static void warn_repeat(struct cb_config *cfg, const struct cb_config_section *sec,
+			const struct cb_config_entry *e, size_t kept)
+{
+	for (size_t i = 0; i < kept; i++) {
+		if (strcmp(sec->entries[i].key, e->key))
+			continue;
+		char *w = cb_xasprintf("%s:%d: key '%s' repeats line %d; the last value wins",
+				       cfg->path, e->line, e->key, sec->entries[i].line);
+		cb_strvec_push(&cfg->warnings, w);
+		free(w);
+		return;
+	}
+}
+
+/*
+ * Check one entry. *keep = 0 for keys that are only warned about (they are
+ * dropped, so that resolution sees only valid keys).
+ */
+static int check_entry(struct cb_config *cfg, const struct cb_config_section *sec, size_t j,
+		       size_t kept, struct cb_opts *scratch, int *keep)
+{
+	const struct cb_config_entry *e = &sec->entries[j];
+	const struct cb_opt_schema *s = cb_opt_find(e->key);
+
+	*keep = s != NULL;
+	if (!s) {
+		warn_unknown(cfg, e);
+		return 0;
+	}
+	if (check_where(cfg, sec, e, s) < 0)
+		return -1;
+	if (cb_opts_set(scratch, s->key, e->value, NULL) < 0)
+		return cb_error_prefix("%s:%d: key '%s'", cfg->path, e->line, e->key);
+	if (s->type != CB_OPT_LIST)
+		warn_repeat(cfg, sec, e, kept);
+	return 0;
+}
+
+static int validate_section(struct cb_config *cfg, struct cb_config_section *sec)
+{
+	struct cb_opts scratch;
+	size_t kept = 0;
+	int keep, ret = 0;
+
+	cb_opts_init(&scratch);
+	for (size_t j = 0; j < sec->n_entries; j++) {
+		if (check_entry(cfg, sec, j, kept, &scratch, &keep) < 0) {
+			ret = -1;
+			break;
+		}
+		if (keep) {
+			sec->entries[kept++] = sec->entries[j];
+		} else {
+			free(sec->entries[j].key);
+			free(sec->entries[j].value);
+		}
+	}
+	if (ret == 0)
+		sec->n_entries = kept;
+	cb_opts_release(&scratch);
+	return ret;
+}
+
+static int validate(struct cb_config *cfg)
+{
+	for (size_t i = 0; i < cfg->n_sections; i++)
+		if (validate_section(cfg, &cfg->sections[i]) < 0)
+			return -1;
+	return 0;
+}
+
+/* ---- loading ---- */
+
+static int parse_file(struct cb_config *cfg, FILE *in)
+{
+	struct prepass pp = { cfg->path, cfg, NULL, 0 };
+	char *text = NULL;
+	size_t len = 0;
+	dictionary *d = NULL;
+	int ret = -1;
+
+	pp.out = open_memstream(&text, &len);
+	if (!pp.out)
+		return cb_error_errno("cannot parse config '%s'", cfg->path);
+	if (prepass_file(&pp, in) < 0) {
+		fclose(pp.out);
+		goto out;
+	}
+	if (fclose(pp.out) != 0) {
+		cb_error_errno("cannot parse config '%s'", cfg->path);
+		goto out;
+	}
+	d = load_converted(cfg->path, text, len);
+	if (d && fill_values(cfg, d) == 0 && validate(cfg) == 0)
+		ret = 0;
+out:
+	if (d)
+		iniparser_freedict(d);
+	free(text);
+	return ret;
+}
+
+int cb_config_load(struct cb_config *cfg, const char *path)
+{
+	FILE *in;
+	int ret;
+
+	if (!path && access(DEFAULT_CONFIG, F_OK) < 0 && errno == ENOENT) {
+		start_empty(cfg, NULL);
+		return 0;
+	}
+	start_empty(cfg, path ? path : DEFAULT_CONFIG);
+	in = fopen(cfg->path, "r");
+	if (!in) {
+		ret = cb_error_errno("cannot read config '%s'", cfg->path);
+		goto out;
+	}
+	ret = parse_file(cfg, in);
+	fclose(in);
+out:
+	if (ret < 0)
+		cb_config_release(cfg);
+	return ret;
+}
+
+/* ---- lookup and resolution ---- */
+
+const struct cb_config_section *cb_config_guest(const struct cb_config *cfg, const char *id)
+{
+	for (size_t i = 1; i < cfg->n_sections; i++) {
+		const struct cb_config_section *s = &cfg->sections[i];
+		if ((s->kind == CB_SECTION_CT || s->kind == CB_SECTION_VM) && !strcmp(s->name, id))
+			return s;
+	}
+	return NULL;
+}
+
+const struct cb_config_section *cb_config_storage(const struct cb_config *cfg, const char *name)
+{
+	for (size_t i = 1; i < cfg->n_sections; i++) {
+		const struct cb_config_section *s = &cfg->sections[i];
+		if (s->kind == CB_SECTION_STORAGE && !strcmp(s->name, name))
+			return s;
+	}
+	return NULL;
+}
+
+void cb_config_guest_ids(const struct cb_config *cfg, struct cb_strvec *ids)
+{
+	for (size_t i = 1; i < cfg->n_sections; i++)
+		if (cfg->sections[i].kind == CB_SECTION_CT || cfg->sections[i].kind == CB_SECTION_VM)
+			cb_strvec_push(ids, cfg->sections[i].name);
+}
+
+/* The last value of KEY in a section, or NULL. */
+static const char *section_get(const struct cb_config_section *sec, const char *key)
+{
+	const char *v = NULL;
+
+	for (size_t i = 0; sec && i < sec->n_entries; i++)
+		if (!strcmp(sec->entries[i].key, key))
+			v = sec->entries[i].value;
+	return v;
+}
+
+static const char *cli_get(const struct cb_strvec *kv, const char *key)
+{
+	const char *v = NULL;
+
+	for (size_t i = 0; kv && i + 1 < kv->n; i += 2)
+		if (!strcasecmp(kv->v[i], key))
+			v = kv->v[i + 1];
+	return v;
+}
+
+static int not_defined(const struct cb_config *cfg, const char *what, const char *name)
+{
+	if (!cfg->path)
+		return cb_error("%s '%s' is not defined (no config file)", what, name);
+	return cb_error("%s '%s' is not defined in '%s'", what, name, cfg->path);
+}
+
+static int apply_section(const struct cb_config *cfg, const struct cb_config_section *sec,
+			 struct cb_opts *out)
+{
+	for (size_t i = 0; sec && i < sec->n_entries; i++) {
+		const struct cb_config_entry *e = &sec->entries[i];
+		if (cb_opts_set(out, e->key, e->value, NULL) < 0)
+			return cb_error_prefix("%s:%d: key '%s'", cfg->path, e->line, e->key);
+	}
+	return 0;
+}
+
+static int apply_cli(const struct cb_strvec *kv, struct cb_opts *out)
+{
+	for (size_t i = 0; kv && i + 1 < kv->n; i += 2)
+		if (cb_opts_set(out, kv->v[i], kv->v[i + 1], NULL) < 0)
+			return cb_error_prefix("option --%s", kv->v[i]);
+	return 0;
+}
+
+/* Which sections take part: the guest's, and the storage named last. */
+static int pick_sections(const struct cb_config *cfg, const char *id, const struct cb_strvec *cli_kv,
+			 const struct cb_config_section **guest,
+			 const struct cb_config_section **storage)
+{
+	const char *name;
+
+	*guest = *storage = NULL;
+	if (id && !(*guest = cfg->n_sections ? cb_config_guest(cfg, id) : NULL))
+		return not_defined(cfg, "guest", id);
+	name = cli_get(cli_kv, "storage");
+	if (!name)
+		name = section_get(*guest, "storage");
+	if (!name && cfg->n_sections)
+		name = section_get(&cfg->sections[0], "storage");
+	if (name && !(*storage = cfg->n_sections ? cb_config_storage(cfg, name) : NULL))
+		return not_defined(cfg, "storage", name);
+	return 0;
+}
+
+int cb_config_resolve(const struct cb_config *cfg, const char *id,
+		      const struct cb_strvec *cli_kv, struct cb_opts *out)
+{
+	const struct cb_config_section *guest, *storage;
+
+	cb_opts_init(out);
+	if (pick_sections(cfg, id, cli_kv, &guest, &storage) < 0)
+		goto fail;
+	if (cfg->n_sections && apply_section(cfg, &cfg->sections[0], out) < 0)
+		goto fail;
+	if (apply_section(cfg, storage, out) < 0)
+		goto fail;
+	if (guest) {
+		out->type = guest->kind == CB_SECTION_VM ? CB_GUEST_VM : CB_GUEST_CT;
+		free(out->id);
+		out->id = cb_xstrdup(guest->name);
+		if (apply_section(cfg, guest, out) < 0)
+			goto fail;
+	}
+	if (apply_cli(cli_kv, out) < 0)
+		goto fail;
+	return 0;
+fail:
+	cb_opts_release(out);
+	return -1;
+}
