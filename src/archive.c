@@ -1,0 +1,393 @@
+/*
+ * cb_archive: pax tar of the staged tree through our codec stage.
+ * See include/cb_archive.h.
+ *
+ * libarchive formats the entries (pax headers for xattrs, ACLs, GNU sparse
+ * 1.0 maps) but never filters: its output callback hands the tar bytes to
+ * cb_codec_write(). We walk the tree ourselves so the order is sorted and
+ * stable (reproducible archives, cheap diffs between two backups), and read
+ * metadata with archive_read_disk_entry_from_file() without a name lookup
+ * so owners stay numeric.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "cb_archive.h"
+#include "cb_cleanup.h"
+#include "cb_util.h"
+
+#define DATA_BUF (1024 * 1024)
+/* libarchive hands us big blocks; the end is still padded to 10240 bytes,
+ * the record size every tar expects. */
+#define TAR_BLOCK (100 * 10240)
+#define TAR_RECORD 10240
+
+struct arch {
+	struct archive *a;            /* pax writer */
+	struct archive *disk;         /* metadata reader for the tree */
+	struct archive *disk_plain;   /* for extras: no xattrs/ACLs of the host */
+	struct archive_entry_linkresolver *links;
+	struct cb_codec_writer *codec;
+	struct cb_log *log;
+	struct cb_archive_stats *st;
+	unsigned char *buf, *zeros;
+	dev_t root_dev;
+	int codec_failed;             /* the message is in cb_last_error() */
+};
+
+static la_ssize_t out_cb(struct archive *a, void *cd, const void *buf, size_t len)
+{
+	struct arch *c = cd;
+
+	if (cb_codec_write(c->codec, buf, len) < 0) {
+		c->codec_failed = 1;
+		archive_set_error(a, EIO, "%s", cb_last_error());
+		return -1;
+	}
+	c->st->tar_bytes += len;
+	return len;
+}
+
+/* Turn a libarchive failure into our error, unless the codec/sink below
+ * already said what went wrong. */
+static int la_fail(struct arch *c, struct archive *a, const char *name)
+{
+	if (c->codec_failed)
+		return -1;
+	return cb_error("cannot archive '%s': %s", name, archive_error_string(a));
+}
+
+static int feed(struct arch *c, const void *buf, size_t len, const char *name)
+{
+	la_ssize_t n = archive_write_data(c->a, buf, len);
+
+	if (n < 0)
+		return la_fail(c, c->a, name);
+	return 0;
+}
+
+/* Holes are fed as zeros; the pax writer drops bytes that fall in a hole
+ * of the entry's sparse map, so nothing of them reaches the tar. */
+static int feed_zeros(struct arch *c, int64_t len, const char *name)
+{
+	while (len > 0) {
+		size_t k = len > DATA_BUF ? DATA_BUF : (size_t)len;
+
+		if (feed(c, c->zeros, k, name) < 0)
+			return -1;
+		len -= k;
+	}
+	return 0;
+}
+
+static int copy_range(struct arch *c, int fd, int64_t off, int64_t len, const char *src)
+{
+	while (len > 0) {
+		size_t k = len > DATA_BUF ? DATA_BUF : (size_t)len;
+		double t0 = cb_now();
+		ssize_t n = pread(fd, c->buf, k, off);
+
+		c->st->read_seconds += cb_now() - t0;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return cb_error_errno("cannot read '%s'", src);
+		if (cb_check_interrupt() < 0)
+			return -1;
+		if (n == 0) {
+			/* shrank under us: keep the tar consistent with its header */
+			cb_warn(c->log, "'%s' shrank while being archived; padding with zeros", src);
+			return feed_zeros(c, len, src);
+		}
+		if (feed(c, c->buf, n, src) < 0)
+			return -1;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int write_data(struct arch *c, struct archive_entry *e, int fd, const char *src)
+{
+	int64_t size = archive_entry_size(e), pos = 0, off, len;
+
+	if (archive_entry_sparse_reset(e) == 0)
+		return copy_range(c, fd, 0, size, src);
+	while (archive_entry_sparse_next(e, &off, &len) == ARCHIVE_OK) {
+		if (off < pos || off + len > size)
+			return cb_error("bad sparse map for '%s'", src);
+		if (feed_zeros(c, off - pos, src) < 0 || copy_range(c, fd, off, len, src) < 0)
+			return -1;
+		pos = off + len;
+	}
+	return feed_zeros(c, size - pos, src);
+}
+
+/* Write one entry (header, then data if it carries any). */
+static int put_entry(struct arch *c, struct archive_entry *e, int fd, const char *src)
+{
+	int r = archive_write_header(c->a, e);
+
+	if (r < ARCHIVE_WARN)
+		return la_fail(c, c->a, src);
+	if (r == ARCHIVE_WARN)
+		cb_warn(c->log, "'%s': %s", src, archive_error_string(c->a));
+	c->st->entries++;
+	if (fd >= 0 && archive_entry_hardlink(e) == NULL && archive_entry_size(e) > 0 &&
+	    write_data(c, e, fd, src) < 0)
+		return -1;
+	return 0;
+}
+
+/* Fill an entry from disk; fd is the open regular file or -1. */
+static int read_meta(struct arch *c, struct archive *disk, struct archive_entry *e, int fd,
+		     const struct stat *st, const char *src)
+{
+	int r = archive_read_disk_entry_from_file(disk, e, fd, st);
+
+	if (r < ARCHIVE_WARN)
+		return cb_error("cannot read metadata of '%s': %s", src, archive_error_string(disk));
+	if (r == ARCHIVE_WARN)
+		cb_warn(c->log, "'%s': %s", src, archive_error_string(disk));
+	return 0;
+}
+
+static int add_tree_entry(struct arch *c, const char *src, const char *name, const struct stat *st)
+{
+	struct archive_entry *e = archive_entry_new(), *spare = NULL;
+	int fd = -1, ret = -1;
+
+	if (S_ISREG(st->st_mode)) {
+		fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0) {
+			cb_error_errno("cannot open '%s'", src);
+			goto out;
+		}
+	}
+	archive_entry_copy_sourcepath(e, src);
+	archive_entry_copy_pathname(e, name);
+	if (read_meta(c, c->disk, e, fd, st, src) < 0)
+		goto out;
+	/* tar strategy: the first link keeps the data, later ones become
+	 * hardlink entries of size 0 pointing at the first name */
+	archive_entry_linkify(c->links, &e, &spare);
+	ret = e ? put_entry(c, e, fd, src) : 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	archive_entry_free(e);
+	archive_entry_free(spare);
+	return ret;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int list_dir(const char *path, struct cb_strvec *names)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+
+	if (!d)
+		return cb_error_errno("cannot open directory '%s'", path);
+	errno = 0;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			cb_strvec_push(names, de->d_name);
+		errno = 0;
+	}
+	if (errno) {
+		cb_error_errno("cannot read directory '%s'", path);
+		closedir(d);
+		return -1;
+	}
+	closedir(d);
+	if (names->n > 1)
+		qsort(names->v, names->n, sizeof(*names->v), name_cmp);
+	return 0;
+}
+
+static int walk(struct arch *c, const char *src, const char *name);
+
+/* One child of a directory: archive it, descend into directories that
+ * stay on the tree's file system. */
+static int walk_child(struct arch *c, const char *src, const char *name)
+{
+	struct stat st;
+
+	if (cb_check_interrupt() < 0)
+		return -1;
+	if (lstat(src, &st) < 0) {
+		if (errno == ENOENT) {
+			cb_warn(c->log, "'%s' vanished while archiving", src);
+			return 0;
+		}
+		return cb_error_errno("cannot stat '%s'", src);
+	}
+	if (S_ISSOCK(st.st_mode)) {
+		cb_verbose(c->log, "skipping socket '%s'", src);
+		return 0;
+	}
+	if (add_tree_entry(c, src, name, &st) < 0)
+		return -1;
+	if (!S_ISDIR(st.st_mode))
+		return 0;
+	if (st.st_dev != c->root_dev) {
+		cb_warn(c->log, "not descending into '%s': another file system", src);
+		return 0;
+	}
+	return walk(c, src, name);
+}
+
+static int walk(struct arch *c, const char *src, const char *name)
+{
+	struct cb_strvec names = CB_STRVEC_INIT;
+	const char *sep = name[strlen(name) - 1] == '/' ? "" : "/";
+	int ret = 0;
+
+	if (list_dir(src, &names) < 0)
+		return -1;
+	for (size_t i = 0; i < names.n && ret == 0; i++) {
+		char *csrc = cb_xasprintf("%s/%s", src, names.v[i]);
+		char *cname = cb_xasprintf("%s%s%s", name, sep, names.v[i]);
+
+		ret = walk_child(c, csrc, cname);
+		free(csrc);
+		free(cname);
+	}
+	cb_strvec_clear(&names);
+	return ret;
+}
+
+static int add_tree(struct arch *c, const char *tree)
+{
+	struct stat st;
+
+	if (stat(tree, &st) < 0)
+		return cb_error_errno("cannot stat '%s'", tree);
+	if (!S_ISDIR(st.st_mode))
+		return cb_error("'%s' is not a directory", tree);
+	c->root_dev = st.st_dev;
+	if (add_tree_entry(c, tree, "./", &st) < 0)
+		return -1;
+	return walk(c, tree, "./");
+}
+
+/* Extras carry the file's mode, size and times; owner root, no xattrs. */
+static int add_extra(struct arch *c, const struct cb_archive_extra *x)
+{
+	struct archive_entry *e = archive_entry_new();
+	struct stat st;
+	int ret = -1, fd = open(x->source_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		cb_error_errno("cannot open '%s'", x->source_path);
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		cb_error("'%s' is not a regular file", x->source_path);
+		goto out;
+	}
+	archive_entry_copy_sourcepath(e, x->source_path);
+	archive_entry_copy_pathname(e, x->archive_name);
+	if (read_meta(c, c->disk_plain, e, fd, &st, x->source_path) < 0)
+		goto out;
+	archive_entry_set_uid(e, 0);
+	archive_entry_set_gid(e, 0);
+	archive_entry_set_nlink(e, 1);
+	ret = put_entry(c, e, fd, x->source_path);
+out:
+	if (fd >= 0)
+		close(fd);
+	archive_entry_free(e);
+	return ret;
+}
+
+static struct archive *disk_reader(int flags)
+{
+	struct archive *d = archive_read_disk_new();
+
+	if (!d) {
+		cb_error("cannot create libarchive disk reader");
+		return NULL;
+	}
+	/* no archive_read_disk_set_standard_lookup(): numeric owners only */
+	archive_read_disk_set_symlink_physical(d);
+	archive_read_disk_set_behavior(d, flags);
+	return d;
+}
+
+static int arch_open(struct arch *c)
+{
+	c->disk = disk_reader(ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS | ARCHIVE_READDISK_NO_FFLAGS);
+	c->disk_plain = disk_reader(ARCHIVE_READDISK_NO_XATTR | ARCHIVE_READDISK_NO_ACL |
+				    ARCHIVE_READDISK_NO_FFLAGS);
+	c->links = archive_entry_linkresolver_new();
+	c->a = archive_write_new();
+	if (!c->disk || !c->disk_plain || !c->links || !c->a)
+		return cb_error("cannot initialise libarchive");
+	archive_entry_linkresolver_set_strategy(c->links, ARCHIVE_FORMAT_TAR_PAX_INTERCHANGE);
+	/* SCHILY.xattr only: the form GNU tar reads (and libarchive too);
+	 * LIBARCHIVE.xattr copies would make GNU tar warn on every file */
+	if (archive_write_set_format_pax(c->a) != ARCHIVE_OK ||
+	    archive_write_set_format_option(c->a, "pax", "xattrheader", "SCHILY") != ARCHIVE_OK ||
+	    archive_write_set_bytes_per_block(c->a, TAR_BLOCK) != ARCHIVE_OK ||
+	    archive_write_set_bytes_in_last_block(c->a, TAR_RECORD) != ARCHIVE_OK)
+		return cb_error("cannot set up tar writer: %s", archive_error_string(c->a));
+	if (archive_write_open(c->a, c, NULL, out_cb, NULL) != ARCHIVE_OK)
+		return la_fail(c, c->a, "(archive start)");
+	return 0;
+}
+
+static void arch_release(struct arch *c)
+{
+	if (c->a)
+		archive_write_free(c->a);   /* also closes it if still open */
+	if (c->disk)
+		archive_read_free(c->disk);
+	if (c->disk_plain)
+		archive_read_free(c->disk_plain);
+	archive_entry_linkresolver_free(c->links);
+	free(c->buf);
+	free(c->zeros);
+}
+
+int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, size_t n_extras,
+		     struct cb_codec_writer *codec, struct cb_log *log, struct cb_archive_stats *stats)
+{
+	struct arch c = { .codec = codec, .log = log, .st = stats };
+	double t0 = cb_now();
+	int ret = -1;
+
+	memset(stats, 0, sizeof(*stats));
+	c.buf = cb_xmalloc(DATA_BUF);
+	c.zeros = cb_xcalloc(1, DATA_BUF);
+	if (arch_open(&c) < 0)
+		goto out;
+	if (tree && add_tree(&c, tree) < 0)
+		goto out;
+	for (size_t i = 0; i < n_extras; i++)
+		if (add_extra(&c, &extras[i]) < 0)
+			goto out;
+	/* writes the end-of-archive blocks and the padding */
+	if (archive_write_close(c.a) != ARCHIVE_OK) {
+		la_fail(&c, c.a, "(archive end)");
+		goto out;
+	}
+	ret = 0;
+out:
+	if (ret < 0 && c.a)
+		archive_write_fail(c.a);   /* no trailer after a failure */
+	arch_release(&c);
+	stats->seconds = cb_now() - t0;
+	return ret;
+}

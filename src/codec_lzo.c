@@ -1,0 +1,437 @@
+/*
+ * lzo codec: the lzop file format (what `lzop -d` reads and writes), with
+ * LZO1X-1 blocks from liblzo2.
+ *
+ * File: magic, header (big-endian fields, adler32 over the header), blocks,
+ * a 32-bit zero. Block: uncompressed size, compressed size, adler32 of the
+ * uncompressed data, adler32 of the compressed data (only when the block is
+ * actually compressed), data. A block that does not shrink is stored as is
+ * with both sizes equal — lzop does the same, and the later stored-block
+ * policy relies on it.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+#include <lzo/lzo1x.h>
+
+#include "cb_util.h"
+#include "codec_int.h"
+
+#define LZOP_VERSION        0x1040
+#define LZOP_VERSION_NEEDED 0x0940
+#define LZOP_LEVEL          5        /* what lzop records for method 1 */
+#define M_LZO1X_1           1
+#define M_LZO1X_1_15        2
+#define M_LZO1X_999         3
+#define F_ADLER32_D         0x00000001u
+#define F_ADLER32_C         0x00000002u
+#define F_STDIN             0x00000004u
+#define F_H_EXTRA_FIELD     0x00000040u
+#define F_CRC32_D           0x00000100u
+#define F_CRC32_C           0x00000200u
+#define F_MULTIPART         0x00000400u
+#define F_H_FILTER          0x00000800u
+#define F_H_CRC32           0x00001000u
+#define F_OS_UNIX           0x03000000u
+
+#define BLOCK_SIZE          (256 * 1024)
+#define MAX_BLOCK_SIZE      (64 * 1024 * 1024)   /* lzop's own limit */
+#define BLOCK_HDR_MAX       16
+
+static void put32(unsigned char *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint32_t adler(uint32_t a, const void *buf, size_t len)
+{
+	return lzo_adler32(a, buf, len);
+}
+
+struct lzo_writer {
+	struct cb_codec_out *out;
+	unsigned char *ibuf;     /* BLOCK_SIZE bytes being collected */
+	size_t ilen;
+	unsigned char *obuf;     /* block header + compressed block */
+	void *wrkmem;
+	int started;             /* file header written */
+};
+
+static int lzo_write_header(struct lzo_writer *z)
+{
+	unsigned char h[64];
+	size_t n = 0;
+
+	memcpy(h, CB_LZOP_MAGIC, CB_LZOP_MAGIC_LEN);
+	n = CB_LZOP_MAGIC_LEN;
+	h[n++] = LZOP_VERSION >> 8;
+	h[n++] = LZOP_VERSION & 0xff;
+	h[n++] = (lzo_version() >> 8) & 0xff;
+	h[n++] = lzo_version() & 0xff;
+	h[n++] = LZOP_VERSION_NEEDED >> 8;
+	h[n++] = LZOP_VERSION_NEEDED & 0xff;
+	h[n++] = M_LZO1X_1;
+	h[n++] = LZOP_LEVEL;
+	/* F_STDIN: like `tar | lzop`, no name, mode 0 */
+	put32(h + n, F_OS_UNIX | F_STDIN | F_ADLER32_D | F_ADLER32_C);
+	put32(h + n + 4, 0);                               /* mode */
+	put32(h + n + 8, (uint32_t)time(NULL));            /* mtime low */
+	put32(h + n + 12, (uint32_t)((uint64_t)time(NULL) >> 32));
+	n += 16;
+	h[n++] = 0;                                        /* name length */
+	put32(h + n, adler(1, h + CB_LZOP_MAGIC_LEN, n - CB_LZOP_MAGIC_LEN));
+	n += 4;
+	z->started = 1;
+	return cb_codec_out_write(z->out, h, n);
+}
+
+static int lzo_emit_block(struct lzo_writer *z)
+{
+	unsigned char *hdr = z->obuf, *data = z->obuf + BLOCK_HDR_MAX;
+	lzo_uint clen = 0;
+	size_t hl = 12;
+	double t0 = cb_now();
+
+	if (z->ilen == 0)
+		return 0;
+	if (lzo1x_1_compress(z->ibuf, z->ilen, data, &clen, z->wrkmem) != LZO_E_OK)
+		return cb_error("lzo compression failed");
+	put32(hdr, z->ilen);
+	put32(hdr + 8, adler(1, z->ibuf, z->ilen));
+	if (clen < z->ilen) {
+		put32(hdr + 4, clen);
+		put32(hdr + 12, adler(1, data, clen));
+		hl = 16;
+	} else {
+		put32(hdr + 4, z->ilen);
+		memcpy(data, z->ibuf, z->ilen);
+		clen = z->ilen;
+	}
+	z->out->compress_seconds += cb_now() - t0;
+	/* close the gap so header and data go out in one sink write */
+	memmove(data - hl, hdr, hl);
+	z->ilen = 0;
+	return cb_codec_out_write(z->out, data - hl, hl + clen);
+}
+
+static int lzo_write(void *st, const void *buf, size_t len)
+{
+	struct lzo_writer *z = st;
+	const unsigned char *p = buf;
+
+	if (!z->started && lzo_write_header(z) < 0)
+		return -1;
+	while (len > 0) {
+		size_t k = BLOCK_SIZE - z->ilen;
+
+		if (k > len)
+			k = len;
+		memcpy(z->ibuf + z->ilen, p, k);
+		z->ilen += k;
+		p += k;
+		len -= k;
+		if (z->ilen == BLOCK_SIZE && lzo_emit_block(z) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int lzo_finish(void *st)
+{
+	struct lzo_writer *z = st;
+	unsigned char end[4] = { 0, 0, 0, 0 };
+
+	if (!z->started && lzo_write_header(z) < 0)
+		return -1;
+	if (lzo_emit_block(z) < 0)
+		return -1;
+	return cb_codec_out_write(z->out, end, sizeof(end));
+}
+
+static void lzo_wfree(void *st)
+{
+	struct lzo_writer *z = st;
+
+	free(z->ibuf);
+	free(z->obuf);
+	free(z->wrkmem);
+	free(z);
+}
+
+static const struct cb_codec_wops lzo_wops = { lzo_write, lzo_finish, lzo_wfree };
+
+int cb_codec_lzo_writer(void **st, const struct cb_codec_wops **ops,
+			const struct cb_codec_params *p, struct cb_codec_out *o)
+{
+	struct lzo_writer *z;
+
+	(void)p;
+	if (lzo_init() != LZO_E_OK)
+		return cb_error("lzo: library initialisation failed");
+	z = cb_xcalloc(1, sizeof(*z));
+	z->out = o;
+	z->ibuf = cb_xmalloc(BLOCK_SIZE);
+	/* worst-case LZO1X expansion, per the liblzo2 documentation */
+	z->obuf = cb_xmalloc(BLOCK_HDR_MAX + BLOCK_SIZE + BLOCK_SIZE / 16 + 64 + 3);
+	z->wrkmem = cb_xmalloc(LZO1X_1_MEM_COMPRESS);
+	*st = z;
+	*ops = &lzo_wops;
+	return 0;
+}
+
+/* ---- reader ---- */
+
+struct lzo_reader {
+	struct cb_codec_in *in;
+	uint32_t flags;
+	unsigned char *cbuf, *dbuf;   /* compressed / decompressed block */
+	size_t cap;
+	size_t dpos, dlen;            /* unread part of dbuf */
+	unsigned block;               /* 1-based number of the current block */
+	int done;
+};
+
+/* Header bytes are collected in h to compute the header checksum. */
+struct lzo_hdr {
+	unsigned char h[512];
+	size_t n;
+};
+
+static int hdr_take(struct cb_codec_in *in, struct lzo_hdr *hd, size_t len)
+{
+	int rc;
+
+	if (hd->n + len > sizeof(hd->h))
+		return cb_error("corrupt lzo header");
+	rc = cb_codec_in_take(in, hd->h + hd->n, len);
+	if (rc < 0)
+		return -1;
+	if (rc > 0)
+		return cb_error("truncated lzo stream (in header)");
+	hd->n += len;
+	return 0;
+}
+
+static int hdr_u32(struct cb_codec_in *in, struct lzo_hdr *hd, uint32_t *v)
+{
+	if (hdr_take(in, hd, 4) < 0)
+		return -1;
+	*v = get32(hd->h + hd->n - 4);
+	return 0;
+}
+
+static int check_header_sum(struct cb_codec_in *in, struct lzo_hdr *hd, uint32_t flags)
+{
+	const unsigned char *b = hd->h + CB_LZOP_MAGIC_LEN;
+	size_t blen = hd->n - CB_LZOP_MAGIC_LEN;
+	uint32_t want, got;
+	unsigned char s[4];
+
+	got = flags & F_H_CRC32 ? (uint32_t)crc32(0, b, blen) : adler(1, b, blen);
+	if (cb_codec_in_take(in, s, 4) != 0)
+		return cb_error("truncated lzo stream (in header)");
+	want = get32(s);
+	if (want != got)
+		return cb_error("corrupt lzo header: checksum mismatch");
+	return 0;
+}
+
+/* Extra field: length, data, checksum; its content is of no use to us. */
+static int skip_extra_field(struct cb_codec_in *in)
+{
+	unsigned char s[4];
+	uint32_t len;
+
+	if (cb_codec_in_take(in, s, 4) != 0)
+		return cb_error("truncated lzo stream (in header)");
+	len = get32(s);
+	if (len > 64 * 1024)
+		return cb_error("corrupt lzo header: extra field of %u bytes", len);
+	for (uint32_t i = 0; i < len + 4; i++)
+		if (cb_codec_in_take(in, s, 1) != 0)
+			return cb_error("truncated lzo stream (in header)");
+	return 0;
+}
+
+static int parse_header(struct lzo_reader *z)
+{
+	struct lzo_hdr hd = { .n = 0 };
+	uint32_t flags, u;
+	unsigned version, method;
+
+	if (hdr_take(z->in, &hd, CB_LZOP_MAGIC_LEN + 4) < 0)
+		return -1;
+	version = hd.h[9] << 8 | hd.h[10];
+	if (version >= 0x0940) {
+		if (hdr_take(z->in, &hd, 2) < 0)
+			return -1;
+		if ((hd.h[hd.n - 2] << 8 | hd.h[hd.n - 1]) > LZOP_VERSION)
+			return cb_error("lzo stream needs a newer lzop format (0x%02x%02x)",
+					hd.h[hd.n - 2], hd.h[hd.n - 1]);
+	}
+	if (hdr_take(z->in, &hd, version >= 0x0940 ? 2 : 1) < 0)
+		return -1;
+	method = hd.h[version >= 0x0940 ? hd.n - 2 : hd.n - 1];
+	if (method != M_LZO1X_1 && method != M_LZO1X_1_15 && method != M_LZO1X_999)
+		return cb_error("unsupported lzo method %u", method);
+	if (hdr_u32(z->in, &hd, &flags) < 0)
+		return -1;
+	if (flags & (F_H_FILTER | F_MULTIPART))
+		return cb_error("unsupported lzop feature (filter or multipart)");
+	/* mode, mtime low, [mtime high], name length */
+	if (hdr_u32(z->in, &hd, &u) < 0 || hdr_u32(z->in, &hd, &u) < 0 ||
+	    (version >= 0x0940 && hdr_u32(z->in, &hd, &u) < 0) || hdr_take(z->in, &hd, 1) < 0)
+		return -1;
+	if (hdr_take(z->in, &hd, hd.h[hd.n - 1]) < 0 || check_header_sum(z->in, &hd, flags) < 0)
+		return -1;
+	if ((flags & F_H_EXTRA_FIELD) && skip_extra_field(z->in) < 0)
+		return -1;
+	z->flags = flags;
+	return 0;
+}
+
+static int take_block(struct lzo_reader *z, void *dst, size_t len)
+{
+	int rc = cb_codec_in_take(z->in, dst, len);
+
+	if (rc > 0)
+		return cb_error("truncated lzo stream (block %u)", z->block);
+	return rc;
+}
+
+/* The checksum words present for this block, in file order. */
+static int block_sums(struct lzo_reader *z, int compressed, uint32_t sums[4])
+{
+	static const uint32_t order[4] = { F_ADLER32_D, F_CRC32_D, F_ADLER32_C, F_CRC32_C };
+	unsigned char s[4];
+
+	for (int i = 0; i < 4; i++) {
+		sums[i] = 0;
+		if (!(z->flags & order[i]) || (i >= 2 && !compressed))
+			continue;
+		if (take_block(z, s, 4) < 0)
+			return -1;
+		sums[i] = get32(s);
+	}
+	return 0;
+}
+
+static int verify_c(struct lzo_reader *z, const uint32_t sums[4], uint32_t clen)
+{
+	if (((z->flags & F_ADLER32_C) && adler(1, z->cbuf, clen) != sums[2]) ||
+	    ((z->flags & F_CRC32_C) && crc32(0, z->cbuf, clen) != sums[3]))
+		return cb_error("lzo block %u: checksum mismatch (compressed data)", z->block);
+	return 0;
+}
+
+static int verify_d(struct lzo_reader *z, const uint32_t sums[4], uint32_t dlen)
+{
+	if (((z->flags & F_ADLER32_D) && adler(1, z->dbuf, dlen) != sums[0]) ||
+	    ((z->flags & F_CRC32_D) && crc32(0, z->dbuf, dlen) != sums[1]))
+		return cb_error("lzo block %u: checksum mismatch", z->block);
+	return 0;
+}
+
+static int decode_block(struct lzo_reader *z, uint32_t clen, uint32_t dlen)
+{
+	uint32_t sums[4];
+	lzo_uint out = dlen;
+
+	if (clen == 0 || clen > dlen)
+		return cb_error("lzo block %u: bad compressed size %u", z->block, clen);
+	if (block_sums(z, clen < dlen, sums) < 0)
+		return -1;
+	if (dlen > z->cap) {
+		z->cbuf = cb_xrealloc(z->cbuf, dlen);
+		z->dbuf = cb_xrealloc(z->dbuf, dlen);
+		z->cap = dlen;
+	}
+	if (take_block(z, clen < dlen ? z->cbuf : z->dbuf, clen) < 0)
+		return -1;
+	if (clen < dlen && verify_c(z, sums, clen) < 0)
+		return -1;
+	if (clen < dlen && (lzo1x_decompress_safe(z->cbuf, clen, z->dbuf, &out, NULL) != LZO_E_OK ||
+			    out != dlen))
+		return cb_error("lzo block %u: corrupt compressed data", z->block);
+	if (verify_d(z, sums, dlen) < 0)
+		return -1;
+	z->dpos = 0;
+	z->dlen = dlen;
+	return 0;
+}
+
+static int next_block(struct lzo_reader *z)
+{
+	unsigned char s[4];
+	uint32_t dlen;
+
+	z->block++;
+	if (take_block(z, s, 4) < 0)
+		return -1;
+	dlen = get32(s);
+	if (dlen == 0) {
+		z->done = 1;
+		return 0;
+	}
+	if (dlen > MAX_BLOCK_SIZE)
+		return cb_error("lzo block %u: size %u exceeds the limit", z->block, dlen);
+	if (take_block(z, s, 4) < 0)
+		return -1;
+	return decode_block(z, get32(s), dlen);
+}
+
+static ssize_t lzo_read(void *st, void *buf, size_t len)
+{
+	struct lzo_reader *z = st;
+	size_t k;
+
+	while (z->dpos == z->dlen) {
+		if (z->done)
+			return 0;
+		if (next_block(z) < 0)
+			return -1;
+	}
+	k = z->dlen - z->dpos;
+	if (k > len)
+		k = len;
+	memcpy(buf, z->dbuf + z->dpos, k);
+	z->dpos += k;
+	return k;
+}
+
+static void lzo_rfree(void *st)
+{
+	struct lzo_reader *z = st;
+
+	free(z->cbuf);
+	free(z->dbuf);
+	free(z);
+}
+
+static const struct cb_codec_rops lzo_rops = { lzo_read, lzo_rfree };
+
+int cb_codec_lzo_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in)
+{
+	struct lzo_reader *z;
+
+	if (lzo_init() != LZO_E_OK)
+		return cb_error("lzo: library initialisation failed");
+	z = cb_xcalloc(1, sizeof(*z));
+	z->in = in;
+	if (parse_header(z) < 0) {
+		free(z);
+		return -1;
+	}
+	*st = z;
+	*ops = &lzo_rops;
+	return 0;
+}

@@ -1,0 +1,364 @@
+/*
+ * cb_restore: extract an archive below DESTDIR. See include/cb_restore.h.
+ *
+ * Decompression is ours (cb_codec reader); libarchive only parses tar and
+ * writes to disk. Every entry name is checked here (no absolute names, no
+ * ".." components, same for hardlink targets) and then made absolute under
+ * the canonical DESTDIR, so libarchive's NOABSOLUTEPATHS check cannot be
+ * used, but its NODOTDOT and SYMLINKS checks still guard the full path.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "cb_codec.h"
+#include "cb_restore.h"
+#include "cb_cleanup.h"
+#include "cb_util.h"
+
+#define READ_BUF (1024 * 1024)
+
+#define EXTRACT_FLAGS (ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | \
+		       ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_ACL | ARCHIVE_EXTRACT_SPARSE | \
+		       ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT | \
+		       ARCHIVE_EXTRACT_UNLINK)
+
+struct rst {
+	struct cb_codec_reader *reader;
+	struct archive *in;         /* tar reader */
+	struct archive *out;        /* disk writer */
+	struct cb_log *log;
+	struct cb_restore_stats *st;
+	char *dest;                 /* canonical destination directory */
+	struct archive_entry *root; /* the "./" entry, applied last */
+	unsigned char *buf;
+	int fd;
+	int codec_failed;           /* the message is in cb_last_error() */
+};
+
+static la_ssize_t in_cb(struct archive *a, void *cd, const void **buf)
+{
+	struct rst *r = cd;
+	ssize_t n = cb_codec_read(r->reader, r->buf, READ_BUF);
+
+	if (n < 0) {
+		r->codec_failed = 1;
+		archive_set_error(a, EIO, "%s", cb_last_error());
+		return -1;
+	}
+	*buf = r->buf;
+	return n;
+}
+
+static int dir_is_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int empty = 1;
+
+	if (!d)
+		return cb_error_errno("cannot open directory '%s'", path);
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			empty = 0;
+			break;
+		}
+	closedir(d);
+	return empty;
+}
+
+static int mkdir_p(const char *path)
+{
+	char *p = cb_xstrdup(path);
+	int ret = 0;
+
+	for (char *s = p + 1; ; s++) {
+		if (*s && *s != '/')
+			continue;
+		char c = *s;
+		*s = '\0';
+		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+			ret = cb_error_errno("cannot create directory '%s'", p);
+			break;
+		}
+		*s = c;
+		if (!c)
+			break;
+	}
+	free(p);
+	return ret;
+}
+
+/* Check or create DESTDIR and resolve it to a symlink-free absolute path. */
+static int prepare_dest(struct rst *r, const struct cb_restore_opts *o)
+{
+	struct stat st;
+	int empty;
+
+	if (stat(o->destdir, &st) < 0) {
+		if (errno != ENOENT)
+			return cb_error_errno("cannot stat '%s'", o->destdir);
+		if (mkdir_p(o->destdir) < 0)
+			return -1;
+	} else if (!S_ISDIR(st.st_mode)) {
+		return cb_error("destination '%s' is not a directory", o->destdir);
+	} else {
+		empty = dir_is_empty(o->destdir);
+		if (empty < 0)
+			return -1;
+		if (!empty && !o->force)
+			return cb_error("destination '%s' is not empty (use --force)", o->destdir);
+	}
+	r->dest = realpath(o->destdir, NULL);
+	if (!r->dest)
+		return cb_error_errno("cannot resolve '%s'", o->destdir);
+	return 0;
+}
+
+/* Absolute names and ".." components could reach outside DESTDIR. */
+static int name_is_safe(const char *name)
+{
+	const char *p = name;
+
+	if (!name || !*name || *name == '/')
+		return 0;
+	while (*p) {
+		size_t len = strcspn(p, "/");
+
+		if (len == 2 && p[0] == '.' && p[1] == '.')
+			return 0;
+		p += len;
+		p += strspn(p, "/");
+	}
+	return 1;
+}
+
+/* "./" and the like name the guest's root directory: DESTDIR itself. */
+static int is_root_name(const char *name)
+{
+	const char *p = name + strspn(name, "/");
+
+	while (*p) {
+		size_t len = strcspn(p, "/");
+
+		if (len != 1 || p[0] != '.')
+			return 0;
+		p += len;
+		p += strspn(p, "/");
+	}
+	return 1;
+}
+
+static char *under_dest(const struct rst *r, const char *name)
+{
+	size_t dl = strlen(r->dest);
+
+	if (is_root_name(name))
+		return cb_xstrdup(r->dest);
+
+	return cb_xasprintf("%s%s%s", r->dest, dl && r->dest[dl - 1] == '/' ? "" : "/", name);
+}
+
+/* Check the names of an entry and move them below DESTDIR. */
+static int relocate(struct rst *r, struct archive_entry *e, const char *name)
+{
+	const char *link = archive_entry_hardlink(e);
+	char *p;
+
+	if (!name_is_safe(name))
+		return cb_error("refusing unsafe path '%s' in archive", name ? name : "");
+	if (link && !name_is_safe(link))
+		return cb_error("refusing hardlink '%s' to unsafe target '%s'", name, link);
+	if (link) {
+		p = under_dest(r, link);
+		archive_entry_copy_hardlink(e, p);
+		free(p);
+	}
+	p = under_dest(r, name);
+	archive_entry_copy_pathname(e, p);
+	free(p);
+	return 0;
+}
+
+static int la_fail(struct rst *r, struct archive *a, const char *name)
+{
+	if (r->codec_failed)
+		return cb_error_prefix("cannot restore '%s'", name);
+	return cb_error("cannot restore '%s': %s", name, archive_error_string(a));
+}
+
+/* libarchive WARN: reported, extraction goes on (e.g. no ACL support). */
+static int la_check(struct rst *r, struct archive *a, int rc, const char *name)
+{
+	if (rc < ARCHIVE_WARN)
+		return la_fail(r, a, name);
+	if (rc == ARCHIVE_WARN)
+		cb_warn(r->log, "'%s': %s", name, archive_error_string(a));
+	return 0;
+}
+
+static int copy_data(struct rst *r, const char *name)
+{
+	const void *buf;
+	size_t size;
+	la_int64_t off;
+	int rc;
+
+	for (;;) {
+		if (cb_check_interrupt() < 0)
+			return -1;
+		rc = archive_read_data_block(r->in, &buf, &size, &off);
+		if (rc == ARCHIVE_EOF)
+			return 0;
+		if (la_check(r, r->in, rc, name) < 0)
+			return -1;
+		if (archive_write_data_block(r->out, buf, size, off) < ARCHIVE_OK)
+			return la_fail(r, r->out, name);
+		r->st->bytes += size;
+	}
+}
+
+/* libarchive sets an existing directory's times at once (not at close as
+ * for the directories it creates), so later entries would bump DESTDIR's
+ * mtime: keep the root entry and apply it after all the others. */
+static int keep_root(struct rst *r, struct archive_entry *e)
+{
+	if (archive_entry_filetype(e) != AE_IFDIR)
+		return cb_error("archive root entry '%s' is not a directory", archive_entry_pathname(e));
+	archive_entry_free(r->root);
+	r->root = archive_entry_clone(e);
+	r->st->entries++;
+	return 0;
+}
+
+static int apply_root(struct rst *r)
+{
+	if (!r->root)
+		return 0;
+	if (la_check(r, r->out, archive_write_header(r->out, r->root), "./") < 0 ||
+	    la_check(r, r->out, archive_write_finish_entry(r->out), "./") < 0)
+		return -1;
+	return 0;
+}
+
+static int restore_entry(struct rst *r, struct archive_entry *e)
+{
+	char *name = cb_xstrdup(archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
+	int ret = -1;
+
+	if (relocate(r, e, name) < 0)
+		goto out;
+	if (is_root_name(name)) {
+		ret = keep_root(r, e);
+		goto out;
+	}
+	if (la_check(r, r->out, archive_write_header(r->out, e), name) < 0)
+		goto out;
+	if (archive_entry_size(e) > 0 && copy_data(r, name) < 0)
+		goto out;
+	if (la_check(r, r->out, archive_write_finish_entry(r->out), name) < 0)
+		goto out;
+	r->st->entries++;
+	ret = 0;
+out:
+	free(name);
+	return ret;
+}
+
+static int restore_all(struct rst *r)
+{
+	struct archive_entry *e;
+	int rc;
+
+	for (;;) {
+		if (cb_check_interrupt() < 0)
+			return -1;
+		rc = archive_read_next_header(r->in, &e);
+		if (rc == ARCHIVE_EOF)
+			return apply_root(r);
+		if (rc < ARCHIVE_WARN) {
+			if (r->codec_failed)
+				return -1;
+			return cb_error("cannot read archive: %s", archive_error_string(r->in));
+		}
+		if (rc == ARCHIVE_WARN)
+			cb_warn(r->log, "%s", archive_error_string(r->in));
+		if (restore_entry(r, e) < 0)
+			return -1;
+	}
+}
+
+static int rst_open(struct rst *r, const char *archive)
+{
+	r->fd = open(archive, O_RDONLY | O_CLOEXEC);
+	if (r->fd < 0)
+		return cb_error_errno("cannot open '%s'", archive);
+	if (cb_codec_reader_new(&r->reader, r->fd) < 0)
+		return cb_error_prefix("'%s'", archive);
+	r->in = archive_read_new();
+	r->out = archive_write_disk_new();
+	if (!r->in || !r->out)
+		return cb_error("cannot initialise libarchive");
+	archive_read_support_format_tar(r->in);
+	/* no archive_write_disk_set_standard_lookup(): owners by number */
+	archive_write_disk_set_options(r->out, EXTRACT_FLAGS);
+	if (archive_read_open(r->in, r, NULL, in_cb, NULL) != ARCHIVE_OK) {
+		if (r->codec_failed)
+			return cb_error_prefix("'%s'", archive);
+		return cb_error("cannot read '%s': %s", archive, archive_error_string(r->in));
+	}
+	return 0;
+}
+
+/* Directory modes and times are applied when the disk writer closes. */
+static int rst_close(struct rst *r)
+{
+	int rc = archive_write_close(r->out);
+
+	if (rc < ARCHIVE_WARN)
+		return cb_error("cannot finish restore: %s", archive_error_string(r->out));
+	if (rc == ARCHIVE_WARN)
+		cb_warn(r->log, "%s", archive_error_string(r->out));
+	return 0;
+}
+
+static void rst_release(struct rst *r)
+{
+	if (r->in)
+		archive_read_free(r->in);
+	if (r->out)
+		archive_write_free(r->out);
+	cb_codec_reader_free(r->reader);
+	if (r->fd >= 0)
+		close(r->fd);
+	archive_entry_free(r->root);
+	free(r->dest);
+	free(r->buf);
+}
+
+int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct cb_restore_stats *st)
+{
+	struct rst r = { .log = log, .st = st, .fd = -1 };
+	char size[32];
+	int ret = -1;
+
+	memset(st, 0, sizeof(*st));
+	r.buf = cb_xmalloc(READ_BUF);
+	if (rst_open(&r, o->archive) < 0 || prepare_dest(&r, o) < 0)
+		goto out;
+	if (restore_all(&r) < 0 || rst_close(&r) < 0)
+		goto out;
+	cb_fmt_bytes(size, sizeof(size), st->bytes);
+	cb_info(log, "restored %llu entries, %s", (unsigned long long)st->entries, size);
+	ret = 0;
+out:
+	rst_release(&r);
+	return ret;
+}

@@ -1,0 +1,362 @@
+/* Unit tests: cb_codec writers and readers against real files and the stock
+ * tools (zstd, lzop, gzip). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "cb_codec.h"
+#include "cb_sink.h"
+#include "cb_util.h"
+
+#define DATA_LEN (3 * 1024 * 1024 + 12345)
+
+struct fixture {
+	char dir[64];
+	unsigned char *data;     /* DATA_LEN bytes of text and random runs */
+	char *raw;               /* the data as a plain file */
+};
+
+static unsigned xorshift(unsigned *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 17;
+	*s ^= *s << 5;
+	return *s;
+}
+
+/* Alternating 200 KiB runs of text and of random bytes, so lzo sees both
+ * compressible blocks and blocks it must store. */
+static void make_data(unsigned char *d, size_t len)
+{
+	unsigned seed = 12345;
+	size_t i = 0, line = 0;
+
+	while (i < len) {
+		size_t run_end = i + 200 * 1024 > len ? len : i + 200 * 1024;
+		int random_run = (i / (200 * 1024)) % 2;
+
+		while (i < run_end) {
+			if (random_run) {
+				d[i++] = xorshift(&seed) & 0xff;
+				continue;
+			}
+			char tmp[80];
+			int n = snprintf(tmp, sizeof(tmp), "line %zu: the quick brown fox %u\n", line++,
+					 xorshift(&seed) % 1000);
+			for (int k = 0; k < n && i < run_end; k++)
+				d[i++] = tmp[k];
+		}
+	}
+}
+
+static char *path_in(struct fixture *f, const char *name)
+{
+	return cb_xasprintf("%s/%s", f->dir, name);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = cb_xcalloc(1, sizeof(*f));
+	int fd;
+
+	strcpy(f->dir, "/tmp/cb-test-codec.XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	f->data = cb_xmalloc(DATA_LEN);
+	make_data(f->data, DATA_LEN);
+	f->raw = path_in(f, "raw");
+	fd = open(f->raw, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || cb_write_all(fd, f->data, DATA_LEN) < 0)
+		return -1;
+	close(fd);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	cb_remove_tree(f->dir);
+	free(f->data);
+	free(f->raw);
+	free(f);
+	return 0;
+}
+
+/* Compress len bytes into path, in uneven pieces; returns the file size. */
+static off_t compress_to(const char *path, enum cb_compress type, int threads,
+			 const unsigned char *data, size_t len)
+{
+	struct cb_codec_params p = { .type = type, .policy = CB_POLICY_ALWAYS, .threads = threads };
+	struct cb_codec_writer *w;
+	struct cb_codec_stats st;
+	struct cb_sink *s;
+	struct stat sb;
+	size_t pos = 0, piece = 1;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(cb_sink_open_fd(&s, fd, path), 0);
+	assert_int_equal(cb_codec_writer_new(&w, &p, s), 0);
+	while (pos < len) {
+		size_t k = piece > len - pos ? len - pos : piece;
+		assert_int_equal(cb_codec_write(w, data + pos, k), 0);
+		pos += k;
+		piece = piece * 7 % 300007 + 1;
+	}
+	assert_int_equal(cb_codec_finish(w), 0);
+	cb_codec_writer_stats(w, &st);
+	cb_codec_writer_free(w);
+	cb_sink_free(s);
+	close(fd);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(st.bytes_in, len);
+	assert_int_equal(st.bytes_out, (uint64_t)sb.st_size);
+	return sb.st_size;
+}
+
+/* Read a whole file through cb_codec_reader; -1 on a reader error. */
+static ssize_t decompress_file(const char *path, unsigned char *out, size_t cap, enum cb_compress *type)
+{
+	struct cb_codec_reader *r;
+	size_t total = 0, ask = 1;
+	ssize_t n;
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	if (cb_codec_reader_new(&r, fd) < 0) {
+		close(fd);
+		return -1;
+	}
+	if (type)
+		*type = cb_codec_reader_type(r);
+	do {
+		n = cb_codec_read(r, out + total, ask > cap - total ? cap - total : ask);
+		if (n > 0)
+			total += n;
+		ask = ask * 5 % 1000003 + 1;
+	} while (n > 0 && total < cap);
+	cb_codec_reader_free(r);
+	close(fd);
+	return n < 0 ? -1 : (ssize_t)total;
+}
+
+static int run(const char *fmt, const char *a, const char *b)
+{
+	char *cmd = cb_xasprintf(fmt, a, b);
+	int rc = system(cmd);
+
+	free(cmd);
+	return rc;
+}
+
+static const char *stock_cmd(enum cb_compress type)
+{
+	switch (type) {
+	case CB_COMPRESS_ZSTD: return "zstd -q -dc '%s' > '%s'";
+	case CB_COMPRESS_LZO:  return "lzop -dc '%s' > '%s'";
+	case CB_COMPRESS_GZIP: return "gzip -dc '%s' > '%s'";
+	case CB_COMPRESS_NONE: return "cat '%s' > '%s'";
+	}
+	return NULL;
+}
+
+static void roundtrip(void **state, enum cb_compress type, int threads)
+{
+	struct fixture *f = *state;
+	char *comp = path_in(f, "comp"), *out = path_in(f, "out");
+	unsigned char *back = cb_xmalloc(DATA_LEN + 10);
+	enum cb_compress seen;
+	off_t size = compress_to(comp, type, threads, f->data, DATA_LEN);
+
+	if (type != CB_COMPRESS_NONE)
+		assert_true(size < DATA_LEN);     /* the text half compresses */
+	assert_int_equal(decompress_file(comp, back, DATA_LEN + 10, &seen), DATA_LEN);
+	assert_int_equal(seen, type);
+	assert_memory_equal(back, f->data, DATA_LEN);
+	assert_int_equal(run(stock_cmd(type), comp, out), 0);
+	assert_int_equal(run("cmp -s '%s' '%s'", out, f->raw), 0);
+	if (type == CB_COMPRESS_LZO)
+		assert_int_equal(run("lzop -t -q '%s'%s", comp, ""), 0);
+	free(back);
+	free(comp);
+	free(out);
+}
+
+static void test_zstd(void **state) { roundtrip(state, CB_COMPRESS_ZSTD, 0); }
+static void test_zstd_1thread(void **state) { roundtrip(state, CB_COMPRESS_ZSTD, 1); }
+static void test_lzo(void **state) { roundtrip(state, CB_COMPRESS_LZO, 0); }
+static void test_gzip(void **state) { roundtrip(state, CB_COMPRESS_GZIP, 0); }
+static void test_none(void **state) { roundtrip(state, CB_COMPRESS_NONE, 0); }
+
+static void test_detect(void **state)
+{
+	const unsigned char zst[] = { 0x28, 0xb5, 0x2f, 0xfd, 0 };
+	const unsigned char lzo[] = { 0x89, 'L', 'Z', 'O', 0, '\r', '\n', 0x1a, '\n' };
+	const unsigned char gz[] = { 0x1f, 0x8b, 8, 0 };
+	enum cb_compress t = CB_COMPRESS_NONE;
+
+	(void)state;
+	assert_int_equal(cb_codec_detect(zst, sizeof(zst), &t), 0);
+	assert_int_equal(t, CB_COMPRESS_ZSTD);
+	assert_int_equal(cb_codec_detect(lzo, sizeof(lzo), &t), 0);
+	assert_int_equal(t, CB_COMPRESS_LZO);
+	assert_int_equal(cb_codec_detect(gz, sizeof(gz), &t), 0);
+	assert_int_equal(t, CB_COMPRESS_GZIP);
+	assert_int_equal(cb_codec_detect("./\0\0ustar", 10, &t), -1);
+	assert_int_equal(cb_codec_detect(lzo, 8, &t), -1);   /* too short for lzop */
+	assert_int_equal(cb_codec_detect(zst, 3, &t), -1);
+}
+
+static void truncate_case(void **state, enum cb_compress type, off_t keep_from_end)
+{
+	struct fixture *f = *state;
+	char *comp = path_in(f, "trunc");
+	unsigned char *back = cb_xmalloc(DATA_LEN + 16);
+	off_t size = compress_to(comp, type, 0, f->data, DATA_LEN);
+
+	/* the buffer has room beyond the data, so the reader must look for
+	 * the end of the stream */
+	assert_int_equal(truncate(comp, keep_from_end ? size - keep_from_end : size / 2), 0);
+	assert_int_equal(decompress_file(comp, back, DATA_LEN + 16, NULL), -1);
+	assert_non_null(strstr(cb_last_error(), "truncated"));
+	free(back);
+	free(comp);
+}
+
+static void test_truncated(void **state)
+{
+	enum cb_compress types[] = { CB_COMPRESS_ZSTD, CB_COMPRESS_LZO, CB_COMPRESS_GZIP };
+
+	for (size_t i = 0; i < 3; i++) {
+		truncate_case(state, types[i], 0);
+		truncate_case(state, types[i], 3);   /* only the trailer is cut */
+	}
+}
+
+/* A valid magic followed by noise must fail cleanly, never crash. */
+static void test_garbage(void **state)
+{
+	struct fixture *f = *state;
+	char *path = path_in(f, "garbage");
+	const unsigned char *magics[] = {
+		(const unsigned char *)"\x28\xb5\x2f\xfd", (const unsigned char *)"\x89LZO\x00\r\n\x1a\n",
+		(const unsigned char *)"\x1f\x8b",
+	};
+	const size_t mlen[] = { 4, 9, 2 };
+	unsigned char *back = cb_xmalloc(1 << 20), buf[4096];
+	unsigned seed = 99;
+
+	for (int round = 0; round < 300; round++) {
+		size_t m = round % 3, len = mlen[m] + xorshift(&seed) % (sizeof(buf) - mlen[m]);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		memcpy(buf, magics[m], mlen[m]);
+		for (size_t i = mlen[m]; i < len; i++)
+			buf[i] = xorshift(&seed);
+		assert_int_equal(cb_write_all(fd, buf, len), 0);
+		close(fd);
+		assert_int_equal(decompress_file(path, back, 1 << 20, NULL), -1);
+		assert_true(strlen(cb_last_error()) > 0);
+	}
+	free(back);
+	free(path);
+}
+
+/* One flipped byte inside the data: a checksum or the decoder notices. */
+static void test_corrupt(void **state)
+{
+	struct fixture *f = *state;
+	char *comp = path_in(f, "corrupt");
+	unsigned char *back = cb_xmalloc(DATA_LEN);
+	enum cb_compress types[] = { CB_COMPRESS_ZSTD, CB_COMPRESS_LZO, CB_COMPRESS_GZIP };
+
+	for (size_t i = 0; i < 3; i++) {
+		off_t size = compress_to(comp, types[i], 0, f->data, DATA_LEN);
+		unsigned char b;
+		int fd = open(comp, O_RDWR);
+
+		/* the last third holds a random run: stored data in lzo */
+		assert_int_equal(pread(fd, &b, 1, size * 2 / 3), 1);
+		b ^= 0x40;
+		assert_int_equal(pwrite(fd, &b, 1, size * 2 / 3), 1);
+		close(fd);
+		assert_int_equal(decompress_file(comp, back, DATA_LEN, NULL), -1);
+		if (types[i] == CB_COMPRESS_LZO)
+			assert_non_null(strstr(cb_last_error(), "checksum mismatch"));
+	}
+	free(back);
+	free(comp);
+}
+
+static void test_empty(void **state)
+{
+	struct fixture *f = *state;
+	char *comp = path_in(f, "empty"), *out = path_in(f, "empty.out");
+	enum cb_compress types[] = { CB_COMPRESS_ZSTD, CB_COMPRESS_LZO, CB_COMPRESS_GZIP, CB_COMPRESS_NONE };
+	unsigned char back[16];
+	struct stat sb;
+
+	for (size_t i = 0; i < 4; i++) {
+		enum cb_compress seen;
+		off_t size = compress_to(comp, types[i], 0, (const unsigned char *)"", 0);
+
+		assert_int_equal(size > 0, types[i] != CB_COMPRESS_NONE);
+		assert_int_equal(decompress_file(comp, back, sizeof(back), &seen), 0);
+		assert_int_equal(seen, types[i]);
+		assert_int_equal(run(stock_cmd(types[i]), comp, out), 0);
+		assert_int_equal(stat(out, &sb), 0);
+		assert_int_equal(sb.st_size, 0);
+	}
+	free(comp);
+	free(out);
+}
+
+/* Concatenated gzip members read as one stream (parallel gzip output). */
+static void test_gzip_members(void **state)
+{
+	struct fixture *f = *state;
+	char *a = path_in(f, "a.gz"), *b = path_in(f, "b.gz"), *ab = path_in(f, "ab.gz");
+	unsigned char *back = cb_xmalloc(DATA_LEN + 10);
+
+	compress_to(a, CB_COMPRESS_GZIP, 0, f->data, 1000000);
+	compress_to(b, CB_COMPRESS_GZIP, 0, f->data + 1000000, DATA_LEN - 1000000);
+	{
+		char *cmd = cb_xasprintf("cat '%s' '%s' > '%s'", a, b, ab);
+		assert_int_equal(system(cmd), 0);
+		free(cmd);
+	}
+	assert_int_equal(decompress_file(ab, back, DATA_LEN + 10, NULL), DATA_LEN);
+	assert_memory_equal(back, f->data, DATA_LEN);
+	free(back);
+	free(a);
+	free(b);
+	free(ab);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_zstd, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zstd_1thread, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lzo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gzip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_none, setup, teardown),
+		cmocka_unit_test(test_detect),
+		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_garbage, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gzip_members, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
