@@ -1,2 +1,70 @@
+/* cbackup: entry point. Parses the command line, loads the configuration,
+ * dispatches the subcommand, and is the only place that exits. */
 #include <stdio.h>
-int main(void) { puts("cbackup skeleton"); return 0; }
+#include <stdlib.h>
+#include <string.h>
+
+#include "cb_cleanup.h"
+#include "cb_cli.h"
+#include "cb_commands.h"
+#include "cb_config.h"
+#include "cb_exit.h"
+#include "cb_job.h"
+#include "cb_log.h"
+
+/* Commands that read the configuration. */
+static int run_with_config(const struct cb_cli *cli, struct cb_log *log)
+{
+	struct cb_config cfg;
+	int status;
+
+	if (cb_config_load(&cfg, cli->config_path) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		return CB_EXIT_USAGE;
+	}
+	switch (cli->command) {
+	case CB_CMD_BACKUP:
+		status = cb_job_run(cli, &cfg, log);
+		break;
+	case CB_CMD_LIST:
+		status = cb_cmd_list(cli, &cfg, log);
+		break;
+	case CB_CMD_PRUNE:
+		status = cb_cmd_prune(cli, &cfg, log);
+		break;
+	default:
+		cb_err(log, "this command is not implemented in this version");
+		status = CB_EXIT_USAGE;
+	}
+	cb_config_release(&cfg);
+	return status;
+}
+
+int main(int argc, char **argv)
+{
+	struct cb_cli cli;
+	struct cb_log log;
+	int status;
+
+	cb_log_init(&log);
+	cb_cleanup_install();
+	if (cb_cli_parse(&cli, argc, argv) < 0) {
+		cb_err(&log, "%s", cb_last_error());
+		cb_cli_release(&cli);
+		return CB_EXIT_USAGE;
+	}
+	if (cli.help)
+		cb_cli_usage(stdout);
+	else if (cli.version)
+		printf("cbackup %s\n", CB_VERSION);
+	if (cli.help || cli.version) {
+		cb_cli_release(&cli);
+		return CB_EXIT_OK;
+	}
+	if (cli.command == CB_CMD_RESTORE)
+		status = cb_cmd_restore(&cli, &log);
+	else
+		status = run_with_config(&cli, &log);
+	cb_cli_release(&cli);
+	return status;
+}

@@ -1,0 +1,493 @@
+/*
+ * cb_backup: the phases of a backup job. See include/cb_backup.h.
+ *
+ * struct guest_run is the mutable state of one guest's backup; the
+ * resolved options in it are filled once and then only read.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cb_archive.h"
+#include "cb_backup.h"
+#include "cb_cleanup.h"
+#include "cb_codec.h"
+#include "cb_exit.h"
+#include "cb_guest.h"
+#include "cb_hook.h"
+#include "cb_lock.h"
+#include "cb_prune.h"
+#include "cb_sink.h"
+#include "cb_stage.h"
+
+struct guest_run {
+	struct cb_opts opts;
+	struct cb_log *log;
+	struct cb_strvec excludes;   /* exclude-path + stdexcludes */
+	char *stage_dir;
+	char *archive_path;
+	char *log_path;
+	time_t started_wall;
+	double started;
+	struct cb_guest guest;
+	struct cb_stage *stage;
+	int stage_created;
+	struct cb_lock guest_lock;   /* host-local, per guest */
+	struct cb_lock store_lock;   /* on the storage, per guest */
+};
+
+static const char *const std_excludes[] = { "/tmp/?*", "/var/tmp/?*", "/var/run/?*.pid", NULL };
+
+char *cb_backup_archive_name(enum cb_guest_type type, const char *id, time_t when,
+			     enum cb_compress compress)
+{
+	struct tm tm;
+	char stamp[32];
+
+	localtime_r(&when, &tm);
+	strftime(stamp, sizeof(stamp), "%Y_%m_%d-%H_%M_%S", &tm);
+	return cb_xasprintf("cbackup-%s-%s-%s.tar%s", cb_guest_type_name(type), id, stamp,
+			    cb_compress_ext(compress));
+}
+
+
+static const char *type_upper(const struct guest_run *r)
+{
+	return r->opts.type == CB_GUEST_VM ? "VM" : "CT";
+}
+
+static int guest_hook(struct guest_run *r, const char *phase)
+{
+	struct cb_hook_env env = {
+		.dumpdir = r->opts.dumpdir, .storeid = r->opts.storage,
+		.vmtype = r->opts.type == CB_GUEST_VM ? "qemu" : "lxc",
+		.target = r->archive_path, .logfile = r->log_path,
+	};
+	return cb_hook_run(r->opts.script, phase, cb_mode_name(r->opts.mode), r->opts.id, &env, r->log);
+}
+
+/* Options whose feature is not built yet: say so once per guest. */
+static int warn_unimplemented(struct guest_run *r)
+{
+	struct cb_opts def;
+	int ret = 0;
+
+	cb_opts_init(&def);
+	for (const struct cb_opt_schema *s = cb_opt_table; s->key; s++) {
+		const char *a = (const char *)&r->opts + s->offset, *b = (const char *)&def + s->offset;
+		int differs;
+		if (!s->since_issue)
+			continue;
+		if (s->type == CB_OPT_STRING)
+			differs = *(char *const *)a != NULL;
+		else if (s->type == CB_OPT_LIST)
+			differs = ((const struct cb_strvec *)a)->n > 0;
+		else if (s->type == CB_OPT_LONG)
+			differs = *(const long *)a != *(const long *)b;
+		else
+			differs = *(const int *)a != *(const int *)b;
+		if (!differs)
+			continue;
+		if (!strcmp(s->key, "stdout") || !strcmp(s->key, "disk") || !strcmp(s->key, "qmp"))
+			ret = cb_error("'%s' is not implemented in this version", s->key);
+		else
+			cb_warn(r->log, "'%s' is not implemented in this version: ignored", s->key);
+	}
+	cb_opts_release(&def);
+	return ret;
+}
+
+static void build_excludes(struct guest_run *r)
+{
+	cb_strvec_copy(&r->excludes, &r->opts.exclude_paths);
+	if (r->opts.stdexcludes)
+		for (int i = 0; std_excludes[i]; i++)
+			cb_strvec_push(&r->excludes, std_excludes[i]);
+}
+
+static int check_dir(const char *what, const char *path, int need_write)
+{
+	struct stat st;
+
+	if (!path)
+		return cb_error("no %s configured", what);
+	if (stat(path, &st) < 0)
+		return cb_error_errno("%s '%s'", what, path);
+	if (!S_ISDIR(st.st_mode))
+		return cb_error("%s '%s' is not a directory", what, path);
+	if (need_write && access(path, W_OK) < 0)
+		return cb_error_errno("%s '%s' is not writable", what, path);
+	return 0;
+}
+
+static int check_space(struct guest_run *r)
+{
+	uint64_t need = 0, entries = 0, avail;
+	struct statvfs vfs;
+	char need_s[32], avail_s[32];
+
+	if (cb_stage_estimate(r->opts.root, &r->excludes, &need, &entries) < 0)
+		return -1;
+	if (statvfs(r->opts.tmpdir, &vfs) < 0)
+		return cb_error_errno("cannot stat tmpdir '%s'", r->opts.tmpdir);
+	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	cb_fmt_bytes(need_s, sizeof(need_s), need);
+	cb_fmt_bytes(avail_s, sizeof(avail_s), avail);
+	cb_verbose(r->log, "space estimate: %s in %llu entries, %s free in '%s'", need_s,
+		   (unsigned long long)entries, avail_s, r->opts.tmpdir);
+	if (need > avail && !r->opts.keep_staging)
+		return cb_error("not enough space in tmpdir '%s': need %s, %s available",
+				r->opts.tmpdir, need_s, avail_s);
+	return 0;
+}
+
+/* Two cbackups never back up one guest at once: not on this host (a local
+ * lock) and not from two hosts sharing the storage (a lock file there). */
+static int lock_guest(struct guest_run *r)
+{
+	char *local = cb_xasprintf("%s/cbackup-%s.lock", cb_lock_dir(), r->opts.id);
+	char *store = cb_xasprintf("%s/.cbackup-%s-%s.lock", r->opts.dumpdir,
+				   cb_guest_type_name(r->opts.type), r->opts.id);
+	int ret = cb_lock_acquire(&r->guest_lock, local, 0);
+
+	if (ret == 1)
+		ret = cb_error("%s %s is locked by another cbackup on this host", type_upper(r), r->opts.id);
+	if (ret == 0) {
+		ret = cb_lock_acquire(&r->store_lock, store, 0);
+		if (ret == 1)
+			ret = cb_error("%s %s is being backed up to this storage by another host "
+				       "(lock '%s' held)", type_upper(r), r->opts.id, store);
+	}
+	free(local);
+	free(store);
+	return ret;
+}
+
+static int preflight(struct guest_run *r)
+{
+	if (r->opts.type == CB_GUEST_VM)
+		return cb_error("VM backups are not implemented in this version");
+	if (!r->opts.root)
+		return cb_error("no root directory configured for CT %s", r->opts.id);
+	if (check_dir("root", r->opts.root, 0) < 0 || check_dir("tmpdir", r->opts.tmpdir, 1) < 0 ||
+	    check_dir("dumpdir", r->opts.dumpdir, 1) < 0)
+		return -1;
+	if (r->opts.guest_config && access(r->opts.guest_config, R_OK) < 0)
+		return cb_error_errno("guest config '%s'", r->opts.guest_config);
+	if (cb_guest_init(&r->guest, &r->opts) < 0)
+		return -1;
+	if (lock_guest(r) < 0)
+		return -1;
+	return check_space(r);
+}
+
+static void log_sync_stats(struct guest_run *r, const char *which, const struct cb_stage_stats *s)
+{
+	cb_info(r->log, "Number of files: %llu", (unsigned long long)s->files);
+	cb_info(r->log, "Number of files transferred: %llu", (unsigned long long)s->files_transferred);
+	if (s->deleted)
+		cb_info(r->log, "Number of deleted files: %llu", (unsigned long long)s->deleted);
+	cb_info(r->log, "Total file size: %llu bytes", (unsigned long long)s->total_size);
+	cb_info(r->log, "Total transferred file size: %llu bytes",
+		(unsigned long long)s->transferred_size);
+	cb_info(r->log, "%s sync finished (%.2f seconds)", which, s->seconds);
+}
+
+static int open_stage(struct guest_run *r)
+{
+	struct cb_stage_opts so = {
+		.src = r->opts.root, .dst = r->stage_dir, .excludes = &r->excludes,
+		.bwlimit = r->opts.bwlimit,
+	};
+	struct stat st;
+
+	if (!r->opts.keep_staging && lstat(r->stage_dir, &st) == 0) {
+		cb_verbose(r->log, "removing stale staging directory '%s'", r->stage_dir);
+		if (cb_remove_tree(r->stage_dir) < 0)
+			return -1;
+	}
+	r->stage_created = 1;
+	return cb_stage_new(&r->stage, &so, r->log);
+}
+
+static int sync_pass(struct guest_run *r, int final)
+{
+	struct cb_stage_stats stats = { 0 };
+	int ret;
+
+	cb_info(r->log, "starting %s sync %s/ to %s", final ? "final" : "first", r->opts.root,
+		r->stage_dir);
+	ret = final ? cb_stage_pass2(r->stage, &stats) : cb_stage_pass1(r->stage, &stats);
+	if (ret < 0)
+		return cb_error_prefix("%s sync", final ? "final" : "first");
+	log_sync_stats(r, final ? "final" : "first", &stats);
+	return 0;
+}
+
+static int freeze(struct guest_run *r)
+{
+	if (guest_hook(r, "pre-stop") < 0)
+		return -1;
+	if (r->guest.kind == CB_FREEZER_NONE)
+		return 0;
+	cb_info(r->log, "%s guest (%s)", r->opts.mode == CB_MODE_STOP ? "stopping" : "suspending",
+		cb_guest_kind_name(r->guest.kind));
+	if (cb_guest_freeze(&r->guest, 30000) < 0)
+		return cb_error_prefix("freeze");
+	return 0;
+}
+
+/* Thaws even when the pre-restart hook fails: the guest must run again. */
+static int thaw(struct guest_run *r, double frozen_at)
+{
+	int ret = guest_hook(r, "pre-restart");
+
+	if (r->guest.kind != CB_FREEZER_NONE) {
+		cb_info(r->log, "resuming guest");
+		if (cb_guest_thaw(&r->guest) < 0)
+			return cb_error_prefix("thaw");
+		cb_info(r->log, "guest is online again after %.2f seconds", cb_now() - frozen_at);
+	}
+	if (guest_hook(r, "post-restart") < 0)
+		ret = -1;
+	return ret;
+}
+
+/* Thaw after the frozen part; the first error is the one reported. */
+static int finish_freeze(struct guest_run *r, double frozen_at, int ret)
+{
+	char first[1024];
+
+	snprintf(first, sizeof(first), "%s", cb_last_error());
+	if (thaw(r, frozen_at) < 0)
+		return ret < 0 ? cb_error("%s", first) : -1;
+	return ret;
+}
+
+/* Copy the guest into staging; the guest is frozen only for what must be. */
+static int stage_guest(struct guest_run *r)
+{
+	char why[128];
+	double frozen_at;
+	int ret;
+
+	if (r->guest.kind == CB_FREEZER_NONE)
+		cb_warn(r->log, "no freeze control configured for %s %s: backing up while it runs "
+			"(set freeze-cgroup, freeze-pid or freeze-cmd)", type_upper(r), r->opts.id);
+	if (open_stage(r) < 0)
+		return -1;
+	if (r->opts.mode == CB_MODE_STOP) {
+		frozen_at = cb_now();
+		if (freeze(r) < 0)
+			return -1;
+		ret = sync_pass(r, 0);
+		return finish_freeze(r, frozen_at, ret);
+	}
+	if (sync_pass(r, 0) < 0)
+		return -1;
+	frozen_at = cb_now();
+	if (freeze(r) < 0)
+		return -1;
+	snprintf(why, sizeof(why), "took longer than max-freeze (%d seconds): guest thawed",
+		 r->opts.max_freeze);
+	if (r->guest.kind != CB_FREEZER_NONE)
+		cb_cleanup_deadline((unsigned)r->opts.max_freeze, r->guest.cleanup_handle, why);
+	ret = sync_pass(r, 1);
+	if (cb_cleanup_deadline(0, -1, NULL) && ret == 0)
+		ret = cb_error("final sync %s", why);
+	return finish_freeze(r, frozen_at, ret);
+}
+
+static void log_archive_stats(struct guest_run *r, const struct cb_archive_stats *as,
+			      const struct cb_codec_writer *codec, const struct cb_sink *sink)
+{
+	struct cb_codec_stats cs;
+	char total[32], rate[32], size[32], rr[32], cr[32], wr[32];
+	double secs = as->seconds > 0 ? as->seconds : 1e-9;
+	double read_rate, comp_rate, write_rate, wsecs = cb_sink_write_seconds(sink);
+	const char *slowest;
+
+	cb_codec_writer_stats(codec, &cs);
+	cb_fmt_bytes(total, sizeof(total), as->tar_bytes);
+	cb_fmt_bytes(rate, sizeof(rate), (uint64_t)(as->tar_bytes / secs));
+	cb_info(r->log, "Total bytes written: %llu (%s, %s/s)", (unsigned long long)as->tar_bytes,
+		total, rate);
+	read_rate = as->tar_bytes / (as->read_seconds > 1e-6 ? as->read_seconds : 1e-6);
+	comp_rate = cs.bytes_in / (cs.compress_seconds > 1e-6 ? cs.compress_seconds : 1e-6);
+	write_rate = cs.bytes_out / (wsecs > 1e-6 ? wsecs : 1e-6);
+	slowest = read_rate <= comp_rate && read_rate <= write_rate ? "read"
+		  : comp_rate <= write_rate ? "compress" : "write";
+	cb_fmt_bytes(rr, sizeof(rr), (uint64_t)read_rate);
+	cb_fmt_bytes(cr, sizeof(cr), (uint64_t)comp_rate);
+	cb_fmt_bytes(wr, sizeof(wr), (uint64_t)write_rate);
+	cb_info(r->log, "stage rates: read %s/s, compress %s/s, write %s/s - slowest: %s", rr, cr,
+		wr, slowest);
+	cb_fmt_vzsize(size, sizeof(size), cb_sink_bytes(sink));
+	cb_info(r->log, "archive file size: %s", size);
+}
+
+/* DUMPDIR/NAME.sha256 for `sha256sum -c` (run from dumpdir), via .tmp + rename. */
+static int write_checksum(struct guest_run *r, const char *hex)
+{
+	char *path = cb_xasprintf("%s.sha256", r->archive_path), *tmp = cb_xasprintf("%s.tmp", path);
+	const char *base = strrchr(r->archive_path, '/') + 1;
+	FILE *f = fopen(tmp, "we");
+	int ret = 0;
+
+	if (!f || fprintf(f, "%s  %s\n", hex, base) < 0 || fflush(f) != 0 || fsync(fileno(f)) < 0)
+		ret = cb_error_errno("cannot write checksum file '%s'", tmp);
+	if (f && fclose(f) != 0 && ret == 0)
+		ret = cb_error_errno("cannot write checksum file '%s'", tmp);
+	if (ret == 0 && rename(tmp, path) < 0)
+		ret = cb_error_errno("cannot rename '%s'", tmp);
+	if (ret < 0)
+		unlink(tmp);
+	free(path);
+	free(tmp);
+	return ret;
+}
+
+static int write_archive(struct guest_run *r)
+{
+	struct cb_codec_params cp = {
+		.type = r->opts.compress, .policy = r->opts.compress_policy,
+		.level = r->opts.compress == CB_COMPRESS_ZSTD ? r->opts.zstd_level : 0,
+		.threads = r->opts.compress == CB_COMPRESS_ZSTD ? r->opts.zstd_threads : r->opts.pigz_threads,
+	};
+	struct cb_archive_extra extra = { "./etc/cbackup/guest.conf", r->opts.guest_config };
+	struct cb_archive_stats as = { 0 };
+	struct cb_codec_writer *codec = NULL;
+	struct cb_sink *sink = NULL;
+	int ret = -1;
+
+	cb_info(r->log, "creating archive '%s'", r->archive_path);
+	if (cb_sink_open_file(&sink, r->archive_path) < 0 || cb_codec_writer_new(&codec, &cp, sink) < 0)
+		goto out;
+	if (cb_archive_write(r->stage_dir, &extra, r->opts.guest_config ? 1 : 0, codec, r->log, &as) < 0 ||
+	    cb_codec_finish(codec) < 0 || cb_sink_commit(sink) < 0)
+		goto out;
+	log_archive_stats(r, &as, codec, sink);
+	ret = write_checksum(r, cb_sink_sha256(sink));
+out:
+	if (ret < 0)
+		cb_error_prefix("archive");
+	cb_codec_writer_free(codec);
+	cb_sink_free(sink);
+	return ret;
+}
+
+/* After a successful backup (remove = 1): retention. A failure here is a
+ * warning: the new backup is good. */
+static void prune_old(struct guest_run *r)
+{
+	unsigned removed = 0;
+
+	if (!r->opts.remove || !r->opts.prune_backups)
+		return;
+	cb_info(r->log, "prune older backups with retention: %s", r->opts.prune_backups);
+	if (cb_prune_guest(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.prune_backups, 0,
+			   r->log, &removed) < 0)
+		cb_warn(r->log, "prune: %s", cb_last_error());
+	cb_info(r->log, "pruned %u backup(s)", removed);
+}
+
+static int run_guest_phases(struct guest_run *r)
+{
+	if (warn_unimplemented(r) < 0 || preflight(r) < 0)
+		return cb_error_prefix("preflight");
+	if (guest_hook(r, "backup-start") < 0 || stage_guest(r) < 0 || write_archive(r) < 0)
+		return -1;
+	prune_old(r);
+	return guest_hook(r, "backup-end");
+}
+
+static void cleanup_run(struct guest_run *r)
+{
+	cb_guest_release(&r->guest);   /* thaws if an error left it frozen */
+	cb_stage_free(r->stage);
+	if (r->stage_created && !r->opts.keep_staging && cb_remove_tree(r->stage_dir) < 0)
+		cb_warn(r->log, "%s", cb_last_error());
+	cb_lock_release(&r->store_lock);
+	cb_lock_release(&r->guest_lock);
+}
+
+static void release_run(struct guest_run *r)
+{
+	cb_strvec_clear(&r->excludes);
+	free(r->stage_dir);
+	free(r->archive_path);
+	free(r->log_path);
+	cb_opts_release(&r->opts);
+}
+
+static void prepare_paths(struct guest_run *r)
+{
+	char *name = cb_backup_archive_name(r->opts.type, r->opts.id, r->started_wall, r->opts.compress);
+	size_t base_len = strstr(name, ".tar") - name;
+
+	r->archive_path = cb_xasprintf("%s/%s", r->opts.dumpdir, name);
+	r->log_path = cb_xasprintf("%s/%.*s.log", r->opts.dumpdir, (int)base_len, name);
+	r->stage_dir = cb_xasprintf("%s/cbackup-%s.stage", r->opts.tmpdir, r->opts.id);
+	free(name);
+}
+
+static void start_guest_log(struct guest_run *r)
+{
+	if (access(r->opts.dumpdir, W_OK) == 0 && cb_log_attach(r->log, r->log_path) < 0)
+		cb_warn(r->log, "%s", cb_last_error());
+	cb_info(r->log, "Starting Backup of %s %s (%s)", type_upper(r), r->opts.id,
+		cb_guest_type_name(r->opts.type));
+	if (r->opts.mode == CB_MODE_SNAPSHOT) {
+		cb_info(r->log, "mode failure - snapshots are not supported for this guest");
+		cb_info(r->log, "trying 'suspend' mode instead");
+		r->opts.mode = CB_MODE_SUSPEND;
+	}
+	cb_info(r->log, "backup mode: %s", cb_mode_name(r->opts.mode));
+}
+
+/* The hooks after the end (their failure is only a warning, as vzdump's). */
+static void end_hook(struct guest_run *r, const char *phase)
+{
+	if (guest_hook(r, phase) < 0)
+		cb_warn(r->log, "%s", cb_last_error());
+}
+
+int cb_backup_guest(struct cb_opts *resolved, struct cb_log *log)
+{
+	struct guest_run r;
+	char hms[16];
+	int ret;
+
+	memset(&r, 0, sizeof(r));
+	r.opts = *resolved;          /* takes ownership */
+	memset(resolved, 0, sizeof(*resolved));
+	r.log = log;
+	r.started = cb_now();
+	r.started_wall = time(NULL);
+	r.guest.watchdog_fd = -1;
+	r.guest.cleanup_handle = -1;
+	r.guest_lock.fd = r.store_lock.fd = -1;
+	prepare_paths(&r);
+	build_excludes(&r);
+	start_guest_log(&r);
+	ret = run_guest_phases(&r);
+	if (ret < 0) {
+		cb_err(log, "Backup of %s %s failed - %s", type_upper(&r), r.opts.id, cb_last_error());
+		end_hook(&r, "backup-abort");
+	}
+	cleanup_run(&r);
+	if (ret == 0) {
+		cb_fmt_hms(hms, sizeof(hms), cb_now() - r.started);
+		cb_info(log, "Finished Backup of %s %s (%s)", type_upper(&r), r.opts.id, hms);
+	}
+	cb_log_detach(log);
+	end_hook(&r, "log-end");
+	release_run(&r);
+	return ret;
+}

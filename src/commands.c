@@ -1,0 +1,84 @@
+/*
+ * cb_commands: the subcommands other than backup (restore, list, prune,
+ * verify): each resolves what it needs from the command line and the
+ * configuration, runs its module, and returns an exit status.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cb_commands.h"
+#include "cb_exit.h"
+#include "cb_list.h"
+#include "cb_prune.h"
+#include "cb_restore.h"
+
+int cb_cmd_restore(const struct cb_cli *cli, struct cb_log *log)
+{
+	struct cb_restore_opts ro = { cli->args.v[0], cli->args.v[1], cli->force };
+	struct cb_restore_stats st = { 0 };
+
+	if (cb_restore_run(&ro, log, &st) < 0) {
+		cb_err(log, "restore of '%s' failed - %s", ro.archive, cb_last_error());
+		return CB_EXIT_FAILED;
+	}
+	return CB_EXIT_OK;
+}
+
+/* The options of guest `id` if the config defines it, else the global view. */
+static int resolve_for(const struct cb_cli *cli, const struct cb_config *cfg, const char *id,
+		       struct cb_opts *o)
+{
+	if (id && cb_config_guest(cfg, id))
+		return cb_config_resolve(cfg, id, &cli->kv, o);
+	return cb_config_resolve(cfg, NULL, &cli->kv, o);
+}
+
+int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
+{
+	const char *id = cli->args.n ? cli->args.v[0] : NULL;
+	struct cb_opts o;
+	int status = CB_EXIT_OK;
+
+	if (resolve_for(cli, cfg, id, &o) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		return CB_EXIT_USAGE;
+	}
+	if (cb_list_run(o.dumpdir, id, stdout) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		status = CB_EXIT_FAILED;
+	}
+	cb_opts_release(&o);
+	return status;
+}
+
+int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
+{
+	const char *id = cli->args.n ? cli->args.v[0] : NULL;
+	struct cb_catalog cat;
+	struct cb_opts o;
+	int status = CB_EXIT_OK;
+
+	if (resolve_for(cli, cfg, id, &o) < 0 || cb_catalog_scan(&cat, o.dumpdir, id) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		return CB_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < cat.n; i++) {
+		struct cb_opts g;
+		unsigned removed = 0;
+		if (i > 0 && !strcmp(cat.files[i].id, cat.files[i - 1].id) && cat.files[i].type == cat.files[i - 1].type)
+			continue;   /* one pass per guest */
+		if (resolve_for(cli, cfg, cat.files[i].id, &g) < 0 ||
+		    cb_prune_guest(g.dumpdir, cat.files[i].type, cat.files[i].id, g.prune_backups,
+				   g.dry_run, log, &removed) < 0) {
+			cb_err(log, "prune of %s failed - %s", cat.files[i].id, cb_last_error());
+			status = CB_EXIT_FAILED;
+		} else if (!g.dry_run) {
+			cb_info(log, "%s: pruned %u backup(s)", cat.files[i].id, removed);
+		}
+		cb_opts_release(&g);
+	}
+	cb_catalog_release(&cat);
+	cb_opts_release(&o);
+	return status;
+}

@@ -1,0 +1,203 @@
+/*
+ * cb_job: one backup job: the guest list (IDs, --all, ad hoc), every
+ * guest's options resolved before anything is touched, the global lock,
+ * the job-level hook phases, and the final status line.
+ */
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cb_backup.h"
+#include "cb_cleanup.h"
+#include "cb_exit.h"
+#include "cb_hook.h"
+#include "cb_job.h"
+#include "cb_lock.h"
+
+/* Default ID of an ad hoc backup: the root directory's base name. */
+static char *adhoc_id(const struct cb_opts *o)
+{
+	char *copy, *base, *id;
+
+	if (!o->root)
+		return cb_xstrdup("0");
+	copy = cb_xstrdup(o->root);
+	base = basename(copy);
+	id = cb_xstrdup(*base && strcmp(base, "/") ? base : "0");
+	free(copy);
+	return id;
+}
+
+static int is_excluded_id(const struct cb_cli *cli, const char *id)
+{
+	for (size_t i = 0; i < cli->exclude_ids.n; i++)
+		if (!strcmp(cli->exclude_ids.v[i], id))
+			return 1;
+	return 0;
+}
+
+/* The list of guests this job backs up; NULL entry = ad hoc guest. */
+static int job_guest_ids(const struct cb_cli *cli, const struct cb_config *cfg,
+			 struct cb_strvec *ids, int *adhoc)
+{
+	*adhoc = cb_cli_get(cli, "root") || cb_cli_get(cli, "disk");
+	if (*adhoc) {
+		if (cli->all || cli->args.n > 1)
+			return cb_error("--root/--disk back up one guest: give at most one ID and no --all");
+		return 0;
+	}
+	if (cli->all) {
+		if (cli->args.n)
+			return cb_error("give guest IDs or --all, not both");
+		cb_config_guest_ids(cfg, ids);
+		if (!ids->n)
+			return cb_error("--all: no guests defined in %s", cfg->path ? cfg->path : "the configuration (no config file)");
+	} else {
+		if (!cli->args.n)
+			return cb_error("no guest given (give IDs, --all, or --root DIR; see cbackup --help)");
+		cb_strvec_copy(ids, &cli->args);
+	}
+	return 0;
+}
+
+/* Resolve every guest's options first: a configuration error touches nothing. */
+static int resolve_all(const struct cb_cli *cli, const struct cb_config *cfg,
+		       struct cb_opts **out, size_t *n_out)
+{
+	struct cb_strvec ids = CB_STRVEC_INIT;
+	struct cb_opts *all = NULL;
+	size_t n = 0;
+	int adhoc, ret = -1;
+
+	if (job_guest_ids(cli, cfg, &ids, &adhoc) < 0)
+		goto out;
+	if (adhoc) {
+		all = cb_xcalloc(1, sizeof(*all));
+		if (cb_config_resolve(cfg, NULL, &cli->kv, &all[0]) < 0)
+			goto out;
+		n = 1;
+		if (!all[0].id)
+			all[0].id = cli->args.n ? cb_xstrdup(cli->args.v[0]) : adhoc_id(&all[0]);
+		ret = 0;
+		goto out;
+	}
+	all = cb_xcalloc(ids.n, sizeof(*all));
+	for (size_t i = 0; i < ids.n; i++) {
+		if (cli->all && is_excluded_id(cli, ids.v[i]))
+			continue;
+		if (cb_config_resolve(cfg, ids.v[i], &cli->kv, &all[n]) < 0)
+			goto out;
+		n++;
+	}
+	ret = 0;
+out:
+	if (ret < 0) {
+		for (size_t i = 0; i < n; i++)
+			cb_opts_release(&all[i]);
+		free(all);
+		all = NULL;
+		n = 0;
+	}
+	*out = all;
+	*n_out = n;
+	cb_strvec_clear(&ids);
+	return ret;
+}
+
+static int job_hook(const struct cb_opts *o, const char *phase, struct cb_log *log)
+{
+	struct cb_hook_env env = { .dumpdir = o->dumpdir, .storeid = o->storage };
+	return cb_hook_run(o->script, phase, NULL, NULL, &env, log);
+}
+
+/* vzdump's global lock: one job at a time on this host, waiting lockwait minutes. */
+static int take_global_lock(struct cb_lock *lock, const struct cb_opts *o, struct cb_log *log)
+{
+	char *path = cb_xasprintf("%s/cbackup.lock", cb_lock_dir());
+	int ret = cb_lock_acquire(lock, path, 0);
+
+	if (ret == 1) {
+		cb_info(log, "trying to get global lock - waiting...");
+		ret = cb_lock_acquire(lock, path, o->lockwait * 60.0);
+		if (ret == 0)
+			cb_info(log, "got global lock");
+	}
+	if (ret == 1)
+		cb_err(log, "can't acquire lock '%s' - got timeout", path);
+	else if (ret < 0)
+		cb_err(log, "%s", cb_last_error());
+	free(path);
+	return ret;
+}
+
+static size_t run_guests(struct cb_opts *guests, size_t n, struct cb_log *log)
+{
+	size_t failed = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (cb_interrupted()) {
+			cb_err(log, "Backup of %s %s skipped - job interrupted",
+			       guests[i].type == CB_GUEST_VM ? "VM" : "CT", guests[i].id);
+			failed++;
+			cb_opts_release(&guests[i]);
+			continue;
+		}
+		if (cb_backup_guest(&guests[i], log) < 0)
+			failed++;
+	}
+	return failed;
+}
+
+int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
+{
+	struct cb_lock lock = CB_LOCK_INIT;
+	struct cb_opts *guests, job_opts;
+	size_t n, failed;
+	int status, lock_status;
+
+	if (resolve_all(cli, cfg, &guests, &n) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		return CB_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < cfg->warnings.n; i++)
+		cb_warn(log, "%s", cfg->warnings.v[i]);
+	if (n == 0) {
+		cb_err(log, "no guest left to back up (all excluded)");
+		free(guests);
+		return CB_EXIT_USAGE;
+	}
+	cb_opts_copy(&job_opts, &guests[0]);  /* job-level keys: the first guest's view */
+	log->quiet = job_opts.quiet;
+	log->verbose = job_opts.verbose;
+	if (job_hook(&job_opts, "job-init", log) < 0) {
+		cb_err(log, "Backup job failed - %s", cb_last_error());
+		status = CB_EXIT_FAILED;
+		goto out;
+	}
+	lock_status = take_global_lock(&lock, &job_opts, log);
+	if (lock_status != 0) {
+		status = lock_status == 1 ? CB_EXIT_LOCKED : CB_EXIT_FAILED;
+		goto out;
+	}
+	cb_info(log, "starting new backup job: %s", cli->cmdline);
+	if (job_hook(&job_opts, "job-start", log) < 0) {
+		cb_err(log, "Backup job failed - %s", cb_last_error());
+		if (job_hook(&job_opts, "job-abort", log) < 0)
+			cb_warn(log, "%s", cb_last_error());
+		status = CB_EXIT_FAILED;
+		goto out;
+	}
+	failed = run_guests(guests, n, log);
+	if (job_hook(&job_opts, "job-end", log) < 0)
+		cb_warn(log, "%s", cb_last_error());
+	cb_info(log, "Backup job finished %s", failed ? "with errors" : "successfully");
+	status = failed ? CB_EXIT_FAILED : CB_EXIT_OK;
+out:
+	for (size_t i = 0; i < n; i++)
+		cb_opts_release(&guests[i]);
+	free(guests);
+	cb_opts_release(&job_opts);
+	cb_lock_release(&lock);
+	return status;
+}

@@ -1,0 +1,861 @@
+/*
+ * cb_stage: the staging engine (DESIGN §7). See include/cb_stage.h.
+ *
+ * Both passes walk the source one directory at a time with openat/fstatat
+ * on directory fds, entries in sorted order. Pass 1 creates (or, over a
+ * kept staging copy, quick-checks) every entry and builds the index; pass 2
+ * merge-walks each source directory against its index records, so new,
+ * vanished and changed entries are found in one pass without path lookups.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cb_cleanup.h"
+#include "stage_int.h"
+
+/* Vanished files at least this big are parked, in case they were renamed. */
+#define ORPHAN_MIN (64 << 10)
+
+#define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage_dir **out);
+static int p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
+		  struct stage_dir **out, int *dirty);
+
+static int ts_eq(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+enum cb_delta cb_stage_decide(const struct cb_index_rec *old, const struct stat *now)
+{
+	if ((old->mode ^ now->st_mode) & S_IFMT)
+		return CB_DELTA_REPLACE;
+	if (old->dev != (uint64_t)now->st_dev || old->ino != (uint64_t)now->st_ino)
+		return CB_DELTA_REPLACE;
+	/* ctime too: a write with the mtime put back still moves it, and a
+	 * chmod (which also moves it) cannot be told apart from that */
+	if (S_ISREG(now->st_mode) && (old->size != (uint64_t)now->st_size ||
+				      !ts_eq(&old->mtime, &now->st_mtim) ||
+				      !ts_eq(&old->ctime, &now->st_ctim)))
+		return CB_DELTA_DATA;
+	if (!ts_eq(&old->ctime, &now->st_ctim) || !ts_eq(&old->mtime, &now->st_mtim) ||
+	    old->mode != now->st_mode || old->uid != now->st_uid || old->gid != now->st_gid)
+		return CB_DELTA_META;
+	return CB_DELTA_SAME;
+}
+
+static int vanished(struct cb_stage *st)
+{
+	cb_verbose(st->log, "file vanished during copy: '%s'", stage_relname(st));
+	st->stats->skipped++;
+	return 1;
+}
+
+static int gone_errno(int err)
+{
+	return err == ENOENT || err == ENOTDIR || err == ELOOP;
+}
+
+static void free_link(void *p)
+{
+	struct link_ent *l = p;
+	free(l->rel);
+	free(l);
+}
+
+/* ---- hardlinks ---- */
+
+/* Link name to the inode already staged in this pass: 0 linked, 1 not
+ * possible (copy instead), -1 error. */
+static int link_existing(struct cb_stage *st, int dfd, const char *name, const struct stat *sb)
+{
+	struct link_ent *m = ino_map_get(&st->links, sb->st_dev, sb->st_ino);
+
+	if (!m || m->gen != st->gen)
+		return 1;
+	if (linkat(st->dst_fd, m->rel + 1, dfd, name, 0) == 0)
+		return 0;
+	if (errno == ENOENT || errno == EMLINK)
+		return 1;
+	return stage_fail(st, "cannot create hardlink", "in staging");
+}
+
+static void link_remember(struct cb_stage *st, const struct stat *sb, const struct stat *staged)
+{
+	struct link_ent *m = ino_map_get(&st->links, sb->st_dev, sb->st_ino);
+
+	if (!m) {
+		m = cb_xcalloc(1, sizeof(*m));
+		ino_map_put(&st->links, sb->st_dev, sb->st_ino, m);
+	}
+	free(m->rel);
+	m->rel = cb_xstrdup(st->rel);
+	m->sdev = staged->st_dev;
+	m->sino = staged->st_ino;
+	m->gen = st->gen;
+}
+
+static int link_remember_at(struct cb_stage *st, int dfd, const char *name, const struct stat *sb)
+{
+	struct stat have;
+
+	if (fstatat(dfd, name, &have, AT_SYMLINK_NOFOLLOW) < 0)
+		return stage_fail(st, "cannot stat", "in staging");
+	link_remember(st, sb, &have);
+	return 0;
+}
+
+/* ---- creating entries ---- */
+
+static int open_new(struct cb_stage *st, int dfd, const char *name)
+{
+	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+	uint64_t n = 0;
+	int fd = openat(dfd, name, flags, 0600);
+
+	/* a stray staged entry (not in the index) is in the way */
+	if (fd < 0 && errno == EEXIST && stage_remove(st, dfd, name, &n) == 0)
+		fd = openat(dfd, name, flags, 0600);
+	if (fd < 0)
+		stage_fail(st, "cannot create", "in staging");
+	return fd;
+}
+
+/* Copy a file's data and metadata into an open staged fd. */
+static int fill_reg(struct cb_stage *st, int in, int out, int dfd, const char *name,
+		    const struct stat *sb, int fresh)
+{
+	struct stat staged;
+
+	if (stage_copy_data(st, in, out, sb) < 0 || stage_meta(st, in, out, dfd, name, sb, fresh) < 0)
+		return -1;
+	if (sb->st_nlink > 1) {
+		if (fstat(out, &staged) < 0)
+			return stage_fail(st, "cannot stat", "in staging");
+		link_remember(st, sb, &staged);
+	}
+	return 0;
+}
+
+static int create_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
+		      const struct stat *sb, int fresh)
+{
+	int in, out, ret;
+
+	if (sb->st_nlink > 1 && (ret = link_existing(st, dfd, name, sb)) != 1)
+		return ret;
+	in = stage_open_src(st, sfd, name, O_RDONLY);
+	if (in < 0)
+		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	out = open_new(st, dfd, name);
+	ret = out < 0 ? -1 : fill_reg(st, in, out, dfd, name, sb, fresh);
+	if (out >= 0)
+		close(out);
+	close(in);
+	return ret;
+}
+
+static int make_dir(struct cb_stage *st, int dfd, const char *name)
+{
+	uint64_t n = 0;
+	int fd;
+
+	if (mkdirat(dfd, name, 0700) < 0 && (errno != EEXIST || stage_remove(st, dfd, name, &n) < 0 ||
+					     mkdirat(dfd, name, 0700) < 0))
+		return stage_fail(st, "cannot create directory", "in staging");
+	fd = openat(dfd, name, DIR_FLAGS);
+	if (fd < 0)
+		stage_fail(st, "cannot open directory", "in staging");
+	return fd;
+}
+
+/* A new staged directory, filled; its metadata after its children, so
+ * that creating them does not bump its times. */
+static int create_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
+		      const struct stat *sb, int fresh, struct stage_dir **sub)
+{
+	int csfd = stage_open_src(st, sfd, name, O_RDONLY | O_DIRECTORY), cdfd, ret;
+
+	if (csfd < 0)
+		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	cdfd = make_dir(st, dfd, name);
+	ret = cdfd < 0 ? -1 : 0;
+	/* another file system (a mount point): an empty directory, as rsync -x */
+	if (ret == 0 && sb->st_dev != st->root_dev)
+		*sub = cb_xcalloc(1, sizeof(**sub));
+	else if (ret == 0)
+		ret = p1_dir(st, csfd, cdfd, 1, sub);
+	if (ret == 0)
+		ret = stage_meta(st, csfd, cdfd, dfd, name, sb, fresh);
+	if (cdfd >= 0)
+		close(cdfd);
+	close(csfd);
+	return ret;
+}
+
+/* Create the staged copy of one source entry: 0, 1 (vanished), -1. */
+static int create_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
+			const struct stat *sb, int fresh, struct stage_ent *e)
+{
+	int r;
+
+	e->sub = NULL;
+	if (S_ISREG(sb->st_mode))
+		return create_reg(st, sfd, dfd, name, sb, fresh);
+	if (S_ISDIR(sb->st_mode))
+		return create_dir(st, sfd, dfd, name, sb, fresh, &e->sub);
+	r = stage_make_special(st, sfd, dfd, name, sb);
+	if (r == 1)
+		return vanished(st);
+	return r < 0 ? -1 : stage_meta(st, -1, -1, dfd, name, sb, fresh);
+}
+
+/* ---- pass 1 ---- */
+
+/* Count one source entry. 0 to copy it, 1 if it is skipped (excluded,
+ * socket). check_excl: run the exclude rule. */
+static int source_count(struct cb_stage *st, const struct stat *sb, int check_excl)
+{
+	struct cb_stage_stats *s = st->stats;
+
+	if (check_excl && st->excludes.n &&
+	    stage_excluded_slash(&st->excludes, st->rel, S_ISDIR(sb->st_mode))) {
+		s->skipped++;
+		return 1;
+	}
+	s->files++;
+	if (S_ISREG(sb->st_mode))
+		s->total_size += (uint64_t)sb->st_size;
+	if (!S_ISSOCK(sb->st_mode))
+		return 0;
+	cb_verbose(st->log, "skipping socket '%s'", stage_relname(st));
+	s->skipped++;
+	return 1;
+}
+
+/* lstat one source entry and count it: 0, 1 (skipped or vanished), -1. */
+static int source_stat(struct cb_stage *st, int sfd, const char *name, struct stat *sb)
+{
+	if (fstatat(sfd, name, sb, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? vanished(st) : stage_fail(st, "cannot stat", "in source");
+	return source_count(st, sb, 1);
+}
+
+/* keep-staging: a regular file already staged. rsync's quick check (size
+ * and mtime) decides whether its data is copied again. */
+static int sync_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
+		    const struct stat *sb, const struct stat *have)
+{
+	struct link_ent *m = ino_map_get(&st->links, sb->st_dev, sb->st_ino);
+	uint64_t n = 0;
+
+	if (sb->st_nlink > 1 && m && m->gen == st->gen && have->st_ino == m->sino)
+		return 0;  /* the inode was brought up to date under another name */
+	if (!(sb->st_nlink > 1 && m && m->gen == st->gen) && have->st_size == sb->st_size &&
+	    ts_eq(&have->st_mtim, &sb->st_mtim)) {
+		if (stage_meta(st, -1, -1, dfd, name, sb, 0) < 0)
+			return -1;
+		if (sb->st_nlink > 1)
+			link_remember(st, sb, have);
+		return 0;
+	}
+	if (stage_remove(st, dfd, name, &n) < 0)
+		return -1;
+	return create_reg(st, sfd, dfd, name, sb, 0);
+}
+
+static int sync_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
+		    const struct stat *sb, struct stage_ent *e)
+{
+	int csfd = stage_open_src(st, sfd, name, O_RDONLY | O_DIRECTORY), cdfd, ret;
+
+	if (csfd < 0)
+		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	cdfd = openat(dfd, name, DIR_FLAGS);
+	ret = cdfd < 0 ? stage_fail(st, "cannot open", "in staging") : 0;
+	if (ret == 0)
+		ret = p1_dir(st, csfd, cdfd, 0, &e->sub);
+	if (ret == 0)
+		ret = stage_meta(st, csfd, cdfd, dfd, name, sb, 0);
+	if (cdfd >= 0)
+		close(cdfd);
+	close(csfd);
+	return ret;
+}
+
+/* keep-staging: bring an entry of a non-empty staged directory up to date.
+ * Special files are cheap: they are simply made again. */
+static int sync_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
+		      const struct stat *sb, struct stage_ent *e)
+{
+	struct stat have;
+	uint64_t n = 0;
+
+	e->sub = NULL;
+	if (fstatat(dfd, name, &have, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT)
+			return stage_fail(st, "cannot stat", "in staging");
+		return create_entry(st, sfd, dfd, name, sb, 0, e);
+	}
+	if (S_ISREG(sb->st_mode) && S_ISREG(have.st_mode))
+		return sync_reg(st, sfd, dfd, name, sb, &have);
+	if (S_ISDIR(sb->st_mode) && S_ISDIR(have.st_mode) && sb->st_dev == st->root_dev)
+		return sync_dir(st, sfd, dfd, name, sb, e);
+	if (stage_remove(st, dfd, name, &n) < 0)
+		return -1;
+	return create_entry(st, sfd, dfd, name, sb, 0, e);
+}
+
+static int p1_entry(struct cb_stage *st, int sfd, int dfd, const char *name, int fresh,
+		    struct stage_dir *d)
+{
+	struct stage_ent *e = &d->ents[d->n];
+	struct stat sb;
+	size_t saved;
+	int r;
+
+	stage_rel_push(st, name, &saved);
+	r = source_stat(st, sfd, name, &sb);
+	if (r == 0 && fresh)
+		r = create_entry(st, sfd, dfd, name, &sb, 1, e);
+	else if (r == 0)
+		r = sync_entry(st, sfd, dfd, name, &sb, e);
+	if (r == 0) {
+		e->name = name;
+		stage_rec_fill(&e->rec, &sb);
+		d->n++;
+	}
+	stage_rel_pop(st, saved);
+	return r < 0 ? -1 : 0;
+}
+
+/* keep-staging: staged entries the index does not have are removed. */
+static int prune_extra(struct cb_stage *st, int dfd, struct stage_dir *d)
+{
+	struct listing l;
+	int ret = 0;
+
+	if (stage_list(dfd, &l) < 0)
+		return stage_fail(st, "cannot list", "in staging");
+	for (size_t i = 0; i < l.n && ret == 0; i++) {
+		size_t saved;
+		if (stage_dir_find(d, l.v[i]))
+			continue;
+		stage_rel_push(st, l.v[i], &saved);
+		ret = stage_remove(st, dfd, l.v[i], &st->stats->deleted);
+		stage_rel_pop(st, saved);
+	}
+	stage_listing_release(&l);
+	return ret;
+}
+
+static int list_source(struct cb_stage *st, int sfd, struct listing *l)
+{
+	if (cb_check_interrupt() < 0)
+		return -1;
+	if (stage_list(sfd, l) < 0)
+		return stage_fail(st, "cannot list", "in source");
+	return 0;
+}
+
+/* The new index node takes over the listing's names block. */
+static struct stage_dir *dir_from_listing(struct listing *l)
+{
+	struct stage_dir *d = cb_xcalloc(1, sizeof(*d));
+
+	d->names = l->names;
+	d->ents = cb_xcalloc(l->n, sizeof(*d->ents));
+	l->names = NULL;
+	return d;
+}
+
+static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage_dir **out)
+{
+	struct listing l;
+	struct stage_dir *d;
+	int ret = 0;
+
+	*out = NULL;
+	if (list_source(st, sfd, &l) < 0)
+		return -1;
+	d = dir_from_listing(&l);
+	for (size_t i = 0; i < l.n && ret == 0; i++)
+		ret = p1_entry(st, sfd, dfd, l.v[i], fresh, d);
+	if (ret == 0 && !fresh)
+		ret = prune_extra(st, dfd, d);
+	stage_listing_release(&l);
+	if (ret < 0) {
+		stage_dir_free(d);
+		return -1;
+	}
+	*out = d;
+	return 0;
+}
+
+/* ---- pass 2 ---- */
+
+static int hold_open(struct cb_stage *st)
+{
+	if (st->hold_fd >= 0)
+		return 0;
+	if (mkdirat(st->dst_fd, STAGE_HOLD_NAME, 0700) < 0 && errno != EEXIST)
+		return -1;
+	st->hold_fd = openat(st->dst_fd, STAGE_HOLD_NAME, DIR_FLAGS);
+	return st->hold_fd < 0 ? -1 : 0;
+}
+
+/* Park a vanished staged file in the holding directory: if it was renamed
+ * in the source, pass 2 moves it back instead of copying its data. */
+static int park(struct cb_stage *st, int dfd, const struct stage_ent *o)
+{
+	struct orphan *p;
+
+	if (!st->hold_ok || o->rec.size < ORPHAN_MIN || ino_map_get(&st->orphans, o->rec.dev, o->rec.ino))
+		return -1;
+	if (hold_open(st) < 0)
+		return -1;
+	p = cb_xcalloc(1, sizeof(*p));
+	snprintf(p->name, sizeof(p->name), "%u", st->orphan_seq++);
+	if (renameat(dfd, o->name, st->hold_fd, p->name) < 0) {
+		free(p);
+		return -1;
+	}
+	p->size = o->rec.size;
+	p->mtime = o->rec.mtime;
+	ino_map_put(&st->orphans, o->rec.dev, o->rec.ino, p);
+	st->stats->deleted++;
+	return 0;
+}
+
+/* Move a parked file back under its new name: 0, or 1 if there is none. */
+static int unpark(struct cb_stage *st, int dfd, const char *name, const struct stat *sb)
+{
+	struct orphan *p = ino_map_get(&st->orphans, sb->st_dev, sb->st_ino);
+
+	if (!p || p->used || p->size != (uint64_t)sb->st_size || !ts_eq(&p->mtime, &sb->st_mtim))
+		return 1;
+	if (renameat(st->hold_fd, p->name, dfd, name) < 0)
+		return 1;
+	p->used = 1;
+	cb_verbose(st->log, "'%s' was renamed: staged copy reused", stage_relname(st));
+	return 0;
+}
+
+static void hold_release(struct cb_stage *st)
+{
+	uint64_t n = 0;
+
+	if (st->hold_fd >= 0) {
+		close(st->hold_fd);
+		st->hold_fd = -1;
+		stage_remove(st, st->dst_fd, STAGE_HOLD_NAME, &n);
+	}
+	ino_map_clear(&st->orphans, free);
+}
+
+/* An index entry the source no longer has. */
+static int p2_gone(struct cb_stage *st, int dfd, struct stage_ent *o)
+{
+	size_t saved;
+	int ret = 0;
+
+	stage_rel_push(st, o->name, &saved);
+	if (!S_ISREG(o->rec.mode) || park(st, dfd, o) < 0)
+		ret = stage_remove(st, dfd, o->name, &st->stats->deleted);
+	stage_dir_free(o->sub);
+	o->sub = NULL;
+	stage_rel_pop(st, saved);
+	return ret;
+}
+
+/* Rewrite a changed file in place (O_TRUNC keeps staged hardlinks). */
+static int rewrite_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
+		       const struct stat *sb)
+{
+	int in = stage_open_src(st, sfd, name, O_RDONLY), out, ret;
+
+	if (in < 0)
+		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	out = openat(dfd, name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+	if (out < 0 && errno == ENOENT)
+		out = open_new(st, dfd, name);
+	else if (out < 0)
+		stage_fail(st, "cannot open", "in staging");
+	ret = out < 0 ? -1 : fill_reg(st, in, out, dfd, name, sb, 0);
+	if (out >= 0)
+		close(out);
+	close(in);
+	return ret;
+}
+
+/* A file with several links whose inode was already refreshed in this
+ * pass under another name: only make sure the staged names share it.
+ * 1 if handled that way, 0 if not, -1 on error. */
+static int p2_linked(struct cb_stage *st, int sfd, int dfd, const char *name,
+		     const struct stat *sb, int *dirty)
+{
+	struct link_ent *m = ino_map_get(&st->links, sb->st_dev, sb->st_ino);
+	struct stat have;
+	uint64_t n = 0;
+
+	if (sb->st_nlink < 2 || !m || m->gen != st->gen)
+		return 0;
+	if (fstatat(dfd, name, &have, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    have.st_dev == (dev_t)m->sdev && have.st_ino == (ino_t)m->sino)
+		return 1;
+	*dirty = 1;
+	if (stage_remove(st, dfd, name, &n) < 0)
+		return -1;
+	return create_reg(st, sfd, dfd, name, sb, 0) < 0 ? -1 : 1;
+}
+
+static int p2_subdir(struct cb_stage *st, int sfd, int dfd, const char *name,
+		     const struct stat *sb, struct stage_ent *o, struct stage_ent *e, int meta)
+{
+	int csfd, cdfd, ret, dirty = 0;
+
+	if (sb->st_dev != st->root_dev) {  /* a mount point stays empty */
+		e->sub = o->sub;
+		o->sub = NULL;
+		return meta ? stage_meta(st, -1, -1, dfd, name, sb, 0) : 0;
+	}
+	csfd = stage_open_src(st, sfd, name, O_RDONLY | O_DIRECTORY);
+	if (csfd < 0)
+		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	cdfd = openat(dfd, name, DIR_FLAGS);
+	ret = cdfd < 0 ? stage_fail(st, "cannot open", "in staging") : 0;
+	if (ret == 0) {
+		ret = p2_dir(st, csfd, cdfd, o->sub, &e->sub, &dirty);
+		o->sub = NULL;
+	}
+	/* children made or removed bump the staged dir's times: set them again */
+	if (ret == 0 && (meta || dirty))
+		ret = stage_meta(st, csfd, cdfd, dfd, name, sb, 0);
+	if (cdfd >= 0)
+		close(cdfd);
+	close(csfd);
+	return ret;
+}
+
+static int p2_changed(struct cb_stage *st, int sfd, int dfd, const char *name,
+		      const struct stat *sb, struct stage_ent *o, struct stage_ent *e, int *dirty)
+{
+	enum cb_delta delta = cb_stage_decide(&o->rec, sb);
+	uint64_t n = 0;
+	int r;
+
+	e->sub = NULL;
+	if (delta != CB_DELTA_REPLACE && S_ISREG(sb->st_mode) &&
+	    (r = p2_linked(st, sfd, dfd, name, sb, dirty)) != 0)
+		return r < 0 ? -1 : 0;
+	if (delta == CB_DELTA_REPLACE) {
+		*dirty = 1;
+		stage_dir_free(o->sub);
+		o->sub = NULL;
+		if (stage_remove(st, dfd, name, &n) < 0)
+			return -1;
+		return create_entry(st, sfd, dfd, name, sb, 0, e);
+	}
+	if (S_ISDIR(sb->st_mode))
+		return p2_subdir(st, sfd, dfd, name, sb, o, e, delta != CB_DELTA_SAME);
+	if (delta == CB_DELTA_DATA)
+		return rewrite_reg(st, sfd, dfd, name, sb);
+	if (delta == CB_DELTA_META && stage_meta(st, -1, -1, dfd, name, sb, 0) < 0)
+		return -1;
+	if (S_ISREG(sb->st_mode) && sb->st_nlink > 1)
+		return link_remember_at(st, dfd, name, sb);
+	return 0;
+}
+
+static int p2_new(struct cb_stage *st, int sfd, int dfd, const char *name,
+		  const struct stat *sb, struct stage_ent *e)
+{
+	e->sub = NULL;
+	if (S_ISREG(sb->st_mode) && st->hold_fd >= 0 && unpark(st, dfd, name, sb) == 0) {
+		if (stage_meta(st, -1, -1, dfd, name, sb, 0) < 0)
+			return -1;
+		return sb->st_nlink > 1 ? link_remember_at(st, dfd, name, sb) : 0;
+	}
+	return create_entry(st, sfd, dfd, name, sb, 0, e);
+}
+
+/* One source entry against its index record o (NULL: new). Entries the
+ * index has were not excluded; the rule is only run again if a directory
+ * became a file or the other way round ("dir/" patterns). */
+static int p2_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
+		    struct stage_ent *o, struct stage_dir *nd, int *dirty)
+{
+	struct stage_ent *e = &nd->ents[nd->n];
+	struct stat sb;
+	int r;
+
+	if (fstatat(sfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		r = errno == ENOENT ? vanished(st) : stage_fail(st, "cannot stat", "in source");
+	else
+		r = source_count(st, &sb, !o || S_ISDIR(o->rec.mode) != S_ISDIR(sb.st_mode));
+	if (r == 0)
+		r = o ? p2_changed(st, sfd, dfd, name, &sb, o, e, dirty) : p2_new(st, sfd, dfd, name, &sb, e);
+	if (r == 0) {
+		e->name = name;
+		stage_rec_fill(&e->rec, &sb);
+		nd->n++;
+		*dirty |= !o;
+	} else if (r == 1 && o) {
+		*dirty = 1;
+		r = p2_gone(st, dfd, o);
+	}
+	return r < 0 ? -1 : 0;
+}
+
+/* Sweep 1 removes (or parks) what vanished before sweep 2 adds anything,
+ * so that a file renamed within a directory finds its parked copy. */
+static int p2_sweep_gone(struct cb_stage *st, int dfd, struct stage_dir *old,
+			 const struct listing *l, int *dirty)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; old && i < old->n; i++) {
+		int c = 1;
+		while (j < l->n && (c = strcmp(l->v[j], old->ents[i].name)) < 0)
+			j++;
+		if (j < l->n && c == 0)
+			continue;
+		*dirty = 1;
+		if (p2_gone(st, dfd, &old->ents[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
+		  struct stage_dir **out, int *dirty)
+{
+	struct listing l;
+	struct stage_dir *nd;
+	size_t j = 0;
+	int ret;
+
+	*out = NULL;
+	if (list_source(st, sfd, &l) < 0) {
+		stage_dir_free(old);
+		return -1;
+	}
+	nd = dir_from_listing(&l);
+	ret = p2_sweep_gone(st, dfd, old, &l, dirty);
+	for (size_t i = 0; i < l.n && ret == 0; i++) {
+		struct stage_ent *o = NULL;
+		size_t saved;
+		while (old && j < old->n && strcmp(old->ents[j].name, l.v[i]) < 0)
+			j++;
+		if (old && j < old->n && !strcmp(old->ents[j].name, l.v[i]))
+			o = &old->ents[j];
+		stage_rel_push(st, l.v[i], &saved);
+		ret = p2_entry(st, sfd, dfd, l.v[i], o, nd, dirty);
+		stage_rel_pop(st, saved);
+	}
+	stage_listing_release(&l);
+	stage_dir_free(old);
+	*out = nd;
+	return ret;
+}
+
+/* ---- the public passes ---- */
+
+int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct cb_log *log)
+{
+	struct cb_stage *st = cb_xcalloc(1, sizeof(*st));
+	size_t n;
+
+	st->src = cb_xstrdup(opts->src);
+	st->dst = cb_xstrdup(opts->dst);
+	/* trailing '/' off: paths are built as root + "/rel" ("/" becomes "") */
+	for (n = strlen(st->src); n > 0 && st->src[n - 1] == '/'; n--)
+		st->src[n - 1] = '\0';
+	for (n = strlen(st->dst); n > 1 && st->dst[n - 1] == '/'; n--)
+		st->dst[n - 1] = '\0';
+	if (opts->excludes)
+		cb_strvec_copy(&st->excludes, opts->excludes);
+	st->log = log;
+	st->dst_fd = st->hold_fd = -1;
+	st->is_root = geteuid() == 0;
+	st->buf = cb_xmalloc(STAGE_BUF_SIZE);
+	st->xbuf = cb_xmalloc(STAGE_XATTR_MAX);
+	st->rel = cb_xcalloc(1, st->rel_cap = 256);
+	*out = st;
+	return 0;
+}
+
+void cb_stage_free(struct cb_stage *st)
+{
+	if (!st)
+		return;
+	hold_release(st);
+	if (st->dst_fd >= 0)
+		close(st->dst_fd);
+	stage_dir_free(st->root);
+	ino_map_clear(&st->links, free_link);
+	cb_strvec_clear(&st->excludes);
+	free(st->src);
+	free(st->dst);
+	free(st->buf);
+	free(st->xbuf);
+	free(st->rel);
+	free(st);
+}
+
+static int open_src_root(struct cb_stage *st, struct stat *sb)
+{
+	int fd = open(st->src[0] ? st->src : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return cb_error_errno("cannot open source '%s'", st->src[0] ? st->src : "/");
+	if (fstat(fd, sb) < 0) {
+		close(fd);
+		return cb_error_errno("cannot stat source '%s'", st->src);
+	}
+	return fd;
+}
+
+/* Staging root: created 0700 (the source's mode comes at the end, so a
+ * half-made copy is never readable). *fresh: it was empty. */
+static int open_dst_root(struct cb_stage *st, int *fresh)
+{
+	struct listing l;
+
+	if (mkdir(st->dst, 0700) < 0 && errno != EEXIST)
+		return cb_error_errno("cannot create staging directory '%s'", st->dst);
+	if (st->dst_fd < 0)
+		st->dst_fd = open(st->dst, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (st->dst_fd < 0 || fchmod(st->dst_fd, 0700) < 0)
+		return cb_error_errno("cannot open staging directory '%s'", st->dst);
+	if (stage_list(st->dst_fd, &l) < 0)
+		return cb_error_errno("cannot list staging directory '%s'", st->dst);
+	*fresh = l.n == 0;
+	stage_listing_release(&l);
+	return 0;
+}
+
+static void begin_pass(struct cb_stage *st, struct cb_stage_stats *stats)
+{
+	memset(stats, 0, sizeof(*stats));
+	st->stats = stats;
+	st->gen++;
+	st->rel_len = 0;
+	st->rel[0] = '\0';
+	st->since_check = 0;
+	stats->seconds = cb_now();
+}
+
+int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats)
+{
+	struct stat sb;
+	int sfd, fresh = 0, ret;
+
+	begin_pass(st, stats);
+	stage_dir_free(st->root);
+	st->root = NULL;
+	sfd = open_src_root(st, &sb);
+	if (sfd < 0)
+		return -1;
+	st->root_dev = sb.st_dev;
+	ret = open_dst_root(st, &fresh);
+	stats->files++;
+	if (ret == 0)
+		ret = p1_dir(st, sfd, st->dst_fd, fresh, &st->root);
+	if (ret == 0)
+		ret = stage_meta(st, sfd, st->dst_fd, -1, ".", &sb, fresh);
+	stage_rec_fill(&st->root_rec, &sb);
+	close(sfd);
+	stats->seconds = cb_now() - stats->seconds;
+	return ret;
+}
+
+int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
+{
+	struct stat sb;
+	enum cb_delta delta;
+	int sfd, ret, dirty = 0;
+
+	if (!st->root)
+		return cb_error("final sync of '%s' without a complete first sync", st->src);
+	begin_pass(st, stats);
+	sfd = open_src_root(st, &sb);
+	if (sfd < 0)
+		return -1;
+	st->root_dev = sb.st_dev;
+	stats->files++;
+	delta = cb_stage_decide(&st->root_rec, &sb);
+	st->hold_ok = !stage_dir_find(st->root, STAGE_HOLD_NAME);
+	ret = p2_dir(st, sfd, st->dst_fd, st->root, &st->root, &dirty);
+	dirty |= st->hold_fd >= 0;
+	hold_release(st);
+	/* the root's own metadata last: its children are done */
+	if (ret == 0 && (dirty || delta != CB_DELTA_SAME))
+		ret = stage_meta(st, sfd, st->dst_fd, -1, ".", &sb, 0);
+	stage_rec_fill(&st->root_rec, &sb);
+	if (ret < 0) {  /* a half-updated index would lie to a later pass */
+		stage_dir_free(st->root);
+		st->root = NULL;
+	}
+	close(sfd);
+	stats->seconds = cb_now() - stats->seconds;
+	return ret;
+}
+
+/* ---- estimate ---- */
+
+static int est_dir(struct cb_stage *st, int fd, uint64_t *bytes, uint64_t *entries)
+{
+	struct listing l;
+	int ret = 0;
+
+	if (stage_list(fd, &l) < 0)
+		return stage_fail(st, "cannot list", "in source");
+	for (size_t i = 0; i < l.n && ret == 0; i++) {
+		struct stat sb;
+		size_t saved;
+		stage_rel_push(st, l.v[i], &saved);
+		if (fstatat(fd, l.v[i], &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !stage_excluded_slash(&st->excludes, st->rel, S_ISDIR(sb.st_mode))) {
+			(*entries)++;
+			*bytes += S_ISREG(sb.st_mode) ? (uint64_t)sb.st_blocks * 512 : 4096;
+			if (S_ISDIR(sb.st_mode) && sb.st_dev == st->root_dev) {
+				int sub = stage_open_src(st, fd, l.v[i], O_RDONLY | O_DIRECTORY);
+				if (sub >= 0) {
+					ret = est_dir(st, sub, bytes, entries);
+					close(sub);
+				}
+			}
+		}
+		stage_rel_pop(st, saved);
+	}
+	stage_listing_release(&l);
+	return ret;
+}
+
+int cb_stage_estimate(const char *src, const struct cb_strvec *excludes, uint64_t *bytes,
+		      uint64_t *entries)
+{
+	struct cb_stage *st;
+	struct cb_stage_opts o = { src, "", excludes, 0 };
+	struct stat sb;
+	int fd, ret;
+
+	*bytes = 4096;
+	*entries = 1;
+	cb_stage_new(&st, &o, NULL);
+	fd = open_src_root(st, &sb);
+	ret = fd < 0 ? -1 : 0;
+	if (ret == 0) {
+		st->root_dev = sb.st_dev;
+		ret = est_dir(st, fd, bytes, entries);
+		close(fd);
+	}
+	cb_stage_free(st);
+	return ret;
+}

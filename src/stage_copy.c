@@ -1,0 +1,417 @@
+/* Staging engine: copy primitives for one entry (data, metadata, xattrs,
+ * special files) and removal from staging. See src/stage_int.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "cb_cleanup.h"
+#include "stage_int.h"
+
+/* Interrupt checks between chunks: SIGINT stops a multi-GB file quickly. */
+#define COPY_CHUNK (8 << 20)
+
+/* "cannot write 'var/log/x' to staging: No space left on device" */
+int stage_fail(struct cb_stage *st, const char *verb, const char *where)
+{
+	return cb_error_errno("%s '%s'%s%s", verb, stage_relname(st), where ? " " : "",
+			      where ? where : "");
+}
+
+int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags)
+{
+	int fd;
+
+	(void)st;
+	/* O_NOATIME: a backup should not look like the guest read its files */
+	fd = openat(sdfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
+	if (fd < 0 && errno == EPERM)
+		fd = openat(sdfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+	return fd;
+}
+
+static int copy_tick(struct cb_stage *st, size_t n)
+{
+	st->stats->transferred_size += n;
+	st->since_check += n;
+	if (st->since_check < COPY_CHUNK)
+		return 0;
+	st->since_check = 0;
+	return cb_check_interrupt();
+}
+
+/* pread/pwrite fallback; returns bytes copied (0 at EOF) or -1. */
+static ssize_t copy_rw(struct cb_stage *st, int in, int out, off_t off, size_t len)
+{
+	ssize_t n, done = 0;
+
+	if (len > STAGE_BUF_SIZE)
+		len = STAGE_BUF_SIZE;
+	do
+		n = pread(in, st->buf, len, off);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return stage_fail(st, "cannot read", "from source");
+	while (done < n) {
+		ssize_t w = pwrite(out, st->buf + done, (size_t)(n - done), off + done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return stage_fail(st, "cannot write", "to staging");
+		done += w;
+	}
+	return n;
+}
+
+static int cfr_unusable(int err)
+{
+	return err == EXDEV || err == ENOSYS || err == EOPNOTSUPP || err == EINVAL;
+}
+
+static ssize_t copy_chunk(struct cb_stage *st, int in, int out, off_t off, size_t len)
+{
+	loff_t ioff = off, ooff = off;
+	ssize_t n;
+
+	if (st->no_cfr)
+		return copy_rw(st, in, out, off, len);
+	n = copy_file_range(in, &ioff, out, &ooff, len, 0);
+	if (n >= 0)
+		return n;
+	if (errno == EINTR)
+		return copy_chunk(st, in, out, off, len);
+	if (!cfr_unusable(errno))
+		return stage_fail(st, "cannot copy", "to staging");
+	st->no_cfr = 1;
+	return copy_rw(st, in, out, off, len);
+}
+
+/* Copy [off, off+len) to the same offsets; stops early at EOF (the guest
+ * may shrink a file under us). *end: offset after the last byte written. */
+static int copy_range(struct cb_stage *st, int in, int out, off_t off, off_t len, off_t *end)
+{
+	while (len > 0) {
+		size_t chunk = len > COPY_CHUNK ? COPY_CHUNK : (size_t)len;
+		ssize_t n = copy_chunk(st, in, out, off, chunk);
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		off += n;
+		len -= n;
+		*end = off;
+		if (copy_tick(st, (size_t)n) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Data segments only: holes stay holes in the staged copy. */
+static int copy_sparse(struct cb_stage *st, int in, int out, off_t size, off_t *end)
+{
+	off_t off = 0;
+
+	while (off < size) {
+		off_t data = lseek(in, off, SEEK_DATA), hole;
+		if (data < 0 && errno == ENXIO)
+			break;
+		if (data < 0 && errno != EINVAL)
+			return stage_fail(st, "cannot read", "from source");
+		if (data < 0)
+			data = off;  /* no SEEK_DATA support: all data */
+		if (data >= size)
+			break;
+		hole = lseek(in, data, SEEK_HOLE);
+		if (hole < 0 || hole > size)
+			hole = size;
+		if (copy_range(st, in, out, data, hole - data, end) < 0)
+			return -1;
+		off = hole;
+	}
+	return 0;
+}
+
+int stage_copy_data(struct cb_stage *st, int in, int out, const struct stat *sb)
+{
+	off_t size = sb->st_size, end = 0;
+	int ret;
+
+	/* as many blocks as bytes: no hole worth two lseek() calls */
+	if ((off_t)sb->st_blocks * 512 >= size)
+		ret = copy_range(st, in, out, 0, size, &end);
+	else
+		ret = copy_sparse(st, in, out, size, &end);
+	if (ret < 0)
+		return -1;
+	/* the final size, so that trailing holes stay holes */
+	if (end != size && ftruncate(out, size) < 0)
+		return stage_fail(st, "cannot write", "to staging");
+	st->stats->files_transferred++;
+	return 0;
+}
+
+/* ---- metadata ---- */
+
+/* Returns 1 if the owner was changed (chown clears setuid bits and
+ * security.capability: both are set again afterwards), 0 if not, -1. */
+static int set_owner(struct cb_stage *st, int dfd, int ddfd, const char *name,
+		     const struct stat *sb, const struct stat *have)
+{
+	int r;
+
+	if (!st->is_root || (have && have->st_uid == sb->st_uid && have->st_gid == sb->st_gid))
+		return 0;
+	if (dfd >= 0)
+		r = fchown(dfd, sb->st_uid, sb->st_gid);
+	else
+		r = fchownat(ddfd, name, sb->st_uid, sb->st_gid, AT_SYMLINK_NOFOLLOW);
+	return r < 0 ? stage_fail(st, "cannot set owner of", "in staging") : 1;
+}
+
+static int set_mode(struct cb_stage *st, int dfd, int ddfd, const char *name,
+		    const struct stat *sb, const struct stat *have, int chowned)
+{
+	mode_t mode = sb->st_mode & 07777;
+	int r;
+
+	if (S_ISLNK(sb->st_mode) || (have && !chowned && (have->st_mode & 07777) == mode))
+		return 0;
+	r = dfd >= 0 ? fchmod(dfd, mode) : fchmodat(ddfd, name, mode, 0);
+	return r < 0 ? stage_fail(st, "cannot set mode of", "in staging") : 0;
+}
+
+static int set_times(struct cb_stage *st, int dfd, int ddfd, const char *name,
+		     const struct stat *sb)
+{
+	struct timespec ts[2] = { sb->st_atim, sb->st_mtim };
+	int r;
+
+	r = dfd >= 0 ? futimens(dfd, ts) : utimensat(ddfd, name, ts, AT_SYMLINK_NOFOLLOW);
+	return r < 0 ? stage_fail(st, "cannot set times of", "in staging") : 0;
+}
+
+/* Where xattr calls go: an open fd, or a full path (symlinks, devices). */
+struct xtarget {
+	int fd;
+	char *path;
+};
+
+static ssize_t x_list(const struct xtarget *t, char *buf, size_t len)
+{
+	return t->fd >= 0 ? flistxattr(t->fd, buf, len) : llistxattr(t->path, buf, len);
+}
+
+static ssize_t x_get(const struct xtarget *t, const char *n, void *buf, size_t len)
+{
+	return t->fd >= 0 ? fgetxattr(t->fd, n, buf, len) : lgetxattr(t->path, n, buf, len);
+}
+
+static int x_set(const struct xtarget *t, const char *n, const void *v, size_t len)
+{
+	return t->fd >= 0 ? fsetxattr(t->fd, n, v, len, 0) : lsetxattr(t->path, n, v, len, 0);
+}
+
+static int x_remove(const struct xtarget *t, const char *n)
+{
+	return t->fd >= 0 ? fremovexattr(t->fd, n) : lremovexattr(t->path, n);
+}
+
+static int no_xattrs(int err)
+{
+	return err == ENOTSUP || err == EOPNOTSUPP;
+}
+
+/* The list of xattr names into *out (malloc'd, may be NULL when empty). */
+static ssize_t x_names(const struct xtarget *t, char **out)
+{
+	ssize_t n;
+
+	*out = NULL;
+	for (;;) {
+		n = x_list(t, NULL, 0);
+		if (n <= 0)
+			return n < 0 && (no_xattrs(errno) || errno == ENOENT) ? 0 : n;
+		*out = cb_xmalloc((size_t)n);
+		n = x_list(t, *out, (size_t)n);
+		if (n >= 0 || errno != ERANGE)
+			return n;
+		free(*out);  /* grew between the two calls */
+	}
+}
+
+static int has_name(const char *list, ssize_t len, const char *name)
+{
+	for (const char *p = list; p < list + len; p += strlen(p) + 1)
+		if (!strcmp(p, name))
+			return 1;
+	return 0;
+}
+
+static int x_set_one(struct cb_stage *st, const struct xtarget *s, const struct xtarget *d,
+		     const char *name)
+{
+	ssize_t v = x_get(s, name, st->xbuf, STAGE_XATTR_MAX);
+
+	if (v < 0)
+		return errno == ENODATA ? 0 : stage_fail(st, "cannot read xattrs of", "in source");
+	if (x_set(d, name, st->xbuf, (size_t)v) == 0)
+		return 0;
+	if (!no_xattrs(errno))
+		return cb_error_errno("cannot set xattr '%s' of '%s' in staging", name,
+				      stage_relname(st));
+	if (!st->warned_xattr++)
+		cb_warn(st->log, "staging file system does not keep xattr '%s' (of '%s')", name,
+			stage_relname(st));
+	return 0;
+}
+
+/* Drop staged xattrs the source does not have (not needed on fresh entries,
+ * which have none). */
+static int x_prune(struct cb_stage *st, const struct xtarget *d, const char *slist, ssize_t slen)
+{
+	char *dlist;
+	ssize_t dlen = x_names(d, &dlist);
+	int ret = 0;
+
+	if (dlen < 0)
+		ret = stage_fail(st, "cannot list xattrs of", "in staging");
+	for (const char *p = dlist; ret == 0 && p && p < dlist + dlen; p += strlen(p) + 1)
+		if (!has_name(slist, slen, p) && x_remove(d, p) < 0 && errno != ENODATA)
+			ret = stage_fail(st, "cannot remove xattrs of", "in staging");
+	free(dlist);
+	return ret;
+}
+
+static int set_xattrs(struct cb_stage *st, const struct xtarget *s, const struct xtarget *d,
+		      const char *slist, ssize_t slen)
+{
+	for (const char *p = slist; p && p < slist + slen; p += strlen(p) + 1)
+		if (x_set_one(st, s, d, p) < 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * Owner, mode, xattrs (ACLs included), times of the staged entry, in the
+ * order that keeps them: chown first (it clears setuid bits and
+ * security.capability), stale xattrs removed before chmod (dropping an ACL
+ * must not leave its mask in the mode), times last (nothing after them
+ * may bump them). sfd/dfd: open source/staged fds of a file or directory,
+ * or -1 to go by name (ddfd + name, and full paths for xattrs). fresh: we
+ * just created the staged entry, so there is nothing to compare or remove.
+ */
+int stage_meta(struct cb_stage *st, int sfd, int dfd, int ddfd, const char *name,
+	       const struct stat *sb, int fresh)
+{
+	struct xtarget s = { sfd, NULL }, d = { dfd, NULL };
+	struct stat have, *hp = NULL;
+	char *slist = NULL;
+	ssize_t slen = 0;
+	int ret, chowned;
+
+	if (!fresh) {
+		ret = dfd >= 0 ? fstat(dfd, &have) : fstatat(ddfd, name, &have, AT_SYMLINK_NOFOLLOW);
+		if (ret < 0)
+			return stage_fail(st, "cannot stat", "in staging");
+		hp = &have;
+	}
+	chowned = set_owner(st, dfd, ddfd, name, sb, hp);
+	if (chowned < 0)
+		return -1;
+	if (sfd < 0)
+		s.path = cb_xasprintf("%s%s", st->src, st->rel);
+	if (dfd < 0)
+		d.path = cb_xasprintf("%s%s", st->dst, st->rel);
+	slen = x_names(&s, &slist);
+	ret = slen < 0 ? stage_fail(st, "cannot list xattrs of", "in source") : 0;
+	if (ret == 0 && !fresh)
+		ret = x_prune(st, &d, slist, slen);
+	if (ret == 0)
+		ret = set_mode(st, dfd, ddfd, name, sb, hp, chowned);
+	if (ret == 0)
+		ret = set_xattrs(st, &s, &d, slist, slen);
+	if (ret == 0)
+		ret = set_times(st, dfd, ddfd, name, sb);
+	free(slist);
+	free(s.path);
+	free(d.path);
+	return ret;
+}
+
+/* ---- special files ---- */
+
+static int make_link(struct cb_stage *st, int sdfd, int ddfd, const char *name,
+		     const struct stat *sb)
+{
+	size_t len = (size_t)sb->st_size + 2;
+	char *target = cb_xmalloc(len);
+	ssize_t n = readlinkat(sdfd, name, target, len);
+	int ret = 0;
+
+	if (n < 0)
+		ret = errno == ENOENT ? 1 : stage_fail(st, "cannot read link", "in source");
+	else if ((size_t)n >= len)
+		ret = 1;  /* retargeted under us: treat as vanished, pass 2 sees it */
+	else {
+		target[n] = '\0';
+		if (symlinkat(target, ddfd, name) < 0)
+			ret = stage_fail(st, "cannot create symlink", "in staging");
+	}
+	free(target);
+	return ret;
+}
+
+/* Symlinks, devices, fifos. 0, 1 if it vanished, -1 on error. */
+int stage_make_special(struct cb_stage *st, int sdfd, int ddfd, const char *name,
+		       const struct stat *sb)
+{
+	if (S_ISLNK(sb->st_mode))
+		return make_link(st, sdfd, ddfd, name, sb);
+	if (mknodat(ddfd, name, (sb->st_mode & S_IFMT) | 0600, sb->st_rdev) < 0)
+		return stage_fail(st, "cannot create", "in staging");
+	return 0;
+}
+
+/* ---- removal ---- */
+
+static int remove_contents(struct cb_stage *st, int fd, uint64_t *count)
+{
+	struct listing l;
+	int ret = 0;
+
+	if (stage_list(fd, &l) < 0)
+		return stage_fail(st, "cannot list", "in staging");
+	for (size_t i = 0; i < l.n && ret == 0; i++)
+		ret = stage_remove(st, fd, l.v[i], count);
+	stage_listing_release(&l);
+	return ret;
+}
+
+/* Remove a staged entry (a whole tree for a directory); counts entries. */
+int stage_remove(struct cb_stage *st, int ddfd, const char *name, uint64_t *count)
+{
+	struct stat sb;
+	int fd, ret;
+
+	if (fstatat(ddfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : stage_fail(st, "cannot remove", "from staging");
+	if (!S_ISDIR(sb.st_mode)) {
+		if (unlinkat(ddfd, name, 0) < 0 && errno != ENOENT)
+			return stage_fail(st, "cannot remove", "from staging");
+		(*count)++;
+		return 0;
+	}
+	fd = openat(ddfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return stage_fail(st, "cannot remove", "from staging");
+	ret = remove_contents(st, fd, count);
+	close(fd);
+	if (ret == 0 && unlinkat(ddfd, name, AT_REMOVEDIR) < 0)
+		return stage_fail(st, "cannot remove", "from staging");
+	if (ret == 0)
+		(*count)++;
+	return ret;
+}

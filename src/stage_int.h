@@ -1,0 +1,122 @@
+/*
+ * Private to the staging engine (src/stage*.c): the index, the (dev,ino)
+ * maps, the per-run context and the copy primitives.
+ *
+ * The index mirrors the source tree directory by directory: a directory
+ * owns one block of NUL-separated child names (the getdents listing itself)
+ * and one array of child records sorted by name, so that pass 2 can
+ * merge-walk a fresh sorted listing against it.
+ */
+#ifndef CB_STAGE_INT_H
+#define CB_STAGE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "cb_stage.h"
+#include "cb_util.h"
+
+struct stage_dir;
+
+struct stage_ent {
+	const char *name;           /* points into the parent's names block */
+	struct cb_index_rec rec;
+	struct stage_dir *sub;      /* the subdirectory's index, or NULL */
+};
+
+struct stage_dir {
+	char *names;                /* owned: NUL-separated names */
+	struct stage_ent *ents;     /* owned: sorted by strcmp(name) */
+	size_t n;
+};
+
+/* A sorted listing of one directory (without "." and ".."). */
+struct listing {
+	char *names;                /* NUL-separated, owned until handed over */
+	size_t len, cap;
+	char **v;                   /* sorted pointers into names */
+	size_t n;
+};
+
+/* Open addressing map keyed by (dev,ino); values are owned by the map. */
+struct ino_slot {
+	uint64_t dev, ino;
+	void *val;                  /* NULL: empty slot */
+};
+struct ino_map {
+	struct ino_slot *slots;
+	size_t cap, n;
+};
+
+/* Hardlink map value: where the inode was last staged. */
+struct link_ent {
+	char *rel;                  /* staged path relative to the root */
+	uint64_t sdev, sino;        /* the staged inode */
+	unsigned gen;               /* pass that last refreshed it */
+};
+
+/* Orphan map value (pass 2): a vanished staged file parked for reuse. */
+struct orphan {
+	uint64_t size;
+	struct timespec mtime;
+	int used;
+	char name[24];              /* inside the holding directory */
+};
+
+struct cb_stage {
+	char *src, *dst;
+	struct cb_strvec excludes;
+	struct cb_log *log;
+	int dst_fd;                 /* staging root, for linkat() of hardlinks */
+	dev_t root_dev;             /* source root's device: never leave it */
+	unsigned gen;               /* pass number: 1, 2, ... */
+	struct stage_dir *root;     /* index; NULL before pass 1 */
+	struct cb_index_rec root_rec;
+	struct ino_map links;
+	struct ino_map orphans;
+	int hold_fd;                /* pass 2 holding directory, -1 if none */
+	int hold_ok;                /* the source root has no entry of its name */
+	unsigned orphan_seq;
+	struct cb_stage_stats *stats;
+	char *rel;                  /* "/a/b" of the current entry ("" = root) */
+	size_t rel_len, rel_cap;
+	uint64_t since_check;       /* bytes copied since the last interrupt check */
+	int no_cfr;                 /* copy_file_range unusable: read/write */
+	int is_root;                /* may chown */
+	int warned_xattr;
+	char *buf;                  /* read/write fallback buffer */
+	char *xbuf;                 /* one xattr value */
+};
+
+#define STAGE_BUF_SIZE (1 << 20)
+#define STAGE_XATTR_MAX 65536
+
+/* The hidden holding directory (pass 2) at the staging root. */
+#define STAGE_HOLD_NAME ".cbackup-stage-orphans"
+
+/* stage_index.c */
+int stage_list(int dfd, struct listing *l);
+void stage_listing_release(struct listing *l);
+void stage_dir_free(struct stage_dir *d);
+struct stage_ent *stage_dir_find(struct stage_dir *d, const char *name);
+void *ino_map_get(const struct ino_map *m, uint64_t dev, uint64_t ino);
+void ino_map_put(struct ino_map *m, uint64_t dev, uint64_t ino, void *val);
+void ino_map_clear(struct ino_map *m, void (*free_val)(void *));
+void stage_rec_fill(struct cb_index_rec *r, const struct stat *sb);
+void stage_rel_push(struct cb_stage *st, const char *name, size_t *saved);
+void stage_rel_pop(struct cb_stage *st, size_t saved);
+const char *stage_relname(const struct cb_stage *st);
+int stage_excluded_slash(const struct cb_strvec *ex, const char *slashpath, int is_dir);
+
+/* stage_copy.c */
+int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags);
+int stage_copy_data(struct cb_stage *st, int in, int out, const struct stat *sb);
+int stage_meta(struct cb_stage *st, int sfd, int dfd, int ddfd, const char *name,
+	       const struct stat *sb, int fresh);
+int stage_make_special(struct cb_stage *st, int sdfd, int ddfd, const char *name,
+		       const struct stat *sb);
+int stage_remove(struct cb_stage *st, int ddfd, const char *name, uint64_t *count);
+int stage_fail(struct cb_stage *st, const char *verb, const char *where);
+
+#endif

@@ -1,0 +1,57 @@
+/* Unit tests: archive naming and vzdump's size format (cb_backup). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cmocka.h>
+
+#include "cb_backup.h"
+#include "cb_util.h"
+
+static void test_archive_name(void **state)
+{
+	struct tm tm = { .tm_year = 126, .tm_mon = 11, .tm_mday = 2, .tm_hour = 10, .tm_min = 14,
+			 .tm_sec = 7, .tm_isdst = -1 };
+	time_t when;
+	char *n;
+	(void)state;
+	setenv("TZ", "UTC", 1);
+	tzset();
+	when = mktime(&tm);
+	n = cb_backup_archive_name(CB_GUEST_CT, "101", when, CB_COMPRESS_ZSTD);
+	assert_string_equal(n, "cbackup-ct-101-2026_12_02-10_14_07.tar.zst");
+	free(n);
+	n = cb_backup_archive_name(CB_GUEST_VM, "200", when, CB_COMPRESS_LZO);
+	assert_string_equal(n, "cbackup-vm-200-2026_12_02-10_14_07.tar.lzo");
+	free(n);
+	n = cb_backup_archive_name(CB_GUEST_CT, "7", when, CB_COMPRESS_GZIP);
+	assert_string_equal(n, "cbackup-ct-7-2026_12_02-10_14_07.tar.gz");
+	free(n);
+	n = cb_backup_archive_name(CB_GUEST_CT, "7", when, CB_COMPRESS_NONE);
+	assert_string_equal(n, "cbackup-ct-7-2026_12_02-10_14_07.tar");
+	free(n);
+}
+
+static void test_vzsize(void **state)
+{
+	char b[32];
+	(void)state;
+	cb_fmt_vzsize(b, sizeof(b), 600000000ULL);
+	assert_string_equal(b, "572MB");
+	cb_fmt_vzsize(b, sizeof(b), 2048);
+	assert_string_equal(b, "2KB");
+	cb_fmt_vzsize(b, sizeof(b), 1320702444ULL);
+	assert_string_equal(b, "1.23GB");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_archive_name),
+		cmocka_unit_test(test_vzsize),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

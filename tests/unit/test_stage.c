@@ -1,0 +1,543 @@
+/* Unit tests: the staging engine (cb_stage): the pass-2 decision, the
+ * exclude rule, and real two-pass round trips in a scratch directory. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "cb_stage.h"
+#include "cb_util.h"
+
+/* ---- cb_stage_decide ---- */
+
+static struct stat base_stat(mode_t mode)
+{
+	struct stat s;
+
+	memset(&s, 0, sizeof(s));
+	s.st_dev = 7;
+	s.st_ino = 42;
+	s.st_mode = mode;
+	s.st_size = 100;
+	s.st_uid = 1;
+	s.st_gid = 2;
+	s.st_mtim.tv_sec = 1000;
+	s.st_mtim.tv_nsec = 5;
+	s.st_ctim.tv_sec = 2000;
+	s.st_ctim.tv_nsec = 6;
+	return s;
+}
+
+static struct cb_index_rec rec_of(const struct stat *s)
+{
+	struct cb_index_rec r = { (uint64_t)s->st_dev, (uint64_t)s->st_ino, (uint64_t)s->st_size,
+				  s->st_mtim, s->st_ctim, s->st_mode, s->st_uid, s->st_gid };
+	return r;
+}
+
+static void test_decide(void **state)
+{
+	struct stat s = base_stat(S_IFREG | 0644), n;
+	struct cb_index_rec r = rec_of(&s);
+	(void)state;
+
+	assert_int_equal(cb_stage_decide(&r, &s), CB_DELTA_SAME);
+	n = s;  /* written, mtime put back: only ctime tells */
+	n.st_ctim.tv_nsec++;
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_DATA);
+	n = s;
+	n.st_size++;
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_DATA);
+	n = s;
+	n.st_mtim.tv_sec++;
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_DATA);
+	n = s;
+	n.st_ino++;
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_REPLACE);
+	n = s;
+	n.st_dev++;
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_REPLACE);
+	n = s;
+	n.st_mode = S_IFDIR | 0644;
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_REPLACE);
+}
+
+static void test_decide_meta(void **state)
+{
+	struct stat s = base_stat(S_IFLNK | 0777), n;
+	struct cb_index_rec r = rec_of(&s);
+	(void)state;
+
+	assert_int_equal(cb_stage_decide(&r, &s), CB_DELTA_SAME);
+	n = s;  /* lchown of a symlink: ctime and owner */
+	n.st_uid = 99;
+	n.st_ctim.tv_sec++;
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_META);
+	n = s;
+	n.st_mode = S_IFREG | 0777;
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_REPLACE);
+
+	s = base_stat(S_IFDIR | 0755);
+	r = rec_of(&s);
+	n = s;  /* an entry added: mtime and ctime move, size may too */
+	n.st_mtim.tv_sec++;
+	n.st_ctim.tv_sec++;
+	n.st_size += 4096;
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_META);
+	n = s;
+	n.st_mode = S_IFDIR | 0700;
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_META);
+	n = s;
+	n.st_atim.tv_sec += 100;  /* atime alone: nothing to do */
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_SAME);
+}
+
+/* ---- cb_stage_excluded ---- */
+
+static void test_excluded(void **state)
+{
+	struct cb_strvec ex = CB_STRVEC_INIT;
+	(void)state;
+
+	assert_false(cb_stage_excluded(NULL, "tmp/foo", 0));
+	cb_strvec_push(&ex, "/tmp/?*");
+	cb_strvec_push(&ex, "*.pid");
+	cb_strvec_push(&ex, "cache/");
+	cb_strvec_push(&ex, "lib/junk");
+	assert_true(cb_stage_excluded(&ex, "tmp/foo", 0));
+	assert_true(cb_stage_excluded(&ex, "tmp/.x", 1));
+	assert_false(cb_stage_excluded(&ex, "tmp", 1));
+	assert_false(cb_stage_excluded(&ex, "var/tmp/foo", 0));
+	assert_true(cb_stage_excluded(&ex, "run/x.pid", 0));
+	assert_true(cb_stage_excluded(&ex, "x.pid", 0));
+	assert_true(cb_stage_excluded(&ex, "a/b/c.pid", 0));
+	assert_false(cb_stage_excluded(&ex, "run/x.pidfile", 0));
+	assert_true(cb_stage_excluded(&ex, "var/cache", 1));
+	assert_false(cb_stage_excluded(&ex, "var/cache", 0));  /* "dir/": dirs only */
+	assert_true(cb_stage_excluded(&ex, "usr/lib/junk", 0));
+	assert_true(cb_stage_excluded(&ex, "lib/junk", 0));
+	assert_false(cb_stage_excluded(&ex, "usr/xlib/junk", 0));
+	assert_false(cb_stage_excluded(&ex, "etc/passwd", 0));
+	cb_strvec_clear(&ex);
+}
+
+/* ---- real trees ---- */
+
+struct tree {
+	char base[64], src[96], dst[96];
+	struct cb_log log;
+};
+
+static char *pathf(const char *fmt, ...) CB_PRINTF(1, 2);
+static char *pathf(const char *fmt, ...)
+{
+	static char buf[4][512];
+	static int i;
+	va_list ap;
+
+	i = (i + 1) % 4;
+	va_start(ap, fmt);
+	vsnprintf(buf[i], sizeof(buf[i]), fmt, ap);
+	va_end(ap);
+	return buf[i];
+}
+
+static void put(const char *path, const char *data)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, data, strlen(data)), (ssize_t)strlen(data));
+	close(fd);
+}
+
+static void put_big(const char *path, size_t len, int seed)
+{
+	char *b = malloc(len);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	for (size_t i = 0; i < len; i++)
+		b[i] = (char)(i * 31 + seed);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, b, len), (ssize_t)len);
+	close(fd);
+	free(b);
+}
+
+static void set_mtime(const char *path, time_t sec, long nsec)
+{
+	struct timespec ts[2] = { { 500000000, 111 }, { sec, nsec } };
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat sb;
+	char *b;
+
+	if (fd < 0 || fstat(fd, &sb) < 0)
+		return NULL;
+	b = malloc((size_t)sb.st_size + 1);
+	*len = (size_t)read(fd, b, (size_t)sb.st_size);
+	close(fd);
+	return b;
+}
+
+static int same_xattrs(const char *a, const char *b)
+{
+	char la[4096], lb[4096], va[1024], vb[1024];
+	ssize_t na = llistxattr(a, la, sizeof(la)), nb = llistxattr(b, lb, sizeof(lb));
+
+	if (na != nb)
+		return 0;
+	for (char *p = la; p < la + na; p += strlen(p) + 1) {
+		ssize_t x = lgetxattr(a, p, va, sizeof(va)), y = lgetxattr(b, p, vb, sizeof(vb));
+		if (x != y || x < 0 || memcmp(va, vb, (size_t)x))
+			return 0;
+	}
+	return 1;
+}
+
+/* Differences between two trees (type, owner, mode, size, mtime, rdev,
+ * link targets, contents, xattrs); sockets in a are expected missing. */
+static int tree_diff(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	int diffs = 0;
+
+	if (lstat(a, &sa) < 0)
+		return 1;
+	if (lstat(b, &sb) < 0) {
+		if (S_ISSOCK(sa.st_mode))
+			return 0;
+		print_message("missing: %s\n", b);
+		return 1;
+	}
+	if (sa.st_mode != sb.st_mode || sa.st_uid != sb.st_uid || sa.st_gid != sb.st_gid ||
+	    (!S_ISDIR(sa.st_mode) && sa.st_size != sb.st_size) || sa.st_rdev != sb.st_rdev ||
+	    sa.st_mtim.tv_sec != sb.st_mtim.tv_sec || sa.st_mtim.tv_nsec != sb.st_mtim.tv_nsec ||
+	    !same_xattrs(a, b)) {
+		print_message("differs: %s (mode %o/%o)\n", b, sa.st_mode, sb.st_mode);
+		diffs++;
+	}
+	if (S_ISREG(sa.st_mode)) {
+		size_t la = 0, lb = 0;
+		char *ca = slurp(a, &la), *cb = slurp(b, &lb);
+		if (!ca || !cb || la != lb || memcmp(ca, cb, la)) {
+			print_message("content differs: %s\n", b);
+			diffs++;
+		}
+		free(ca);
+		free(cb);
+	} else if (S_ISLNK(sa.st_mode)) {
+		char ta[256] = "", tb[256] = "";
+		if (readlink(a, ta, sizeof(ta) - 1) < 0 || readlink(b, tb, sizeof(tb) - 1) < 0 ||
+		    strcmp(ta, tb))
+			diffs++;
+	} else if (S_ISDIR(sa.st_mode)) {
+		char cmd[1200], line[600];
+		FILE *p;
+		/* both directions: the union of names */
+		snprintf(cmd, sizeof(cmd), "(ls -A '%s'; ls -A '%s') | sort -u", a, b);
+		p = popen(cmd, "r");
+		while (p && fgets(line, sizeof(line), p)) {
+			char *ca, *cb;
+			line[strcspn(line, "\n")] = '\0';
+			ca = cb_xasprintf("%s/%s", a, line);
+			cb = cb_xasprintf("%s/%s", b, line);
+			if (access(ca, F_OK) < 0 && faccessat(AT_FDCWD, ca, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+				print_message("extra in staging: %s\n", cb);
+				diffs++;
+			} else {
+				diffs += tree_diff(ca, cb);
+			}
+			free(ca);
+			free(cb);
+		}
+		if (p)
+			pclose(p);
+	}
+	return diffs;
+}
+
+/* Directory mtimes: tree_diff reads them back after reading the dirs. */
+static int setup(void **state)
+{
+	struct tree *t = calloc(1, sizeof(*t));
+
+	strcpy(t->base, "/tmp/cbstage.XXXXXX");
+	assert_non_null(mkdtemp(t->base));
+	snprintf(t->src, sizeof(t->src), "%s/src", t->base);
+	snprintf(t->dst, sizeof(t->dst), "%s/dst", t->base);
+	assert_int_equal(mkdir(t->src, 0755), 0);
+	cb_log_init(&t->log);
+	t->log.quiet = 1;
+	*state = t;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct tree *t = *state;
+
+	cb_remove_tree(t->base);
+	free(t);
+	return 0;
+}
+
+static void make_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+}
+
+/* A v2 file capability: cap_net_bind_service+ep. */
+static int set_cap(const char *path)
+{
+	struct vfs_cap_data cap;
+
+	memset(&cap, 0, sizeof(cap));
+	cap.magic_etc = VFS_CAP_REVISION_2 | VFS_CAP_FLAGS_EFFECTIVE;
+	cap.data[0].permitted = 1u << CAP_NET_BIND_SERVICE;
+	return setxattr(path, "security.capability", &cap, XATTR_CAPS_SZ_2, 0);
+}
+
+/* ACL blob (the kernel's xattr form): u:1234:r-- on top of the mode. */
+static int set_acl(const char *path, const char *name)
+{
+	uint32_t blob[1 + 5 * 2];
+	const uint16_t tags[5] = { 1, 2, 4, 0x10, 0x20 }, perms[5] = { 6, 4, 4, 4, 0 };
+	const uint32_t ids[5] = { 0xffffffff, 1234, 0xffffffff, 0xffffffff, 0xffffffff };
+
+	blob[0] = 2;
+	for (int i = 0; i < 5; i++) {
+		blob[1 + i * 2] = tags[i] | (uint32_t)perms[i] << 16;
+		blob[2 + i * 2] = ids[i];
+	}
+	return setxattr(path, name, blob, sizeof(blob), 0);
+}
+
+static void build_source(struct tree *t, int *have_cap)
+{
+	const char *s = t->src;
+	int fd;
+
+	put(pathf("%s/file", s), "hello world\n");
+	assert_int_equal(lsetxattr(pathf("%s/file", s), "user.test", "v1", 2, 0), 0);
+	assert_int_equal(chown(pathf("%s/file", s), 1234, 1234), 0);
+	assert_int_equal(chmod(pathf("%s/file", s), 04755), 0);
+	set_mtime(pathf("%s/file", s), 1700000000, 123456789);
+	fd = open(pathf("%s/sparse", s), O_WRONLY | O_CREAT, 0600);
+	assert_int_equal(pwrite(fd, "data", 4, 1 << 20), 4);
+	assert_int_equal(ftruncate(fd, 3 << 20), 0);  /* a trailing hole too */
+	close(fd);
+	assert_int_equal(symlink("file", pathf("%s/link", s)), 0);
+	assert_int_equal(lchown(pathf("%s/link", s), 1234, 1234), 0);
+	assert_int_equal(mkdir(pathf("%s/dir", s), 0750), 0);
+	assert_int_equal(mkdir(pathf("%s/dir/sub", s), 0755), 0);
+	put(pathf("%s/dir/sub/deep", s), "deep\n");
+	put(pathf("%s/hl1", s), "linked\n");
+	assert_int_equal(link(pathf("%s/hl1", s), pathf("%s/dir/hl2", s)), 0);
+	assert_int_equal(mkfifo(pathf("%s/fifo", s), 0640), 0);
+	assert_int_equal(mknod(pathf("%s/null", s), S_IFCHR | 0666, makedev(1, 3)), 0);
+	make_socket(pathf("%s/sock", s));
+	put(pathf("%s/capfile", s), "#!/bin/true\n");
+	assert_int_equal(chmod(pathf("%s/capfile", s), 0755), 0);
+	*have_cap = set_cap(pathf("%s/capfile", s)) == 0;
+	put(pathf("%s/aclfile", s), "acl\n");
+	assert_int_equal(set_acl(pathf("%s/aclfile", s), "system.posix_acl_access"), 0);
+	assert_int_equal(mkdir(pathf("%s/acldir", s), 0755), 0);
+	assert_int_equal(set_acl(pathf("%s/acldir", s), "system.posix_acl_default"), 0);
+	put_big(pathf("%s/big", s), 200000, 1);
+	put(pathf("%s/todelete", s), "bye\n");
+	put(pathf("%s/toreplace", s), "a file for now\n");
+	set_mtime(pathf("%s/dir", s), 1600000000, 42);
+	assert_int_equal(chmod(s, 0751), 0);
+}
+
+static void run_pass(struct cb_stage *st, int pass, struct cb_stage_stats *stats)
+{
+	int r = pass == 1 ? cb_stage_pass1(st, stats) : cb_stage_pass2(st, stats);
+	if (r < 0)
+		print_message("pass %d: %s\n", pass, cb_last_error());
+	assert_int_equal(r, 0);
+}
+
+static void check_pass1(struct tree *t, const struct cb_stage_stats *stats, int have_cap)
+{
+	struct stat a, b;
+
+	/* atime kept (and not bumped in the source by the copy) */
+	assert_int_equal(lstat(pathf("%s/file", t->dst), &b), 0);
+	assert_int_equal(b.st_atim.tv_sec, 500000000);
+	assert_int_equal(b.st_atim.tv_nsec, 111);
+	assert_int_equal(b.st_mode, S_IFREG | 04755);
+	assert_int_equal(b.st_uid, 1234);
+	assert_int_equal(b.st_mtim.tv_nsec, 123456789);
+	assert_int_equal(lstat(pathf("%s/sparse", t->dst), &b), 0);
+	assert_int_equal(b.st_size, 3 << 20);
+	assert_true(b.st_blocks <= 64);  /* holes stayed holes */
+	assert_int_equal(lstat(pathf("%s/hl1", t->dst), &a), 0);
+	assert_int_equal(lstat(pathf("%s/dir/hl2", t->dst), &b), 0);
+	assert_int_equal(a.st_ino, b.st_ino);
+	assert_int_equal(lstat(pathf("%s/null", t->dst), &b), 0);
+	assert_true(S_ISCHR(b.st_mode) && b.st_rdev == makedev(1, 3));
+	assert_int_equal(lstat(pathf("%s/fifo", t->dst), &b), 0);
+	assert_true(S_ISFIFO(b.st_mode));
+	assert_int_equal(lstat(pathf("%s/sock", t->dst), &b), -1);
+	assert_int_equal(lgetxattr(pathf("%s/aclfile", t->dst), "system.posix_acl_access", NULL, 0), 44);
+	if (have_cap)
+		assert_int_equal(getxattr(pathf("%s/capfile", t->dst), "security.capability", NULL, 0),
+				 XATTR_CAPS_SZ_2);
+	assert_int_equal(lstat(t->dst, &b), 0);
+	assert_int_equal(b.st_mode & 07777, 0751);
+	assert_true(stats->skipped >= 1);      /* the socket */
+	assert_int_equal(stats->files, 18);    /* 17 entries (the socket too) + the root */
+	assert_int_equal(stats->files_transferred, 9);  /* hl2 is a link */
+	assert_int_equal(tree_diff(t->src, t->dst), 0);
+}
+
+static void modify_source(struct tree *t)
+{
+	const char *s = t->src;
+	struct stat sb;
+
+	usleep(20000);  /* coarse timestamps: make ctime move for sure */
+	assert_int_equal(stat(pathf("%s/file", s), &sb), 0);
+	put(pathf("%s/file", s), "HELLO WORLD\n");  /* same size, mtime put back */
+	set_mtime(pathf("%s/file", s), sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec);
+	assert_int_equal(unlink(pathf("%s/todelete", s)), 0);
+	put(pathf("%s/dir/new", s), "new\n");
+	assert_int_equal(rename(pathf("%s/big", s), pathf("%s/dir/sub/big2", s)), 0);
+	assert_int_equal(unlink(pathf("%s/toreplace", s)), 0);
+	assert_int_equal(mkdir(pathf("%s/toreplace", s), 0700), 0);
+	put(pathf("%s/toreplace/inner", s), "inner\n");
+	assert_int_equal(lchown(pathf("%s/link", s), 5, 5), 0);
+}
+
+static void test_roundtrip(void **state)
+{
+	struct tree *t = *state;
+	struct cb_stage_opts o = { t->src, t->dst, NULL, 0 };
+	struct cb_stage_stats stats;
+	struct cb_stage *st;
+	int have_cap;
+
+	build_source(t, &have_cap);
+	assert_int_equal(cb_stage_new(&st, &o, &t->log), 0);
+	run_pass(st, 1, &stats);
+	check_pass1(t, &stats, have_cap);
+
+	modify_source(t);
+	run_pass(st, 2, &stats);
+	assert_int_equal(tree_diff(t->src, t->dst), 0);
+	/* file (data), dir/new, toreplace/inner; big2 reuses the staged big */
+	assert_int_equal(stats.files_transferred, 3);
+	assert_int_equal(stats.deleted, 2);  /* todelete, big (parked) */
+	assert_int_equal(stats.files, 19);
+
+	run_pass(st, 2, &stats);  /* nothing changed */
+	assert_int_equal(stats.files_transferred, 0);
+	assert_int_equal(stats.transferred_size, 0);
+	assert_int_equal(stats.deleted, 0);
+	assert_int_equal(stats.files, 19);
+	assert_int_equal(tree_diff(t->src, t->dst), 0);
+	cb_stage_free(st);
+}
+
+/* keep-staging: a second pass 1 over a kept copy is a delta. */
+static void test_keep_staging(void **state)
+{
+	struct tree *t = *state;
+	struct cb_stage_opts o = { t->src, t->dst, NULL, 0 };
+	struct cb_stage_stats stats;
+	struct cb_stage *st;
+	int have_cap;
+
+	build_source(t, &have_cap);
+	assert_int_equal(cb_stage_new(&st, &o, &t->log), 0);
+	run_pass(st, 1, &stats);
+	cb_stage_free(st);
+
+	put(pathf("%s/extra", t->dst), "stale\n");
+	put(pathf("%s/dir/sub/deep", t->src), "deeper\n");
+	assert_int_equal(unlink(pathf("%s/todelete", t->src)), 0);
+	assert_int_equal(cb_stage_new(&st, &o, &t->log), 0);
+	run_pass(st, 1, &stats);
+	assert_int_equal(stats.files_transferred, 1);  /* only dir/sub/deep */
+	assert_int_equal(stats.deleted, 2);            /* extra, todelete */
+	assert_int_equal(tree_diff(t->src, t->dst), 0);
+	run_pass(st, 2, &stats);
+	assert_int_equal(stats.files_transferred, 0);
+	cb_stage_free(st);
+}
+
+static void test_excludes_estimate(void **state)
+{
+	struct tree *t = *state;
+	struct cb_strvec ex = CB_STRVEC_INIT;
+	struct cb_stage_opts o = { t->src, t->dst, &ex, 0 };
+	struct cb_stage_stats stats;
+	struct cb_stage *st;
+	uint64_t bytes, entries, bytes_all, entries_all;
+	struct stat sb;
+
+	assert_int_equal(mkdir(pathf("%s/tmp", t->src), 0777), 0);
+	put_big(pathf("%s/tmp/junk", t->src), 1 << 20, 3);
+	assert_int_equal(mkdir(pathf("%s/run", t->src), 0755), 0);
+	put(pathf("%s/run/x.pid", t->src), "1\n");
+	put(pathf("%s/run/keep", t->src), "k\n");
+	assert_int_equal(cb_stage_estimate(t->src, NULL, &bytes_all, &entries_all), 0);
+	cb_strvec_push(&ex, "/tmp/?*");
+	cb_strvec_push(&ex, "*.pid");
+	assert_int_equal(cb_stage_estimate(t->src, &ex, &bytes, &entries), 0);
+	assert_int_equal(entries_all, 6);
+	assert_int_equal(entries, 4);
+	assert_true(bytes_all >= bytes + (1 << 20));
+
+	assert_int_equal(cb_stage_new(&st, &o, &t->log), 0);
+	run_pass(st, 1, &stats);
+	assert_int_equal(stat(pathf("%s/tmp", t->dst), &sb), 0);
+	assert_int_equal(stat(pathf("%s/tmp/junk", t->dst), &sb), -1);
+	assert_int_equal(stat(pathf("%s/run/x.pid", t->dst), &sb), -1);
+	assert_int_equal(stat(pathf("%s/run/keep", t->dst), &sb), 0);
+	assert_int_equal(stats.skipped, 2);
+	assert_int_equal(stats.total_size, 2);
+	put(pathf("%s/tmp/more", t->src), "m\n");
+	run_pass(st, 2, &stats);
+	assert_int_equal(stat(pathf("%s/tmp/more", t->dst), &sb), -1);
+	assert_int_equal(stats.files_transferred, 0);
+	cb_stage_free(st);
+	cb_strvec_clear(&ex);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_decide),
+		cmocka_unit_test(test_decide_meta),
+		cmocka_unit_test(test_excluded),
+		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keep_staging, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_excludes_estimate, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
