@@ -1,5 +1,6 @@
 /* cbackup: entry point. Parses the command line, loads the configuration,
  * dispatches the subcommand, and is the only place that exits. */
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,11 @@ int main(int argc, char **argv)
 	struct cb_log log;
 	int status;
 
+	/* libarchive converts names between the locale's charset and the pax
+	 * header's UTF-8: under cron's "C" locale every non-ASCII name would
+	 * fail that conversion. C.UTF-8 makes it the identity. */
+	if (!setlocale(LC_CTYPE, "C.UTF-8"))
+		setlocale(LC_CTYPE, "");
 	cb_log_init(&log);
 	cb_cleanup_install();
 	if (cb_cli_parse(&cli, argc, argv) < 0) {
