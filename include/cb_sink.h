@@ -24,6 +24,9 @@ int cb_sink_commit(struct cb_sink *s);
 /* Abort if not committed (unlink .tmp), close, free. NULL is fine. */
 void cb_sink_free(struct cb_sink *s);
 
+/* Limit writes to kib_per_s KiB/s (0 = unlimited). */
+void cb_sink_set_bwlimit(struct cb_sink *s, long kib_per_s);
+
 uint64_t cb_sink_bytes(const struct cb_sink *s);
 /* Hex SHA-256 of all bytes written (valid after commit). */
 const char *cb_sink_sha256(const struct cb_sink *s);

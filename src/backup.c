@@ -13,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/syscall.h>
 
 #include "cb_archive.h"
 #include "cb_backup.h"
@@ -94,7 +95,7 @@ static int warn_unimplemented(struct guest_run *r)
 			differs = *(const int *)a != *(const int *)b;
 		if (!differs)
 			continue;
-		if (!strcmp(s->key, "stdout") || !strcmp(s->key, "disk") || !strcmp(s->key, "qmp"))
+		if (!strcmp(s->key, "disk") || !strcmp(s->key, "qmp"))
 			ret = cb_error("'%s' is not implemented in this version", s->key);
 		else
 			cb_warn(r->log, "'%s' is not implemented in this version: ignored", s->key);
@@ -158,7 +159,7 @@ static int lock_guest(struct guest_run *r)
 
 	if (ret == 1)
 		ret = cb_error("%s %s is locked by another cbackup on this host", type_upper(r), r->opts.id);
-	if (ret == 0) {
+	if (ret == 0 && !r->opts.to_stdout) {
 		ret = cb_lock_acquire(&r->store_lock, store, 0);
 		if (ret == 1)
 			ret = cb_error("%s %s is being backed up to this storage by another host "
@@ -176,8 +177,10 @@ static int preflight(struct guest_run *r)
 	if (!r->opts.root)
 		return cb_error("no root directory configured for CT %s", r->opts.id);
 	if (check_dir("root", r->opts.root, 0) < 0 || check_dir("tmpdir", r->opts.tmpdir, 1) < 0 ||
-	    check_dir("dumpdir", r->opts.dumpdir, 1) < 0)
+	    (!r->opts.to_stdout && check_dir("dumpdir", r->opts.dumpdir, 1) < 0))
 		return -1;
+	if (r->opts.to_stdout && isatty(STDOUT_FILENO))
+		return cb_error("refusing to write an archive to a terminal (redirect --stdout)");
 	if (r->opts.guest_config && access(r->opts.guest_config, R_OK) < 0)
 		return cb_error_errno("guest config '%s'", r->opts.guest_config);
 	if (cb_guest_init(&r->guest, &r->opts) < 0)
@@ -367,13 +370,17 @@ static int write_archive(struct guest_run *r)
 	int ret = -1;
 
 	cb_info(r->log, "creating archive '%s'", r->archive_path);
-	if (cb_sink_open_file(&sink, r->archive_path) < 0 || cb_codec_writer_new(&codec, &cp, sink) < 0)
+	if ((r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
+			       : cb_sink_open_file(&sink, r->archive_path)) < 0)
+		goto out;
+	cb_sink_set_bwlimit(sink, r->opts.bwlimit);
+	if (cb_codec_writer_new(&codec, &cp, sink) < 0)
 		goto out;
 	if (cb_archive_write(r->stage_dir, &extra, r->opts.guest_config ? 1 : 0, codec, r->log, &as) < 0 ||
 	    cb_codec_finish(codec) < 0 || cb_sink_commit(sink) < 0)
 		goto out;
 	log_archive_stats(r, &as, codec, sink);
-	ret = write_checksum(r, cb_sink_sha256(sink));
+	ret = r->opts.to_stdout ? 0 : write_checksum(r, cb_sink_sha256(sink));
 out:
 	if (ret < 0)
 		cb_error_prefix("archive");
@@ -388,7 +395,7 @@ static void prune_old(struct guest_run *r)
 {
 	unsigned removed = 0;
 
-	if (!r->opts.remove || !r->opts.prune_backups)
+	if (!r->opts.remove || !r->opts.prune_backups || r->opts.to_stdout)
 		return;
 	cb_info(r->log, "prune older backups with retention: %s", r->opts.prune_backups);
 	if (cb_prune_guest(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.prune_backups, 0,
@@ -431,15 +438,33 @@ static void prepare_paths(struct guest_run *r)
 	char *name = cb_backup_archive_name(r->opts.type, r->opts.id, r->started_wall, r->opts.compress);
 	size_t base_len = strstr(name, ".tar") - name;
 
-	r->archive_path = cb_xasprintf("%s/%s", r->opts.dumpdir, name);
-	r->log_path = cb_xasprintf("%s/%.*s.log", r->opts.dumpdir, (int)base_len, name);
+	if (r->opts.to_stdout) {
+		r->archive_path = cb_xstrdup("-");   /* vzdump's name for stdout */
+	} else {
+		r->archive_path = cb_xasprintf("%s/%s", r->opts.dumpdir, name);
+		r->log_path = cb_xasprintf("%s/%.*s.log", r->opts.dumpdir, (int)base_len, name);
+	}
 	r->stage_dir = cb_xasprintf("%s/cbackup-%s.stage", r->opts.tmpdir, r->opts.id);
 	free(name);
 }
 
+/* vzdump's ionice: 8 = idle class, 0-7 = best-effort level. Set before any
+ * worker thread starts, since threads inherit it. */
+static void apply_ionice(struct guest_run *r)
+{
+	enum { WHO_PROCESS = 1, CLASS_BE = 2, CLASS_IDLE = 3, CLASS_SHIFT = 13 };
+	int prio = r->opts.ionice;
+	int value = prio == 8 ? CLASS_IDLE << CLASS_SHIFT : (CLASS_BE << CLASS_SHIFT) | prio;
+
+	if (syscall(SYS_ioprio_set, WHO_PROCESS, 0, value) < 0)
+		cb_warn(r->log, "cannot set ionice priority %d: %s", prio, strerror(errno));
+	else
+		cb_info(r->log, "ionice priority: %d", prio);
+}
+
 static void start_guest_log(struct guest_run *r)
 {
-	if (access(r->opts.dumpdir, W_OK) == 0 && cb_log_attach(r->log, r->log_path) < 0)
+	if (r->log_path && access(r->opts.dumpdir, W_OK) == 0 && cb_log_attach(r->log, r->log_path) < 0)
 		cb_warn(r->log, "%s", cb_last_error());
 	cb_info(r->log, "Starting Backup of %s %s (%s)", type_upper(r), r->opts.id,
 		cb_guest_type_name(r->opts.type));
@@ -449,6 +474,9 @@ static void start_guest_log(struct guest_run *r)
 		r->opts.mode = CB_MODE_SUSPEND;
 	}
 	cb_info(r->log, "backup mode: %s", cb_mode_name(r->opts.mode));
+	if (r->opts.bwlimit)
+		cb_info(r->log, "bandwidth limit: %ld KB/s", r->opts.bwlimit);
+	apply_ionice(r);
 }
 
 /* The hooks after the end (their failure is only a warning, as vzdump's). */

@@ -12,6 +12,7 @@
 #include "cb_list.h"
 #include "cb_prune.h"
 #include "cb_restore.h"
+#include "cb_verify.h"
 
 int cb_cmd_restore(const struct cb_cli *cli, struct cb_log *log)
 {
@@ -20,6 +21,17 @@ int cb_cmd_restore(const struct cb_cli *cli, struct cb_log *log)
 
 	if (cb_restore_run(&ro, log, &st) < 0) {
 		cb_err(log, "restore of '%s' failed - %s", ro.archive, cb_last_error());
+		return CB_EXIT_FAILED;
+	}
+	return CB_EXIT_OK;
+}
+
+int cb_cmd_verify(const struct cb_cli *cli, struct cb_log *log)
+{
+	struct cb_verify_stats st;
+
+	if (cb_verify_run(cli->args.v[0], log, &st) < 0) {
+		cb_err(log, "verify of '%s' failed - %s", cli->args.v[0], cb_last_error());
 		return CB_EXIT_FAILED;
 	}
 	return CB_EXIT_OK;

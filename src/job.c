@@ -162,8 +162,11 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 	}
 	for (size_t i = 0; i < cfg->warnings.n; i++)
 		cb_warn(log, "%s", cfg->warnings.v[i]);
-	if (n == 0) {
-		cb_err(log, "no guest left to back up (all excluded)");
+	if (n == 0 || (n > 1 && guests[0].to_stdout)) {
+		cb_err(log, n ? "--stdout writes the archive of exactly one guest (%zu given)"
+			      : "no guest left to back up (all excluded)", n);
+		for (size_t i = 0; i < n; i++)
+			cb_opts_release(&guests[i]);
 		free(guests);
 		return CB_EXIT_USAGE;
 	}

@@ -69,6 +69,8 @@ int main(int argc, char **argv)
 	}
 	if (cli.command == CB_CMD_RESTORE)
 		status = cb_cmd_restore(&cli, &log);
+	else if (cli.command == CB_CMD_VERIFY)
+		status = cb_cmd_verify(&cli, &log);
 	else
 		status = run_with_config(&cli, &log);
 	cb_cli_release(&cli);

@@ -20,10 +20,9 @@
 
 #include "cb_codec.h"
 #include "cb_restore.h"
+#include "cb_tarread.h"
 #include "cb_cleanup.h"
 #include "cb_util.h"
-
-#define READ_BUF (1024 * 1024)
 
 #define EXTRACT_FLAGS (ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | \
 		       ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_ACL | ARCHIVE_EXTRACT_SPARSE | \
@@ -31,31 +30,13 @@
 		       ARCHIVE_EXTRACT_UNLINK)
 
 struct rst {
-	struct cb_codec_reader *reader;
-	struct archive *in;         /* tar reader */
+	struct cb_tarread tr;       /* tar reader over the codec */
 	struct archive *out;        /* disk writer */
 	struct cb_log *log;
 	struct cb_restore_stats *st;
 	char *dest;                 /* canonical destination directory */
 	struct archive_entry *root; /* the "./" entry, applied last */
-	unsigned char *buf;
-	int fd;
-	int codec_failed;           /* the message is in cb_last_error() */
 };
-
-static la_ssize_t in_cb(struct archive *a, void *cd, const void **buf)
-{
-	struct rst *r = cd;
-	ssize_t n = cb_codec_read(r->reader, r->buf, READ_BUF);
-
-	if (n < 0) {
-		r->codec_failed = 1;
-		archive_set_error(a, EIO, "%s", cb_last_error());
-		return -1;
-	}
-	*buf = r->buf;
-	return n;
-}
 
 static int dir_is_empty(const char *path)
 {
@@ -189,7 +170,7 @@ static int relocate(struct rst *r, struct archive_entry *e, const char *name)
 
 static int la_fail(struct rst *r, struct archive *a, const char *name)
 {
-	if (r->codec_failed)
+	if (r->tr.codec_failed)
 		return cb_error_prefix("cannot restore '%s'", name);
 	return cb_error("cannot restore '%s': %s", name, archive_error_string(a));
 }
@@ -214,10 +195,10 @@ static int copy_data(struct rst *r, const char *name)
 	for (;;) {
 		if (cb_check_interrupt() < 0)
 			return -1;
-		rc = archive_read_data_block(r->in, &buf, &size, &off);
+		rc = archive_read_data_block(r->tr.a, &buf, &size, &off);
 		if (rc == ARCHIVE_EOF)
 			return 0;
-		if (la_check(r, r->in, rc, name) < 0)
+		if (la_check(r, r->tr.a, rc, name) < 0)
 			return -1;
 		if (archive_write_data_block(r->out, buf, size, off) < ARCHIVE_OK)
 			return la_fail(r, r->out, name);
@@ -280,16 +261,16 @@ static int restore_all(struct rst *r)
 	for (;;) {
 		if (cb_check_interrupt() < 0)
 			return -1;
-		rc = archive_read_next_header(r->in, &e);
+		rc = archive_read_next_header(r->tr.a, &e);
 		if (rc == ARCHIVE_EOF)
 			return apply_root(r);
 		if (rc < ARCHIVE_WARN) {
-			if (r->codec_failed)
+			if (r->tr.codec_failed)
 				return -1;
-			return cb_error("cannot read archive: %s", archive_error_string(r->in));
+			return cb_error("cannot read archive: %s", archive_error_string(r->tr.a));
 		}
 		if (rc == ARCHIVE_WARN)
-			cb_warn(r->log, "%s", archive_error_string(r->in));
+			cb_warn(r->log, "%s", archive_error_string(r->tr.a));
 		if (restore_entry(r, e) < 0)
 			return -1;
 	}
@@ -297,23 +278,13 @@ static int restore_all(struct rst *r)
 
 static int rst_open(struct rst *r, const char *archive)
 {
-	r->fd = open(archive, O_RDONLY | O_CLOEXEC);
-	if (r->fd < 0)
-		return cb_error_errno("cannot open '%s'", archive);
-	if (cb_codec_reader_new(&r->reader, r->fd) < 0)
-		return cb_error_prefix("'%s'", archive);
-	r->in = archive_read_new();
+	if (cb_tarread_open(&r->tr, archive, 0) < 0)
+		return -1;
 	r->out = archive_write_disk_new();
-	if (!r->in || !r->out)
+	if (!r->out)
 		return cb_error("cannot initialise libarchive");
-	archive_read_support_format_tar(r->in);
 	/* no archive_write_disk_set_standard_lookup(): owners by number */
 	archive_write_disk_set_options(r->out, EXTRACT_FLAGS);
-	if (archive_read_open(r->in, r, NULL, in_cb, NULL) != ARCHIVE_OK) {
-		if (r->codec_failed)
-			return cb_error_prefix("'%s'", archive);
-		return cb_error("cannot read '%s': %s", archive, archive_error_string(r->in));
-	}
 	return 0;
 }
 
@@ -331,26 +302,20 @@ static int rst_close(struct rst *r)
 
 static void rst_release(struct rst *r)
 {
-	if (r->in)
-		archive_read_free(r->in);
+	cb_tarread_close(&r->tr);
 	if (r->out)
 		archive_write_free(r->out);
-	cb_codec_reader_free(r->reader);
-	if (r->fd >= 0)
-		close(r->fd);
 	archive_entry_free(r->root);
 	free(r->dest);
-	free(r->buf);
 }
 
 int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct cb_restore_stats *st)
 {
-	struct rst r = { .log = log, .st = st, .fd = -1 };
+	struct rst r = { .log = log, .st = st, .tr = { .fd = -1, .file_fd = -1 } };
 	char size[32];
 	int ret = -1;
 
 	memset(st, 0, sizeof(*st));
-	r.buf = cb_xmalloc(READ_BUF);
 	if (rst_open(&r, o->archive) < 0 || prepare_dest(&r, o) < 0)
 		goto out;
 	if (restore_all(&r) < 0 || rst_close(&r) < 0)

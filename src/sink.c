@@ -14,6 +14,7 @@
 
 #include "cb_cleanup.h"
 #include "cb_sink.h"
+#include "cb_throttle.h"
 #include "cb_util.h"
 
 struct cb_sink {
@@ -28,6 +29,7 @@ struct cb_sink {
 	double write_seconds;
 	EVP_MD_CTX *sha;
 	char sha_hex[65];
+	struct cb_throttle throttle;
 };
 
 /* Cleanup-stack action: async-signal-safe removal of the .tmp file. */
@@ -44,6 +46,7 @@ static struct cb_sink *sink_alloc(const char *name)
 	s->fd = -1;
 	s->cleanup_handle = -1;
 	s->name = cb_xstrdup(name);
+	cb_throttle_init(&s->throttle, 0);
 	s->sha = EVP_MD_CTX_new();
 	if (!s->sha || EVP_DigestInit_ex(s->sha, EVP_sha256(), NULL) != 1) {
 		fprintf(stderr, "ERROR: cannot initialise SHA-256\n");
@@ -81,8 +84,10 @@ int cb_sink_open_fd(struct cb_sink **out, int fd, const char *name)
 
 int cb_sink_write(struct cb_sink *s, const void *buf, size_t len)
 {
-	double t0 = cb_now();
+	double t0;
 
+	cb_throttle_account(&s->throttle, len);
+	t0 = cb_now();
 	if (cb_write_all(s->fd, buf, len) < 0)
 		return cb_error_errno("cannot write '%s'", s->tmp_path ? s->tmp_path : s->name);
 	s->write_seconds += cb_now() - t0;
@@ -151,6 +156,11 @@ void cb_sink_free(struct cb_sink *s)
 	free(s->tmp_path);
 	free(s->name);
 	free(s);
+}
+
+void cb_sink_set_bwlimit(struct cb_sink *s, long kib_per_s)
+{
+	cb_throttle_init(&s->throttle, kib_per_s);
 }
 
 uint64_t cb_sink_bytes(const struct cb_sink *s)

@@ -1,0 +1,39 @@
+/*
+ * cb_tarread: a libarchive tar reader over cb_codec's decompressing reader
+ * (the codec is detected from the data). Used by restore and verify.
+ *
+ * With want_sha256, a thread reads the file once, hashes it and feeds the
+ * bytes through a pipe to the decompressor, so verify reads the archive
+ * only once. The struct owns the fd, the reader, the pipe and the archive.
+ */
+#ifndef CB_TARREAD_H
+#define CB_TARREAD_H
+
+#include <pthread.h>
+#include <archive.h>
+#include "cb_codec.h"
+
+struct cb_tarread {
+	struct archive *a;              /* the tar reader: next_header, read_data... */
+	struct cb_codec_reader *reader;
+	int fd;                         /* what the codec reads: the file or the pipe */
+	int file_fd;
+	unsigned char *buf;
+	int codec_failed;               /* set when the codec reported the error */
+	/* sha256 tee */
+	int want_sha256;
+	pthread_t tee;
+	int tee_started;
+	int tee_error;                  /* errno of a failed read in the tee */
+	char sha256[65];
+};
+
+int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256);
+/* Record the error of a failed libarchive call on t->a (the codec's message
+ * if the codec failed, else libarchive's); returns -1. */
+int cb_tarread_error(struct cb_tarread *t, const char *what);
+/* Finish the tee (drains the file) and fill t->sha256; -1 if reading failed. */
+int cb_tarread_finish_sha256(struct cb_tarread *t);
+void cb_tarread_close(struct cb_tarread *t);
+
+#endif

@@ -1,0 +1,123 @@
+/* cb_verify: check an archive end to end. See include/cb_verify.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <archive_entry.h>
+
+#include "cb_cleanup.h"
+#include "cb_tarread.h"
+#include "cb_util.h"
+#include "cb_verify.h"
+
+/* The expected hex digest from ARCHIVE.sha256; 0 found, 1 none, -1 bad file. */
+static int read_expected(const char *archive, char hex[65])
+{
+	char *path = cb_xasprintf("%s.sha256", archive);
+	FILE *f = fopen(path, "re");
+	int ret = 1;
+
+	if (f) {
+		ret = fscanf(f, "%64[0-9a-fA-F]", hex) == 1 && strlen(hex) == 64 ? 0
+		      : cb_error("checksum file '%s' is not in sha256sum format", path);
+		fclose(f);
+	} else if (errno != ENOENT) {
+		ret = cb_error_errno("cannot read '%s'", path);
+	}
+	free(path);
+	return ret;
+}
+
+static int read_entry_data(struct cb_tarread *t, const char *name, struct cb_verify_stats *st)
+{
+	const void *buf;
+	size_t size;
+	la_int64_t off;
+	int rc;
+
+	while ((rc = archive_read_data_block(t->a, &buf, &size, &off)) == ARCHIVE_OK) {
+		st->bytes += size;
+		if (cb_check_interrupt() < 0)
+			return -1;
+	}
+	if (rc != ARCHIVE_EOF) {
+		char what[512];
+		snprintf(what, sizeof(what), "corrupt archive at entry '%s'", name);
+		return cb_tarread_error(t, what);
+	}
+	return 0;
+}
+
+static int walk(struct cb_tarread *t, struct cb_verify_stats *st)
+{
+	struct archive_entry *e;
+	int rc;
+
+	while ((rc = archive_read_next_header(t->a, &e)) != ARCHIVE_EOF) {
+		if (rc < ARCHIVE_WARN)
+			return cb_tarread_error(t, st->entries ? "corrupt archive after its last good entry"
+								 : "not a readable tar archive");
+		st->entries++;
+		if (read_entry_data(t, archive_entry_pathname(e), st) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void mark_verified(const char *archive)
+{
+	char *path = cb_xasprintf("%s.verified", archive);
+	FILE *f = fopen(path, "we");
+	time_t now = time(NULL);
+	char stamp[64];
+
+	strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", localtime(&now));
+	if (f) {
+		fprintf(f, "verified %s\n", stamp);
+		fclose(f);
+	}
+	free(path);
+}
+
+int cb_verify_run(const char *archive, struct cb_log *log, struct cb_verify_stats *st)
+{
+	struct cb_tarread t = { .fd = -1, .file_fd = -1 };
+	char expected[65] = "", size[32], walk_error[1024];
+	int have_sum, walked, ret = -1;
+
+	memset(st, 0, sizeof(*st));
+	have_sum = read_expected(archive, expected);
+	if (have_sum < 0)
+		return -1;
+	if (have_sum == 1)
+		cb_warn(log, "no checksum file '%s.sha256': checking the archive's contents only", archive);
+	walked = cb_tarread_open(&t, archive, 1) < 0 ? -1 : walk(&t, st);
+	snprintf(walk_error, sizeof(walk_error), "%s", cb_last_error());
+	if (!t.tee_started) {
+		cb_error("%s", walk_error);
+		goto out;
+	}
+	if (cb_tarread_finish_sha256(&t) < 0)
+		goto out;
+	/* a flipped byte is first of all a checksum mismatch: say that first */
+	if (have_sum == 0 && strcasecmp(expected, t.sha256)) {
+		cb_error("checksum mismatch: '%s.sha256' says %s, the archive has %s%s%s", archive,
+			 expected, t.sha256, walked < 0 ? "; " : "", walked < 0 ? walk_error : "");
+		goto out;
+	}
+	if (walked < 0) {
+		cb_error("%s", walk_error);
+		goto out;
+	}
+	st->checksum_checked = have_sum == 0;
+	cb_fmt_bytes(size, sizeof(size), st->bytes);
+	cb_info(log, "archive '%s' is good: %llu entries, %s of file data%s", archive,
+		(unsigned long long)st->entries, size, st->checksum_checked ? ", checksum matches" : "");
+	mark_verified(archive);
+	ret = 0;
+out:
+	cb_tarread_close(&t);
+	return ret;
+}
