@@ -38,7 +38,7 @@ struct cb_opts {
 	char *tmpdir;
 	long bwlimit;             /* KiB/s, 0 = unlimited */
 	int ionice;               /* 0-8, 8 = idle */
-	int lockwait;             /* minutes */
+	double lockwait;          /* minutes (fractions allowed) */
 	int stopwait;             /* minutes */
 	struct cb_strvec exclude_paths;
 	int stdexcludes;
@@ -66,7 +66,8 @@ enum cb_opt_where {
 	CB_WHERE_ANY = 15
 };
 
-enum cb_opt_type { CB_OPT_STRING, CB_OPT_INT, CB_OPT_LONG, CB_OPT_BOOL, CB_OPT_ENUM, CB_OPT_LIST };
+enum cb_opt_type { CB_OPT_STRING, CB_OPT_INT, CB_OPT_LONG, CB_OPT_DOUBLE, CB_OPT_BOOL, CB_OPT_ENUM,
+		   CB_OPT_LIST };
 
 struct cb_enum_name {
 	const char *name;

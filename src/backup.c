@@ -91,6 +91,8 @@ static int warn_unimplemented(struct guest_run *r)
 			differs = ((const struct cb_strvec *)a)->n > 0;
 		else if (s->type == CB_OPT_LONG)
 			differs = *(const long *)a != *(const long *)b;
+		else if (s->type == CB_OPT_DOUBLE)
+			differs = *(const double *)a != *(const double *)b;
 		else
 			differs = *(const int *)a != *(const int *)b;
 		if (!differs)
@@ -408,6 +410,10 @@ static int run_guest_phases(struct guest_run *r)
 {
 	if (warn_unimplemented(r) < 0 || preflight(r) < 0)
 		return cb_error_prefix("preflight");
+	if (r->opts.dry_run) {
+		cb_info(r->log, "dry run: configuration, paths and space are fine; nothing copied");
+		return 0;
+	}
 	if (guest_hook(r, "backup-start") < 0 || stage_guest(r) < 0 || write_archive(r) < 0)
 		return -1;
 	prune_old(r);
@@ -440,6 +446,8 @@ static void prepare_paths(struct guest_run *r)
 
 	if (r->opts.to_stdout) {
 		r->archive_path = cb_xstrdup("-");   /* vzdump's name for stdout */
+	} else if (r->opts.dry_run) {
+		r->archive_path = cb_xasprintf("%s/%s", r->opts.dumpdir, name);  /* no log file */
 	} else {
 		r->archive_path = cb_xasprintf("%s/%s", r->opts.dumpdir, name);
 		r->log_path = cb_xasprintf("%s/%.*s.log", r->opts.dumpdir, (int)base_len, name);

@@ -60,7 +60,7 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "I/O bandwidth limit in KiB/s (0 = none)", 0, OFF(bwlimit), 0, LONG_MAX / 1024, NULL },
 	{ "ionice", CB_OPT_INT, "7", G | S | U | C, "0-8",
 	  "I/O priority (8 = idle class)", 0, OFF(ionice), 0, 8, NULL },
-	{ "lockwait", CB_OPT_INT, "180", G | C, "MINUTES",
+	{ "lockwait", CB_OPT_DOUBLE, "180", G | C, "MINUTES",
 	  "maximal time to wait for the global lock", 0, OFF(lockwait), 0, INT_MAX / 60, NULL },
 	{ "stopwait", CB_OPT_INT, "10", G | U | C, "MINUTES",
 	  "maximal time to wait until a guest is stopped", 4, OFF(stopwait), 0, INT_MAX / 60, NULL },
@@ -143,6 +143,20 @@ static int parse_long(const struct cb_opt_schema *s, const char *value, long *ou
 	return 0;
 }
 
+static int parse_double(const struct cb_opt_schema *s, const char *value, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(value, &end);
+	if (errno || end == value || *end || v < (double)s->min || v > (double)s->max)
+		return cb_error("invalid value '%s' (accepted: a number of %s from %ld)", value,
+				s->accepted, s->min);
+	*out = v;
+	return 0;
+}
+
 static int parse_bool(const char *value, int *out)
 {
 	static const char *const yes[] = { "1", "yes", "true", "on", NULL };
@@ -189,6 +203,8 @@ static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const cha
 		return 0;
 	case CB_OPT_LONG:
 		return parse_long(s, value, (long *)field);
+	case CB_OPT_DOUBLE:
+		return parse_double(s, value, (double *)field);
 	case CB_OPT_BOOL:
 		return parse_bool(value, (int *)field);
 	case CB_OPT_ENUM:
