@@ -34,10 +34,10 @@ cbackup: $(BUILD)/cbackup
 $(BUILD)/cbackup: $(OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/%.o: src/%.c $(wildcard include/*.h) | $(BUILD)
+$(BUILD)/%.o: src/%.c $(wildcard include/*.h src/*.h) | $(BUILD)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) | $(BUILD)/tests
+$(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) $(wildcard include/*.h) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS) -lcmocka
 
 $(BUILD) $(BUILD)/tests:

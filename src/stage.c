@@ -149,7 +149,7 @@ static int create_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 
 	if (sb->st_nlink > 1 && (ret = link_existing(st, dfd, name, sb)) != 1)
 		return ret;
-	in = stage_open_src(st, sfd, name, O_RDONLY);
+	in = stage_open_src(st, sfd, name, O_RDONLY | O_NONBLOCK);
 	if (in < 0)
 		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
 	out = open_new(st, dfd, name);
@@ -477,7 +477,7 @@ static int p2_gone(struct cb_stage *st, int dfd, struct stage_ent *o)
 static int rewrite_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 		       const struct stat *sb)
 {
-	int in = stage_open_src(st, sfd, name, O_RDONLY), out, ret;
+	int in = stage_open_src(st, sfd, name, O_RDONLY | O_NONBLOCK), out, ret;
 
 	if (in < 0)
 		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");

@@ -26,7 +26,9 @@ int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags)
 	int fd;
 
 	(void)st;
-	/* O_NOATIME: a backup should not look like the guest read its files */
+	/* O_NOATIME: a backup should not look like the guest read its files.
+	 * Callers pass O_NONBLOCK for files: a file swapped for a fifo under
+	 * us must not hang the copy. */
 	fd = openat(sdfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
 	if (fd < 0 && errno == EPERM)
 		fd = openat(sdfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
@@ -83,6 +85,8 @@ static ssize_t copy_chunk(struct cb_stage *st, int in, int out, off_t off, size_
 		return n;
 	if (errno == EINTR)
 		return copy_chunk(st, in, out, off, len);
+	if (errno == ENOSPC || errno == EDQUOT || errno == EFBIG)
+		return stage_fail(st, "cannot write", "to staging");
 	if (!cfr_unusable(errno))
 		return stage_fail(st, "cannot copy", "to staging");
 	st->no_cfr = 1;

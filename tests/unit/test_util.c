@@ -50,7 +50,7 @@ static void test_strvec(void **state)
 	struct cb_strvec a = CB_STRVEC_INIT, b = CB_STRVEC_INIT;
 	(void)state;
 	for (int i = 0; i < 100; i++) {
-		char s[8];
+		char s[16];
 		snprintf(s, sizeof(s), "%d", i);
 		cb_strvec_push(&a, s);
 	}
@@ -70,8 +70,10 @@ static void test_remove_tree(void **state)
 	(void)state;
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/a/b/c", dir);
-	assert_int_equal(system(cb_xasprintf("mkdir -p %s && touch %s/f && ln -s /etc %s/a/etc && "
-					     "chmod 000 %s/a/b", path, path, dir, dir)), 0);
+	char *cmd = cb_xasprintf("mkdir -p %s && touch %s/f && ln -s /etc %s/a/etc && chmod 000 %s/a/b",
+				 path, path, dir, dir);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
 	assert_int_equal(cb_remove_tree(dir), 0);
 	assert_int_equal(lstat(dir, &st), -1);
 	assert_int_equal(lstat("/etc/passwd", &st), 0);  /* the symlink was not followed */
