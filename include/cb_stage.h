@@ -34,7 +34,7 @@ struct cb_stage_opts {
 	const char *src;                  /* source root (directory) */
 	const char *dst;                  /* staging root (created if missing) */
 	const struct cb_strvec *excludes; /* vzdump globs ('/'-anchored or any depth); may be NULL */
-	long bwlimit;                     /* KiB/s on data reads, 0 = none (later issue) */
+	long bwlimit;                     /* KiB/s on data copied, 0 = none */
 };
 
 /* rsync-like counts, reported in the log after each pass. */

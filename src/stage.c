@@ -681,6 +681,7 @@ int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct
 	if (opts->excludes)
 		cb_strvec_copy(&st->excludes, opts->excludes);
 	st->log = log;
+	cb_throttle_init(&st->throttle, opts->bwlimit);
 	st->dst_fd = st->hold_fd = -1;
 	st->is_root = geteuid() == 0;
 	st->buf = cb_xmalloc(STAGE_BUF_SIZE);
@@ -783,6 +784,8 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 
 	if (!st->root)
 		return cb_error("final sync of '%s' without a complete first sync", st->src);
+	/* the guest is frozen now: a bandwidth limit would only lengthen that */
+	cb_throttle_init(&st->throttle, 0);
 	begin_pass(st, stats);
 	sfd = open_src_root(st, &sb);
 	if (sfd < 0)

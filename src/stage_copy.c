@@ -38,6 +38,7 @@ int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags)
 static int copy_tick(struct cb_stage *st, size_t n)
 {
 	st->stats->transferred_size += n;
+	cb_throttle_account(&st->throttle, n);
 	st->since_check += n;
 	if (st->since_check < COPY_CHUNK)
 		return 0;

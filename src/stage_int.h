@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "cb_stage.h"
+#include "cb_throttle.h"
 #include "cb_util.h"
 
 struct stage_dir;
@@ -82,6 +83,7 @@ struct cb_stage {
 	char *rel;                  /* "/a/b" of the current entry ("" = root) */
 	size_t rel_len, rel_cap;
 	uint64_t since_check;       /* bytes copied since the last interrupt check */
+	struct cb_throttle throttle; /* bwlimit on data reads */
 	int no_cfr;                 /* copy_file_range unusable: read/write */
 	int is_root;                /* may chown */
 	int warned_xattr;
