@@ -29,7 +29,7 @@ UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 all: cbackup
 
 cbackup: $(BUILD)/cbackup
-	cp $< $@
+	cp -f $< $@
 
 $(BUILD)/cbackup: $(OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

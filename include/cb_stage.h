@@ -29,12 +29,14 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include "cb_log.h"
+#include "cb_progress.h"
 
 struct cb_stage_opts {
 	const char *src;                  /* source root (directory) */
 	const char *dst;                  /* staging root (created if missing) */
 	const struct cb_strvec *excludes; /* vzdump globs ('/'-anchored or any depth); may be NULL */
 	long bwlimit;                     /* KiB/s on data copied, 0 = none */
+	struct cb_progress *progress;     /* fed with bytes copied; may be NULL */
 };
 
 /* rsync-like counts, reported in the log after each pass. */

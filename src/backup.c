@@ -39,6 +39,8 @@ struct guest_run {
 	struct cb_guest guest;
 	struct cb_stage *stage;
 	int stage_created;
+	struct cb_progress progress; /* TTY progress of pass 1 and the archive */
+	uint64_t estimate;           /* bytes the staging copy needs */
 	struct cb_lock guest_lock;   /* host-local, per guest */
 	struct cb_lock store_lock;   /* on the storage, per guest */
 };
@@ -140,6 +142,7 @@ static int check_space(struct guest_run *r)
 	if (statvfs(r->opts.tmpdir, &vfs) < 0)
 		return cb_error_errno("cannot stat tmpdir '%s'", r->opts.tmpdir);
 	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	r->estimate = need;
 	cb_fmt_bytes(need_s, sizeof(need_s), need);
 	cb_fmt_bytes(avail_s, sizeof(avail_s), avail);
 	cb_verbose(r->log, "space estimate: %s in %llu entries, %s free in '%s'", need_s,
@@ -208,7 +211,7 @@ static int open_stage(struct guest_run *r)
 {
 	struct cb_stage_opts so = {
 		.src = r->opts.root, .dst = r->stage_dir, .excludes = &r->excludes,
-		.bwlimit = r->opts.bwlimit,
+		.bwlimit = r->opts.bwlimit, .progress = &r->progress,
 	};
 	struct stat st;
 
@@ -228,7 +231,9 @@ static int sync_pass(struct guest_run *r, int final)
 
 	cb_info(r->log, "starting %s sync %s/ to %s", final ? "final" : "first", r->opts.root,
 		r->stage_dir);
+	cb_progress_start(&r->progress, !r->opts.quiet && !final, "first sync", r->estimate);
 	ret = final ? cb_stage_pass2(r->stage, &stats) : cb_stage_pass1(r->stage, &stats);
+	cb_progress_end(&r->progress);
 	if (ret < 0)
 		return cb_error_prefix("%s sync", final ? "final" : "first");
 	log_sync_stats(r, final ? "final" : "first", &stats);

@@ -682,6 +682,7 @@ int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct
 		cb_strvec_copy(&st->excludes, opts->excludes);
 	st->log = log;
 	cb_throttle_init(&st->throttle, opts->bwlimit);
+	st->progress = opts->progress;
 	st->dst_fd = st->hold_fd = -1;
 	st->is_root = geteuid() == 0;
 	st->buf = cb_xmalloc(STAGE_BUF_SIZE);
@@ -784,8 +785,10 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 
 	if (!st->root)
 		return cb_error("final sync of '%s' without a complete first sync", st->src);
-	/* the guest is frozen now: a bandwidth limit would only lengthen that */
+	/* the guest is frozen now: a bandwidth limit would only lengthen that,
+	 * and the pass is too short for a progress line */
 	cb_throttle_init(&st->throttle, 0);
+	st->progress = NULL;
 	begin_pass(st, stats);
 	sfd = open_src_root(st, &sb);
 	if (sfd < 0)
@@ -845,7 +848,7 @@ int cb_stage_estimate(const char *src, const struct cb_strvec *excludes, uint64_
 		      uint64_t *entries)
 {
 	struct cb_stage *st;
-	struct cb_stage_opts o = { src, "", excludes, 0 };
+	struct cb_stage_opts o = { .src = src, .dst = "", .excludes = excludes };
 	struct stat sb;
 	int fd, ret;
 

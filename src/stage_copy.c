@@ -39,6 +39,7 @@ static int copy_tick(struct cb_stage *st, size_t n)
 {
 	st->stats->transferred_size += n;
 	cb_throttle_account(&st->throttle, n);
+	cb_progress_update(st->progress, st->stats->transferred_size);
 	st->since_check += n;
 	if (st->since_check < COPY_CHUNK)
 		return 0;

@@ -84,6 +84,7 @@ struct cb_stage {
 	size_t rel_len, rel_cap;
 	uint64_t since_check;       /* bytes copied since the last interrupt check */
 	struct cb_throttle throttle; /* bwlimit on data reads */
+	struct cb_progress *progress;
 	int no_cfr;                 /* copy_file_range unusable: read/write */
 	int is_root;                /* may chown */
 	int warned_xattr;
