@@ -4,7 +4,8 @@
 set -e
 PKGS="build-essential pkg-config libarchive-dev libzstd-dev liblzo2-dev zlib1g-dev
       libiniparser-dev libssl-dev libcmocka-dev
-      tar gzip zstd lzop pigz libarchive-tools acl attr rsync e2fsprogs util-linux procps"
+      tar gzip zstd lzop pigz libarchive-tools acl attr rsync e2fsprogs util-linux procps
+      qemu-utils qemu-system-x86 groff-base python3"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

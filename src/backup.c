@@ -22,6 +22,7 @@
 #include "cb_exit.h"
 #include "cb_guest.h"
 #include "cb_hook.h"
+#include "cb_imgstage.h"
 #include "cb_lock.h"
 #include "cb_prune.h"
 #include "cb_sink.h"
@@ -37,7 +38,8 @@ struct guest_run {
 	time_t started_wall;
 	double started;
 	struct cb_guest guest;
-	struct cb_stage *stage;
+	struct cb_stage *stage;       /* ct: the file tree */
+	struct cb_imgstage *images;   /* vm: the disk images */
 	int stage_created;
 	struct cb_progress progress; /* TTY progress of pass 1 and the archive */
 	uint64_t estimate;           /* bytes the staging copy needs */
@@ -99,10 +101,7 @@ static int warn_unimplemented(struct guest_run *r)
 			differs = *(const int *)a != *(const int *)b;
 		if (!differs)
 			continue;
-		if (!strcmp(s->key, "disk") || !strcmp(s->key, "qmp"))
-			ret = cb_error("'%s' is not implemented in this version", s->key);
-		else
-			cb_warn(r->log, "'%s' is not implemented in this version: ignored", s->key);
+		cb_warn(r->log, "'%s' is not implemented in this version: ignored", s->key);
 	}
 	cb_opts_release(&def);
 	return ret;
@@ -137,7 +136,8 @@ static int check_space(struct guest_run *r)
 	struct statvfs vfs;
 	char need_s[32], avail_s[32];
 
-	if (cb_stage_estimate(r->opts.root, &r->excludes, &need, &entries) < 0)
+	if (r->opts.type == CB_GUEST_VM ? cb_imgstage_estimate(&r->opts.disks, &need)
+					 : cb_stage_estimate(r->opts.root, &r->excludes, &need, &entries))
 		return -1;
 	if (statvfs(r->opts.tmpdir, &vfs) < 0)
 		return cb_error_errno("cannot stat tmpdir '%s'", r->opts.tmpdir);
@@ -175,13 +175,24 @@ static int lock_guest(struct guest_run *r)
 	return ret;
 }
 
+static int check_source(const struct guest_run *r)
+{
+	if (r->opts.type == CB_GUEST_CT) {
+		if (!r->opts.root)
+			return cb_error("no root directory configured for CT %s", r->opts.id);
+		return check_dir("root", r->opts.root, 0);
+	}
+	if (!r->opts.disks.n)
+		return cb_error("no disk image configured for VM %s (disk = FILE)", r->opts.id);
+	for (size_t i = 0; i < r->opts.disks.n; i++)
+		if (access(r->opts.disks.v[i], R_OK) < 0)
+			return cb_error_errno("disk image '%s'", r->opts.disks.v[i]);
+	return 0;
+}
+
 static int preflight(struct guest_run *r)
 {
-	if (r->opts.type == CB_GUEST_VM)
-		return cb_error("VM backups are not implemented in this version");
-	if (!r->opts.root)
-		return cb_error("no root directory configured for CT %s", r->opts.id);
-	if (check_dir("root", r->opts.root, 0) < 0 || check_dir("tmpdir", r->opts.tmpdir, 1) < 0 ||
+	if (check_source(r) < 0 || check_dir("tmpdir", r->opts.tmpdir, 1) < 0 ||
 	    (!r->opts.to_stdout && check_dir("dumpdir", r->opts.dumpdir, 1) < 0))
 		return -1;
 	if (r->opts.to_stdout && isatty(STDOUT_FILENO))
@@ -221,6 +232,9 @@ static int open_stage(struct guest_run *r)
 			return -1;
 	}
 	r->stage_created = 1;
+	if (r->opts.type == CB_GUEST_VM)
+		return cb_imgstage_new(&r->images, &r->opts.disks, r->stage_dir, r->opts.bwlimit,
+				       &r->progress, r->log);
 	return cb_stage_new(&r->stage, &so, r->log);
 }
 
@@ -229,10 +243,17 @@ static int sync_pass(struct guest_run *r, int final)
 	struct cb_stage_stats stats = { 0 };
 	int ret;
 
-	cb_info(r->log, "starting %s sync %s/ to %s", final ? "final" : "first", r->opts.root,
-		r->stage_dir);
+	if (r->opts.type == CB_GUEST_VM)
+		cb_info(r->log, "starting %s sync of %zu disk image(s) to %s", final ? "final" : "first",
+			r->opts.disks.n, r->stage_dir);
+	else
+		cb_info(r->log, "starting %s sync %s/ to %s", final ? "final" : "first", r->opts.root,
+			r->stage_dir);
 	cb_progress_start(&r->progress, !r->opts.quiet && !final, "first sync", r->estimate);
-	ret = final ? cb_stage_pass2(r->stage, &stats) : cb_stage_pass1(r->stage, &stats);
+	if (r->images)
+		ret = final ? cb_imgstage_pass2(r->images, &stats) : cb_imgstage_pass1(r->images, &stats);
+	else
+		ret = final ? cb_stage_pass2(r->stage, &stats) : cb_stage_pass1(r->stage, &stats);
 	cb_progress_end(&r->progress);
 	if (ret < 0)
 		return cb_error_prefix("%s sync", final ? "final" : "first");
@@ -289,7 +310,7 @@ static int stage_guest(struct guest_run *r)
 
 	if (r->guest.kind == CB_FREEZER_NONE)
 		cb_warn(r->log, "no freeze control configured for %s %s: backing up while it runs "
-			"(set freeze-cgroup, freeze-pid or freeze-cmd)", type_upper(r), r->opts.id);
+			"(set freeze-cgroup, freeze-pid, freeze-cmd or qmp)", type_upper(r), r->opts.id);
 	if (open_stage(r) < 0)
 		return -1;
 	if (r->opts.mode == CB_MODE_STOP) {
@@ -370,7 +391,10 @@ static int write_archive(struct guest_run *r)
 		.level = r->opts.compress == CB_COMPRESS_ZSTD ? r->opts.zstd_level : 0,
 		.threads = r->opts.compress == CB_COMPRESS_ZSTD ? r->opts.zstd_threads : r->opts.pigz_threads,
 	};
-	struct cb_archive_extra extra = { "./etc/cbackup/guest.conf", r->opts.guest_config };
+	struct cb_archive_extra extra = {
+		r->opts.type == CB_GUEST_VM ? "./guest.conf" : "./etc/cbackup/guest.conf",
+		r->opts.guest_config,
+	};
 	struct cb_archive_stats as = { 0 };
 	struct cb_codec_writer *codec = NULL;
 	struct cb_sink *sink = NULL;
@@ -429,6 +453,7 @@ static void cleanup_run(struct guest_run *r)
 {
 	cb_guest_release(&r->guest);   /* thaws if an error left it frozen */
 	cb_stage_free(r->stage);
+	cb_imgstage_free(r->images);
 	if (r->stage_created && !r->opts.keep_staging && cb_remove_tree(r->stage_dir) < 0)
 		cb_warn(r->log, "%s", cb_last_error());
 	cb_lock_release(&r->store_lock);

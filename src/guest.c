@@ -22,12 +22,14 @@
 
 #include "cb_cleanup.h"
 #include "cb_guest.h"
+#include "cb_qmp.h"
 #include "cb_util.h"
 
 #define V2_FREEZE "cgroup.freeze"
 #define V2_EVENTS "cgroup.events"
 #define V1_STATE  "freezer.state"
 #define THAW_WAIT_MS 5000
+#define QMP_TIMEOUT_MS 5000
 
 static const char *const kind_names[] = {
 	"none", "cgroup2", "cgroup1", "pid", "cmd", "qmp"
@@ -99,6 +101,8 @@ static int thaw_now(const struct cb_guest *g)
 		int st = run_sh(g->thaw_cmd);
 		return (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) ? 0 : -1;
 	}
+	case CB_FREEZER_QMP:
+		return cb_qmp_execute(g->path, "cont", NULL, 0, QMP_TIMEOUT_MS) == CB_QMP_OK ? 0 : -1;
 	default:
 		return 0;
 	}
@@ -163,8 +167,12 @@ int cb_guest_is_frozen(const struct cb_guest *g)
 		if (!st)
 			return -1;
 		return st == 'T' || st == 't';
+	case CB_FREEZER_QMP: {
+		int r = cb_qmp_is_paused(g->path, QMP_TIMEOUT_MS);
+		return r < 0 ? -1 : r;
+	}
 	default:
-		return -1;  /* cmd, qmp: no way to ask */
+		return -1;  /* cmd: no way to ask */
 	}
 }
 
@@ -307,6 +315,25 @@ static int count_backends(const struct cb_opts *o, char *names, size_t len)
 	return n;
 }
 
+/* The monitor must answer now: a wrong socket is found before any copy. */
+static int init_qmp(struct cb_guest *g, const char *sock)
+{
+	int st;
+
+	g->kind = CB_FREEZER_QMP;
+	g->path = cb_xstrdup(sock);
+	errno = 0;
+	st = cb_qmp_is_paused(sock, QMP_TIMEOUT_MS);
+	if (st == CB_QMP_CONNECT && errno)
+		return cb_error_errno("qmp socket '%s': cannot connect", sock);
+	if (st < 0)
+		return cb_error("qmp socket '%s': %s", sock, cb_qmp_strerror(st));
+	if (st == 1)
+		return cb_error("qmp socket '%s': the VM is already paused; cbackup would resume it "
+				"after the backup, so it refuses", sock);
+	return 0;
+}
+
 int cb_guest_init(struct cb_guest *g, const struct cb_opts *o)
 {
 	char names[128];
@@ -325,7 +352,7 @@ int cb_guest_init(struct cb_guest *g, const struct cb_opts *o)
 	if (o->freeze_pid)
 		return init_pid(g, o->freeze_pid);
 	if (o->qmp && *o->qmp)
-		return cb_error("qmp freezing comes in a later release");
+		return init_qmp(g, o->qmp);
 	if (!o->freeze_cmd || !*o->freeze_cmd)
 		return cb_error("thaw-cmd is set but freeze-cmd is not");
 	if (!o->thaw_cmd || !*o->thaw_cmd)
@@ -487,6 +514,14 @@ static int freeze_request(struct cb_guest *g)
 		return 0;
 	case CB_FREEZER_CMD:
 		return freeze_cmd(g);
+	case CB_FREEZER_QMP: {
+		char reply[512] = "";
+		int st = cb_qmp_execute(g->path, "stop", reply, sizeof(reply), QMP_TIMEOUT_MS);
+		if (st != CB_QMP_OK)
+			return cb_error("qmp socket '%s': stop failed: %s %s", g->path, cb_qmp_strerror(st),
+					reply);
+		return 0;
+	}
 	default:
 		return cb_error("cannot freeze: backend %s", cb_guest_kind_name(g->kind));
 	}
@@ -500,6 +535,8 @@ static int freeze_wait(struct cb_guest *g, int timeout_ms)
 		return 0;
 	if (g->kind == CB_FREEZER_PID)
 		return cb_error("pid %d did not stop within %d ms", (int)g->pid, timeout_ms);
+	if (g->kind == CB_FREEZER_QMP)
+		return cb_error("qmp socket '%s': the VM did not stop within %d ms", g->path, timeout_ms);
 	return cb_error("cgroup '%s' did not freeze within %d ms", g->path, timeout_ms);
 }
 
@@ -509,8 +546,6 @@ int cb_guest_freeze(struct cb_guest *g, int timeout_ms)
 		return 0;
 	if (g->frozen)
 		return 0;
-	if (g->kind == CB_FREEZER_QMP)
-		return cb_error("qmp freezing comes in a later release");
 	if (watchdog_start(g) < 0)
 		goto fail;
 	if (freeze_request(g) < 0 || freeze_wait(g, timeout_ms) < 0 ||

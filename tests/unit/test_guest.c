@@ -356,7 +356,8 @@ static void test_init_errors(void **state)
 	expect_init_error(&o, "more than one");
 	free(o.freeze_cmd);
 	o.freeze_cmd = NULL;
-	expect_init_error(&o, "later release");
+	/* a QMP socket that does not answer is refused before anything happens */
+	expect_init_error(&o, "cannot connect");
 	assert_string_equal(cb_guest_kind_name(CB_FREEZER_CGROUP1), "cgroup1");
 	cb_opts_release(&o);
 }
