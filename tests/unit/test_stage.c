@@ -442,7 +442,7 @@ static void modify_source(struct tree *t)
 static void test_roundtrip(void **state)
 {
 	struct tree *t = *state;
-	struct cb_stage_opts o = { t->src, t->dst, NULL, 0 };
+	struct cb_stage_opts o = { .src = t->src, .dst = t->dst };
 	struct cb_stage_stats stats;
 	struct cb_stage *st;
 	int have_cap;
@@ -473,7 +473,7 @@ static void test_roundtrip(void **state)
 static void test_keep_staging(void **state)
 {
 	struct tree *t = *state;
-	struct cb_stage_opts o = { t->src, t->dst, NULL, 0 };
+	struct cb_stage_opts o = { .src = t->src, .dst = t->dst };
 	struct cb_stage_stats stats;
 	struct cb_stage *st;
 	int have_cap;
@@ -500,7 +500,7 @@ static void test_excludes_estimate(void **state)
 {
 	struct tree *t = *state;
 	struct cb_strvec ex = CB_STRVEC_INIT;
-	struct cb_stage_opts o = { t->src, t->dst, &ex, 0 };
+	struct cb_stage_opts o = { .src = t->src, .dst = t->dst, .excludes = &ex };
 	struct cb_stage_stats stats;
 	struct cb_stage *st;
 	uint64_t bytes, entries, bytes_all, entries_all;
@@ -541,7 +541,7 @@ static void test_excludes_estimate(void **state)
 static void test_mounts_enospc(void **state)
 {
 	struct tree *t = *state;
-	struct cb_stage_opts o = { t->src, t->dst, NULL, 0 };
+	struct cb_stage_opts o = { .src = t->src, .dst = t->dst };
 	struct cb_stage_stats stats;
 	struct cb_stage *st;
 	char mnt[160];
@@ -578,7 +578,7 @@ static void test_mounts_enospc(void **state)
 static void test_interrupt(void **state)
 {
 	struct tree *t = *state;
-	struct cb_stage_opts o = { t->src, t->dst, NULL, 0 };
+	struct cb_stage_opts o = { .src = t->src, .dst = t->dst };
 	struct cb_stage_stats stats;
 	struct cb_stage *st;
 
