@@ -15,8 +15,19 @@
  * (magic numbers, never the file name) and yields decompressed bytes, so
  * restore/verify can hand plain tar to libarchive.
  *
- * Later issue: per-chunk policy (stored blocks for incompressible data) and
- * parallel lzo/gzip; the writer API stays the same.
+ * Policy (DESIGN §6): the writer cuts the tar stream into chunks of
+ * CB_CODEC_CHUNK bytes. With CB_POLICY_AUTO, a chunk is emitted as the
+ * format's stored blocks (zstd raw blocks in a raw frame, lzop blocks with
+ * equal sizes, deflate stored blocks) when the archive writer said its bytes
+ * are already compressed (cb_codec_hint) or when a cheap trial (zstd level 1
+ * on a few samples) finds it would not shrink; everything else is compressed.
+ * The output is always one standard stream.
+ *
+ * Threads: zstd — libzstd workers (threads 0 = all cores); lzo — chunks
+ * compressed by a pool (0 = all cores); gzip — 0 = one classic deflate
+ * stream, 1 = half the cores, N = N threads compressing chunks in parallel
+ * into one gzip member (each chunk primed with the 32 KiB before it). For
+ * lzo and for threaded gzip the bytes do not depend on the thread count.
  */
 #ifndef CB_CODEC_H
 #define CB_CODEC_H
@@ -36,18 +47,44 @@ struct cb_codec_params {
 
 struct cb_codec_writer;
 
+/* What the next bytes given to cb_codec_write() are (archive member data). */
+enum cb_data_kind {
+	CB_DATA_UNKNOWN = 0,   /* tar headers, ordinary file data: the trial decides */
+	CB_DATA_COMPRESSED,    /* a known compressed format (magic number): stored */
+	CB_DATA_QCOW2,         /* qcow2 compressed clusters / encrypted image: stored */
+};
+
 int cb_codec_writer_new(struct cb_codec_writer **out, const struct cb_codec_params *p, struct cb_sink *sink);
 int cb_codec_write(struct cb_codec_writer *w, const void *buf, size_t len);
 int cb_codec_finish(struct cb_codec_writer *w);
 void cb_codec_writer_free(struct cb_codec_writer *w);
+
+/* The next nbytes bytes written are of this kind; afterwards (or at the next
+ * hint, which replaces the rest of this one) bytes are CB_DATA_UNKNOWN.
+ * Runs of stored kinds too short to be worth a stored block are left to the
+ * trial. Ignored with CB_POLICY_ALWAYS and for CB_COMPRESS_NONE. A long run
+ * starts a new chunk, which may write: 0 or -1 (error set). */
+int cb_codec_hint(struct cb_codec_writer *w, enum cb_data_kind kind, uint64_t nbytes);
+/* The data of a new archive member starts here (for the per-file counts). */
+void cb_codec_begin_file(struct cb_codec_writer *w);
 
 struct cb_codec_stats {
 	uint64_t bytes_in;        /* uncompressed bytes given */
 	uint64_t bytes_out;       /* compressed bytes sent to the sink */
 	uint64_t bytes_stored;    /* bytes emitted as stored/raw blocks (policy) */
 	double compress_seconds;  /* CPU-side time spent compressing */
+	/* why bytes were stored (bytes_stored also counts lzo blocks that did
+	 * not shrink, which belong to none of these) */
+	uint64_t bytes_stored_magic;   /* known compressed formats */
+	uint64_t bytes_stored_qcow2;   /* qcow2 compressed clusters, encrypted qcow2 */
+	uint64_t bytes_stored_trial;   /* chunks the trial found incompressible */
+	uint64_t files_stored;         /* files with bytes stored for one of these reasons */
+	uint64_t files_stored_magic;   /* of which recognised by magic number */
 };
 void cb_codec_writer_stats(const struct cb_codec_writer *w, struct cb_codec_stats *st);
+/* "149MiB in 201 files (known formats 140MiB in 190 files, qcow2 clusters
+ * 0B, trial 9MiB)", for the log line "stored raw (incompressible): ..." */
+void cb_codec_stats_summary(const struct cb_codec_stats *st, char *buf, size_t len);
 
 struct cb_codec_reader;
 

@@ -21,12 +21,13 @@
 
 #include "cb_archive.h"
 #include "cb_cleanup.h"
+#include "cb_magic.h"
 #include "cb_util.h"
 
 #define DATA_BUF (1024 * 1024)
-/* libarchive hands us big blocks; the end is still padded to 10240 bytes,
- * the record size every tar expects. */
-#define TAR_BLOCK (100 * 10240)
+/* libarchive writes through unbuffered (bytes_per_block 0) so that the codec
+ * gets each byte right after we said what it is (cb_codec_hint); we pad the
+ * end to 10240 bytes ourselves, the record size every tar expects. */
 #define TAR_RECORD 10240
 
 struct arch {
@@ -87,7 +88,7 @@ static int feed_zeros(struct arch *c, int64_t len, const char *name)
 	return 0;
 }
 
-static int copy_range(struct arch *c, int fd, int64_t off, int64_t len, const char *src)
+static int copy_piece(struct arch *c, int fd, int64_t off, int64_t len, const char *src)
 {
 	while (len > 0) {
 		size_t k = len > DATA_BUF ? DATA_BUF : (size_t)len;
@@ -114,20 +115,61 @@ static int copy_range(struct arch *c, int fd, int64_t off, int64_t len, const ch
 	return 0;
 }
 
-static int write_data(struct arch *c, struct archive_entry *e, int fd, const char *src)
+/* Copy a data range in runs of one kind, each announced to the codec
+ * (holes fed as zeros never reach it, so they need no hint). */
+static int copy_range(struct arch *c, int fd, int64_t off, int64_t len, const char *src,
+		      const struct cb_data_plan *plan)
+{
+	while (len > 0) {
+		uint64_t run;
+		enum cb_data_kind kind = cb_magic_plan_at(plan, off, &run);
+		int64_t k = run < (uint64_t)len ? (int64_t)run : len;
+
+		if (cb_codec_hint(c->codec, kind, k) < 0) {
+			c->codec_failed = 1;
+			return -1;
+		}
+		if (copy_piece(c, fd, off, k, src) < 0)
+			return -1;
+		off += k;
+		len -= k;
+	}
+	return 0;
+}
+
+static int write_extents(struct arch *c, struct archive_entry *e, int fd, const char *src,
+			 const struct cb_data_plan *plan)
 {
 	int64_t size = archive_entry_size(e), pos = 0, off, len;
 
 	if (archive_entry_sparse_reset(e) == 0)
-		return copy_range(c, fd, 0, size, src);
+		return copy_range(c, fd, 0, size, src, plan);
 	while (archive_entry_sparse_next(e, &off, &len) == ARCHIVE_OK) {
 		if (off < pos || off + len > size)
 			return cb_error("bad sparse map for '%s'", src);
-		if (feed_zeros(c, off - pos, src) < 0 || copy_range(c, fd, off, len, src) < 0)
+		if (feed_zeros(c, off - pos, src) < 0 || copy_range(c, fd, off, len, src, plan) < 0)
 			return -1;
 		pos = off + len;
 	}
 	return feed_zeros(c, size - pos, src);
+}
+
+/* The file's bytes are planned (known compressed formats, qcow2 compressed
+ * clusters) before they are copied, so the codec can store them as is. */
+static int write_data(struct arch *c, struct archive_entry *e, int fd, const char *src)
+{
+	struct cb_data_plan plan;
+	int ret;
+
+	cb_magic_plan(fd, archive_entry_size(e), &plan);
+	if (plan.note[0])
+		cb_verbose(c->log, "'%s': %s", src, plan.note);
+	else if (plan.format)
+		cb_verbose(c->log, "'%s': %s data", src, plan.format);
+	cb_codec_begin_file(c->codec);
+	ret = write_extents(c, e, fd, src, &plan);
+	cb_magic_plan_release(&plan);
+	return ret;
 }
 
 /* Write one entry (header, then data if it carries any). */
@@ -312,6 +354,16 @@ out:
 	return ret;
 }
 
+static int pad_record(struct arch *c)
+{
+	size_t pad = (TAR_RECORD - c->st->tar_bytes % TAR_RECORD) % TAR_RECORD;
+
+	if (pad && cb_codec_write(c->codec, c->zeros, pad) < 0)
+		return -1;
+	c->st->tar_bytes += pad;
+	return 0;
+}
+
 static struct archive *disk_reader(int flags)
 {
 	struct archive *d = archive_read_disk_new();
@@ -340,8 +392,7 @@ static int arch_open(struct arch *c)
 	 * LIBARCHIVE.xattr copies would make GNU tar warn on every file */
 	if (archive_write_set_format_pax(c->a) != ARCHIVE_OK ||
 	    archive_write_set_format_option(c->a, "pax", "xattrheader", "SCHILY") != ARCHIVE_OK ||
-	    archive_write_set_bytes_per_block(c->a, TAR_BLOCK) != ARCHIVE_OK ||
-	    archive_write_set_bytes_in_last_block(c->a, TAR_RECORD) != ARCHIVE_OK)
+	    archive_write_set_bytes_per_block(c->a, 0) != ARCHIVE_OK)
 		return cb_error("cannot set up tar writer: %s", archive_error_string(c->a));
 	if (archive_write_open(c->a, c, NULL, out_cb, NULL) != ARCHIVE_OK)
 		return la_fail(c, c->a, "(archive start)");
@@ -378,12 +429,12 @@ int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, si
 	for (size_t i = 0; i < n_extras; i++)
 		if (add_extra(&c, &extras[i]) < 0)
 			goto out;
-	/* writes the end-of-archive blocks and the padding */
+	/* writes the end-of-archive blocks; the record padding is ours */
 	if (archive_write_close(c.a) != ARCHIVE_OK) {
 		la_fail(&c, c.a, "(archive end)");
 		goto out;
 	}
-	ret = 0;
+	ret = pad_record(&c);
 out:
 	if (ret < 0 && c.a)
 		archive_write_fail(c.a);   /* no trailer after a failure */

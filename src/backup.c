@@ -349,6 +349,11 @@ static void log_archive_stats(struct guest_run *r, const struct cb_archive_stats
 	cb_fmt_bytes(rate, sizeof(rate), (uint64_t)(as->tar_bytes / secs));
 	cb_info(r->log, "Total bytes written: %llu (%s, %s/s)", (unsigned long long)as->tar_bytes,
 		total, rate);
+	if (cs.bytes_stored) {
+		char summary[256];
+		cb_codec_stats_summary(&cs, summary, sizeof(summary));
+		cb_info(r->log, "stored raw (incompressible): %s", summary);
+	}
 	read_rate = as->tar_bytes / (as->read_seconds > 1e-6 ? as->read_seconds : 1e-6);
 	comp_rate = cs.bytes_in / (cs.compress_seconds > 1e-6 ? cs.compress_seconds : 1e-6);
 	write_rate = cs.bytes_out / (wsecs > 1e-6 ? wsecs : 1e-6);
@@ -389,7 +394,9 @@ static int write_archive(struct guest_run *r)
 	struct cb_codec_params cp = {
 		.type = r->opts.compress, .policy = r->opts.compress_policy,
 		.level = r->opts.compress == CB_COMPRESS_ZSTD ? r->opts.zstd_level : 0,
-		.threads = r->opts.compress == CB_COMPRESS_ZSTD ? r->opts.zstd_threads : r->opts.pigz_threads,
+		/* zstd: its own option; gzip: vzdump's pigz; lzo: all cores */
+		.threads = r->opts.compress == CB_COMPRESS_ZSTD   ? r->opts.zstd_threads
+			   : r->opts.compress == CB_COMPRESS_GZIP ? r->opts.pigz_threads : 0,
 	};
 	struct cb_archive_extra extra = {
 		r->opts.type == CB_GUEST_VM ? "./guest.conf" : "./etc/cbackup/guest.conf",

@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include "cb_codec.h"
 #include "cb_util.h"
@@ -17,11 +19,17 @@
 
 struct cb_codec_writer {
 	enum cb_compress type;
+	enum cb_policy policy;
 	const struct cb_codec_wops *ops;
 	void *st;
 	struct cb_codec_out out;
 	uint64_t bytes_in;
-	int finished;
+	int finished, failed;
+	unsigned char *cbuf;          /* chunk being filled (from ops->chunk_buf) */
+	struct cb_chunk_meta cm;
+	enum cb_data_kind hint_kind;  /* kind of the next hint_left bytes */
+	uint64_t hint_left;
+	uint64_t file_id;
 };
 
 struct cb_codec_reader {
@@ -41,25 +49,96 @@ int cb_codec_out_write(struct cb_codec_out *o, const void *buf, size_t len)
 	return 0;
 }
 
+/* Files first..last not counted yet (ids only grow, chunks come in order). */
+static uint64_t new_files(uint64_t *last_counted, const struct cb_chunk_meta *m)
+{
+	uint64_t from = m->first_file > *last_counted ? m->first_file : *last_counted + 1;
+
+	if (m->last_file == 0 || from > m->last_file)
+		return 0;
+	*last_counted = m->last_file;
+	return m->last_file - from + 1;
+}
+
+void cb_codec_out_stored(struct cb_codec_out *o, const struct cb_chunk_meta *m,
+			 enum cb_store_reason why, uint64_t bytes)
+{
+	o->stored[why] += bytes;
+	if (!m || why == CB_STORED_NOGAIN)
+		return;
+	o->files_stored += new_files(&o->last_file_counted, m);
+	if (why == CB_STORED_MAGIC)
+		o->files_stored_magic += new_files(&o->last_magic_counted, m);
+}
+
+int cb_codec_cores(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n > 0 ? (int)n : 1;
+}
+
+/* ---- the trial ---- */
+
+#define TRIAL_PIECE 4096
+#define TRIAL_PIECES 4
+#define TRIAL_SAMPLE (TRIAL_PIECE * TRIAL_PIECES)
+
+struct cb_trial {
+	ZSTD_CCtx *cctx;
+	unsigned char sample[TRIAL_SAMPLE];
+	unsigned char out[ZSTD_COMPRESSBOUND(TRIAL_SAMPLE)];
+};
+
+struct cb_trial *cb_trial_new(void)
+{
+	struct cb_trial *t = cb_xcalloc(1, sizeof(*t));
+
+	t->cctx = ZSTD_createCCtx();
+	if (!t->cctx) {
+		/* only fails when out of memory, like cb_xmalloc */
+		fputs("cbackup: out of memory (zstd context)\n", stderr);
+		abort();
+	}
+	return t;
+}
+
+void cb_trial_free(struct cb_trial *t)
+{
+	if (!t)
+		return;
+	ZSTD_freeCCtx(t->cctx);
+	free(t);
+}
+
+/* Evenly spaced pieces, so a chunk that is half text, half random is seen
+ * as both; a chunk that is compressed data with a few headers as stored. */
+int cb_trial_store(struct cb_trial *t, const unsigned char *buf, size_t len)
+{
+	const unsigned char *src = buf;
+	size_t n = len, r;
+
+	if (len > TRIAL_SAMPLE) {
+		for (size_t i = 0; i < TRIAL_PIECES; i++)
+			memcpy(t->sample + i * TRIAL_PIECE,
+			       buf + i * (len - TRIAL_PIECE) / (TRIAL_PIECES - 1), TRIAL_PIECE);
+		src = t->sample;
+		n = TRIAL_SAMPLE;
+	}
+	r = ZSTD_compressCCtx(t->cctx, t->out, sizeof(t->out), src, n, 1);
+	if (ZSTD_isError(r))
+		return 0;
+	return r * 100 >= n * 97;
+}
+
 /* ---- none: bytes pass through ---- */
-
-static int none_write(void *st, const void *buf, size_t len)
-{
-	return cb_codec_out_write(st, buf, len);
-}
-
-static int none_finish(void *st)
-{
-	(void)st;
-	return 0;
-}
 
 static void none_free(void *st)
 {
 	(void)st;
 }
 
-static const struct cb_codec_wops none_wops = { none_write, none_finish, none_free };
+static const struct cb_codec_wops none_wops = { NULL, NULL, NULL, none_free, 0 };
 
 /* ---- writer front end ---- */
 
@@ -85,6 +164,7 @@ int cb_codec_writer_new(struct cb_codec_writer **out, const struct cb_codec_para
 	struct cb_codec_writer *w = cb_xcalloc(1, sizeof(*w));
 
 	w->type = p->type;
+	w->policy = p->policy;
 	w->out.sink = sink;
 	if (writer_backend(w, p) < 0) {
 		free(w);
@@ -94,21 +174,120 @@ int cb_codec_writer_new(struct cb_codec_writer **out, const struct cb_codec_para
 	return 0;
 }
 
+static int emit_chunk(struct cb_codec_writer *w);
+
+int cb_codec_hint(struct cb_codec_writer *w, enum cb_data_kind kind, uint64_t nbytes)
+{
+	if (w->policy == CB_POLICY_ALWAYS || w->type == CB_COMPRESS_NONE)
+		return 0;
+	if (kind != CB_DATA_UNKNOWN && nbytes < w->ops->min_store)
+		kind = CB_DATA_UNKNOWN;
+	w->hint_kind = kind;
+	w->hint_left = nbytes;
+	/* a long run starts a chunk of its own, so the trial sees the run
+	 * alone rather than straddled with what came before */
+	if (nbytes >= CB_CODEC_CHUNK / 2 && w->cm.len > 0)
+		return emit_chunk(w);
+	return 0;
+}
+
+void cb_codec_begin_file(struct cb_codec_writer *w)
+{
+	w->file_id++;
+}
+
+static int emit_chunk(struct cb_codec_writer *w)
+{
+	int ret = w->ops->chunk(w->st, &w->cm);
+
+	w->cbuf = NULL;
+	w->cm.len = 0;
+	if (ret < 0)
+		w->failed = 1;
+	return ret;
+}
+
+/* Class and store reason of the next bytes, and for how many bytes. */
+static enum cb_chunk_class next_class(const struct cb_codec_writer *w, enum cb_store_reason *why,
+				      uint64_t *run)
+{
+	*run = UINT64_MAX;
+	*why = CB_STORED_TRIAL;
+	if (w->policy == CB_POLICY_ALWAYS)
+		return CB_CHUNK_COMPRESS;
+	if (w->hint_left == 0)
+		return CB_CHUNK_TRIAL;
+	*run = w->hint_left;
+	if (w->hint_kind == CB_DATA_UNKNOWN)
+		return CB_CHUNK_TRIAL;
+	*why = w->hint_kind == CB_DATA_QCOW2 ? CB_STORED_QCOW2 : CB_STORED_MAGIC;
+	return CB_CHUNK_STORE;
+}
+
+/* Append len bytes of one class to chunks, emitting full ones and cutting
+ * where the class changes (a chunk has one class). */
+static int append(struct cb_codec_writer *w, enum cb_chunk_class cls, enum cb_store_reason why,
+		  const unsigned char *p, size_t len)
+{
+	while (len > 0) {
+		size_t k;
+
+		if (w->cm.len > 0 && (w->cm.cls != cls || w->cm.reason != why) && emit_chunk(w) < 0)
+			return -1;
+		if (!w->cbuf && !(w->cbuf = w->ops->chunk_buf(w->st))) {
+			w->failed = 1;
+			return -1;
+		}
+		if (w->cm.len == 0)
+			w->cm = (struct cb_chunk_meta){ 0, cls, why, w->file_id, 0 };
+		k = CB_CODEC_CHUNK - w->cm.len < len ? CB_CODEC_CHUNK - w->cm.len : len;
+		memcpy(w->cbuf + w->cm.len, p, k);
+		w->cm.len += k;
+		w->cm.last_file = w->file_id;
+		p += k;
+		len -= k;
+		if (w->cm.len == CB_CODEC_CHUNK && emit_chunk(w) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int cb_codec_write(struct cb_codec_writer *w, const void *buf, size_t len)
 {
-	if (w->finished)
-		return cb_error("codec: write after finish");
-	if (len == 0)
-		return 0;
+	const unsigned char *p = buf;
+
+	if (w->finished || w->failed)
+		return cb_error("codec: write after %s", w->failed ? "an error" : "finish");
 	w->bytes_in += len;
-	return w->ops->write(w->st, buf, len);
+	if (w->type == CB_COMPRESS_NONE)
+		return cb_codec_out_write(&w->out, buf, len);
+	while (len > 0) {
+		enum cb_store_reason why;
+		uint64_t run;
+		enum cb_chunk_class cls = next_class(w, &why, &run);
+		size_t k = run < len ? (size_t)run : len;
+
+		if (append(w, cls, why, p, k) < 0)
+			return -1;
+		if (w->hint_left)
+			w->hint_left -= k;
+		p += k;
+		len -= k;
+	}
+	return 0;
 }
 
 int cb_codec_finish(struct cb_codec_writer *w)
 {
 	if (w->finished)
 		return 0;
+	if (w->failed)
+		return cb_error("codec: finish after an error");
 	w->finished = 1;
+	if (w->type == CB_COMPRESS_NONE)
+		return 0;
+	if (w->cm.len > 0 && emit_chunk(w) < 0)
+		return -1;
 	return w->ops->finish(w->st);
 }
 
@@ -122,10 +301,32 @@ void cb_codec_writer_free(struct cb_codec_writer *w)
 
 void cb_codec_writer_stats(const struct cb_codec_writer *w, struct cb_codec_stats *st)
 {
+	const struct cb_codec_out *o = &w->out;
+
 	memset(st, 0, sizeof(*st));
 	st->bytes_in = w->bytes_in;
-	st->bytes_out = w->out.bytes_out;
-	st->compress_seconds = w->out.compress_seconds;
+	st->bytes_out = o->bytes_out;
+	st->compress_seconds = o->compress_seconds;
+	st->bytes_stored_magic = o->stored[CB_STORED_MAGIC];
+	st->bytes_stored_qcow2 = o->stored[CB_STORED_QCOW2];
+	st->bytes_stored_trial = o->stored[CB_STORED_TRIAL];
+	st->bytes_stored = st->bytes_stored_magic + st->bytes_stored_qcow2 + st->bytes_stored_trial +
+			   o->stored[CB_STORED_NOGAIN];
+	st->files_stored = o->files_stored;
+	st->files_stored_magic = o->files_stored_magic;
+}
+
+void cb_codec_stats_summary(const struct cb_codec_stats *st, char *buf, size_t len)
+{
+	char all[32], magic[32], qcow2[32], trial[32];
+
+	cb_fmt_bytes(all, sizeof(all), st->bytes_stored);
+	cb_fmt_bytes(magic, sizeof(magic), st->bytes_stored_magic);
+	cb_fmt_bytes(qcow2, sizeof(qcow2), st->bytes_stored_qcow2);
+	cb_fmt_bytes(trial, sizeof(trial), st->bytes_stored_trial);
+	snprintf(buf, len, "%s in %llu files (known formats %s in %llu files, qcow2 clusters %s, trial %s)",
+		 all, (unsigned long long)st->files_stored, magic,
+		 (unsigned long long)st->files_stored_magic, qcow2, trial);
 }
 
 /* ---- detection ---- */

@@ -1,19 +1,57 @@
 /*
- * gzip codec: zlib deflate with the gzip wrapper (windowBits 15+16), and an
- * inflating reader that accepts concatenated members (what parallel gzip
- * writers and `cat a.gz b.gz` produce).
+ * gzip codec. Writer, classic (threads 0): one zlib deflate stream with the
+ * gzip wrapper; the policy switches it to level 0 (stored blocks) and back
+ * with deflateParams(). Writer, threaded: one gzip member whose deflate data
+ * is made of chunks deflated independently on a pool, each primed with the
+ * 32 KiB before it and ended by a sync flush (byte-aligned, so they simply
+ * concatenate); stored chunks are written as stored blocks by hand; the
+ * member's CRC is combined from the chunks' CRCs. Chunk boundaries depend on
+ * the input only, so the bytes do not depend on the thread count.
+ *
+ * Reader: inflates, accepting concatenated members (`cat a.gz b.gz`).
  */
 #include <stdlib.h>
+#include <string.h>
 #include <zlib.h>
 
 #include "cb_util.h"
 #include "codec_int.h"
 
+#define DICT_SIZE 32768
+#define STORED_MAX 65535
+
 struct gzip_writer {
-	z_stream zs;
 	struct cb_codec_out *out;
-	unsigned char *obuf;
+	int level;
+	/* classic: one deflate stream; the policy switches it to level 0 */
+	z_stream zs;
+	int zs_ready, cur_level;
+	unsigned char *obuf, *ibuf;
+	struct cb_trial *trial;
+	/* threaded: chunks deflated in parallel into one member */
+	struct cb_pool *pool;
+	size_t out_cap;
+	unsigned char hist[DICT_SIZE];   /* the last bytes before the next chunk */
+	size_t hist_len;
+	uint32_t crc;
+	uint64_t total;
+	int started;
 };
+
+struct gzip_job {
+	unsigned char dict[DICT_SIZE];
+	size_t dict_len;
+	uint32_t crc;
+	int trial_store;
+};
+
+struct gzip_scratch {
+	z_stream zs;
+	int ready;
+	struct cb_trial *trial;
+};
+
+/* ---- classic: a single deflate stream ---- */
 
 static int gzip_flush(struct gzip_writer *g)
 {
@@ -41,26 +79,47 @@ static int gzip_run(struct gzip_writer *g, int flush)
 	}
 }
 
-static int gzip_write(void *st, const void *buf, size_t len)
+/* Level 0 makes zlib emit stored blocks straight from the input. Changing
+ * the level flushes the current block first, which needs output room. */
+static int gzip_set_level(struct gzip_writer *g, int level)
 {
-	struct gzip_writer *g = st;
-	const unsigned char *p = buf;
+	int rc;
 
-	/* avail_in is 32-bit: feed huge buffers in pieces */
-	while (len > 0) {
-		uInt k = len > (1u << 30) ? (1u << 30) : (uInt)len;
-
-		g->zs.next_in = (unsigned char *)p;
-		g->zs.avail_in = k;
-		if (gzip_run(g, Z_NO_FLUSH) < 0)
+	if (level == g->cur_level)
+		return 0;
+	while ((rc = deflateParams(&g->zs, level, Z_DEFAULT_STRATEGY)) == Z_BUF_ERROR)
+		if (gzip_flush(g) < 0)
 			return -1;
-		p += k;
-		len -= k;
-	}
+	if (rc != Z_OK)
+		return cb_error("gzip: cannot change the level to %d", level);
+	g->cur_level = level;
 	return 0;
 }
 
-static int gzip_finish(void *st)
+static unsigned char *gzip_classic_buf(void *st)
+{
+	return ((struct gzip_writer *)st)->ibuf;
+}
+
+static int gzip_classic_chunk(void *st, const struct cb_chunk_meta *m)
+{
+	struct gzip_writer *g = st;
+	int store = m->cls == CB_CHUNK_STORE;
+
+	if (m->cls == CB_CHUNK_TRIAL && cb_trial_store(g->trial, g->ibuf, m->len)) {
+		store = 1;
+		cb_codec_out_stored(g->out, m, CB_STORED_TRIAL, m->len);
+	} else if (store) {
+		cb_codec_out_stored(g->out, m, m->reason, m->len);
+	}
+	if (gzip_set_level(g, store ? 0 : g->level) < 0)
+		return -1;
+	g->zs.next_in = g->ibuf;
+	g->zs.avail_in = m->len;
+	return gzip_run(g, Z_NO_FLUSH);
+}
+
+static int gzip_classic_finish(void *st)
 {
 	struct gzip_writer *g = st;
 
@@ -71,33 +130,251 @@ static int gzip_finish(void *st)
 	return gzip_flush(g);
 }
 
+/* ---- threaded: raw deflate per chunk, one gzip member around them ---- */
+
+static size_t put_stored(const unsigned char *in, size_t len, unsigned char *dst)
+{
+	size_t n = 0;
+
+	/* after a sync flush or a stored block the stream is byte-aligned, so
+	 * each stored block header (BFINAL 0, BTYPE 00) is one zero byte */
+	for (size_t off = 0; off < len; off += STORED_MAX) {
+		size_t k = len - off < STORED_MAX ? len - off : STORED_MAX;
+
+		dst[n] = 0;
+		dst[n + 1] = k & 0xff;
+		dst[n + 2] = k >> 8;
+		dst[n + 3] = ~k & 0xff;
+		dst[n + 4] = (~k >> 8) & 0xff;
+		memcpy(dst + n + 5, in + off, k);
+		n += 5 + k;
+	}
+	return n;
+}
+
+static int deflate_chunk(struct gzip_scratch *sc, struct cb_pool_job *j, size_t cap)
+{
+	struct gzip_job *gj = j->extra;
+
+	if (deflateReset(&sc->zs) != Z_OK)
+		return -1;
+	if (gj->dict_len && deflateSetDictionary(&sc->zs, gj->dict, gj->dict_len) != Z_OK)
+		return -1;
+	sc->zs.next_in = j->in;
+	sc->zs.avail_in = j->m.len;
+	sc->zs.next_out = j->out;
+	sc->zs.avail_out = cap;
+	/* a sync flush ends the chunk byte-aligned, so the next chunk's blocks
+	 * can simply follow */
+	if (deflate(&sc->zs, Z_SYNC_FLUSH) != Z_OK || sc->zs.avail_in != 0 || sc->zs.avail_out == 0)
+		return -1;
+	j->out_len = cap - sc->zs.avail_out;
+	return 0;
+}
+
+static int gzip_par_run(void *ctx, struct cb_pool_job *j, void *scratch)
+{
+	struct gzip_writer *g = ctx;
+	struct gzip_scratch *sc = scratch;
+	struct gzip_job *gj = j->extra;
+
+	gj->crc = crc32(0, j->in, j->m.len);
+	gj->trial_store = j->m.cls == CB_CHUNK_TRIAL && cb_trial_store(sc->trial, j->in, j->m.len);
+	if (j->m.cls == CB_CHUNK_STORE || gj->trial_store) {
+		j->out_len = put_stored(j->in, j->m.len, j->out);
+		return 0;
+	}
+	if (!sc->ready)
+		return -1;
+	return deflate_chunk(sc, j, g->out_cap);
+}
+
+static int gzip_header(struct gzip_writer *g)
+{
+	/* no name, mtime 0 (reproducible), OS unix */
+	unsigned char h[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 };
+
+	g->started = 1;
+	h[8] = g->level == 9 ? 2 : g->level == 1 ? 4 : 0;
+	return cb_codec_out_write(g->out, h, sizeof(h));
+}
+
+static int gzip_par_emit(void *ctx, struct cb_pool_job *j)
+{
+	struct gzip_writer *g = ctx;
+	struct gzip_job *gj = j->extra;
+
+	if (!g->started && gzip_header(g) < 0)
+		return -1;
+	if (j->m.cls == CB_CHUNK_STORE)
+		cb_codec_out_stored(g->out, &j->m, j->m.reason, j->m.len);
+	else if (gj->trial_store)
+		cb_codec_out_stored(g->out, &j->m, CB_STORED_TRIAL, j->m.len);
+	g->crc = crc32_combine(g->crc, gj->crc, j->m.len);
+	g->total += j->m.len;
+	return cb_codec_out_write(g->out, j->out, j->out_len);
+}
+
+static void *gzip_scratch_new(void *ctx)
+{
+	struct gzip_writer *g = ctx;
+	struct gzip_scratch *sc = cb_xcalloc(1, sizeof(*sc));
+
+	/* raw deflate (-15): the member header and trailer are ours */
+	sc->ready = deflateInit2(&sc->zs, g->level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+	sc->trial = cb_trial_new();
+	return sc;
+}
+
+static void gzip_scratch_free(void *scratch)
+{
+	struct gzip_scratch *sc = scratch;
+
+	if (sc->ready)
+		deflateEnd(&sc->zs);
+	cb_trial_free(sc->trial);
+	free(sc);
+}
+
+static const struct cb_pool_ops gzip_pool_ops = {
+	gzip_par_run, gzip_par_emit, gzip_scratch_new, gzip_scratch_free
+};
+
+static unsigned char *gzip_par_buf(void *st)
+{
+	struct gzip_writer *g = st;
+	struct cb_pool_job *j = cb_pool_acquire(g->pool);
+
+	return j ? j->in : NULL;
+}
+
+/* The chunk gets the 32 KiB of stream before it as its dictionary. */
+static void update_history(struct gzip_writer *g, const unsigned char *in, size_t len)
+{
+	if (len >= DICT_SIZE) {
+		memcpy(g->hist, in + len - DICT_SIZE, DICT_SIZE);
+		g->hist_len = DICT_SIZE;
+		return;
+	}
+	if (g->hist_len + len > DICT_SIZE) {
+		size_t drop = g->hist_len + len - DICT_SIZE;
+
+		memmove(g->hist, g->hist + drop, g->hist_len - drop);
+		g->hist_len -= drop;
+	}
+	memcpy(g->hist + g->hist_len, in, len);
+	g->hist_len += len;
+}
+
+static int gzip_par_chunk(void *st, const struct cb_chunk_meta *m)
+{
+	struct gzip_writer *g = st;
+	struct cb_pool_job *j = cb_pool_acquire(g->pool);
+	struct gzip_job *gj;
+
+	if (!j)
+		return -1;
+	gj = j->extra;
+	j->m = *m;
+	gj->dict_len = g->hist_len;
+	memcpy(gj->dict, g->hist, g->hist_len);
+	update_history(g, j->in, m->len);
+	return cb_pool_submit(g->pool);
+}
+
+static int gzip_par_finish(void *st)
+{
+	struct gzip_writer *g = st;
+	/* an empty final fixed-Huffman block ends the deflate stream */
+	unsigned char t[10] = { 0x03, 0x00 };
+	int ret = cb_pool_drain(g->pool);
+
+	g->out->compress_seconds += cb_pool_seconds(g->pool);
+	if (ret < 0 || (!g->started && gzip_header(g) < 0))
+		return -1;
+	for (int i = 0; i < 4; i++) {
+		t[2 + i] = (g->crc >> (8 * i)) & 0xff;
+		t[6 + i] = (g->total >> (8 * i)) & 0xff;
+	}
+	return cb_codec_out_write(g->out, t, sizeof(t));
+}
+
+/* ---- common ---- */
+
 static void gzip_wfree(void *st)
 {
 	struct gzip_writer *g = st;
 
-	deflateEnd(&g->zs);
+	if (g->zs_ready)
+		deflateEnd(&g->zs);
+	cb_pool_free(g->pool);
+	cb_trial_free(g->trial);
 	free(g->obuf);
+	free(g->ibuf);
 	free(g);
 }
 
-static const struct cb_codec_wops gzip_wops = { gzip_write, gzip_finish, gzip_wfree };
+static const struct cb_codec_wops gzip_classic_wops = {
+	gzip_classic_buf, gzip_classic_chunk, gzip_classic_finish, gzip_wfree, 16 * 1024
+};
+static const struct cb_codec_wops gzip_par_wops = {
+	gzip_par_buf, gzip_par_chunk, gzip_par_finish, gzip_wfree, 16 * 1024
+};
+
+static int gzip_classic_init(struct gzip_writer *g)
+{
+	if (deflateInit2(&g->zs, g->level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return cb_error("gzip: cannot initialise compressor (level %d)", g->level);
+	g->zs_ready = 1;
+	g->cur_level = g->level;
+	g->obuf = cb_xmalloc(CB_CODEC_OUTBUF);
+	g->ibuf = cb_xmalloc(CB_CODEC_CHUNK);
+	g->trial = cb_trial_new();
+	g->zs.next_out = g->obuf;
+	g->zs.avail_out = CB_CODEC_OUTBUF;
+	return 0;
+}
+
+/* Output room for one chunk: deflate's bound plus the sync flush, or the
+ * stored blocks' headers, whichever is larger. */
+static size_t par_out_cap(int level)
+{
+	z_stream zs = { 0 };
+	size_t bound = CB_CODEC_CHUNK + 5 * (CB_CODEC_CHUNK / STORED_MAX + 1);
+
+	if (deflateInit2(&zs, level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK) {
+		size_t d = deflateBound(&zs, CB_CODEC_CHUNK) + 64;
+		bound = d > bound ? d : bound;
+		deflateEnd(&zs);
+	}
+	return bound;
+}
 
 int cb_codec_gzip_writer(void **st, const struct cb_codec_wops **ops,
 			 const struct cb_codec_params *p, struct cb_codec_out *o)
 {
 	struct gzip_writer *g = cb_xcalloc(1, sizeof(*g));
-	int level = p->level ? p->level : 6;
+	int threads = p->threads == 1 ? (cb_codec_cores() + 1) / 2 : p->threads;
 
-	if (deflateInit2(&g->zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(g);
-		return cb_error("gzip: cannot initialise compressor (level %d)", level);
-	}
 	g->out = o;
-	g->obuf = cb_xmalloc(CB_CODEC_OUTBUF);
-	g->zs.next_out = g->obuf;
-	g->zs.avail_out = CB_CODEC_OUTBUF;
+	g->level = p->level ? p->level : 6;
+	if (g->level < 1 || g->level > 9) {
+		free(g);
+		return cb_error("gzip: bad level %d", p->level);
+	}
+	if (threads == 0) {
+		if (gzip_classic_init(g) < 0) {
+			gzip_wfree(g);
+			return -1;
+		}
+		*ops = &gzip_classic_wops;
+	} else {
+		g->crc = crc32(0, NULL, 0);
+		g->out_cap = par_out_cap(g->level);
+		g->pool = cb_pool_new(threads, g->out_cap, sizeof(struct gzip_job), &gzip_pool_ops, g);
+		*ops = &gzip_par_wops;
+	}
 	*st = g;
-	*ops = &gzip_wops;
 	return 0;
 }
 

@@ -6,8 +6,10 @@
  * state. Writers send their compressed bytes through cb_codec_out (which
  * counts them and keeps sink time out of compress_seconds); readers pull raw
  * bytes from cb_codec_in, which already holds the bytes read for detection.
- * The later per-chunk policy and parallel lzo/gzip plug in behind the same
- * vtables: a writer only ever sees write/finish.
+ * The front end (codec.c) cuts the input into chunks and classifies them
+ * (compress, trial, store); a writer fills the chunk buffer it hands out and
+ * gets each chunk with its class. codec_pool.c runs chunks on worker threads
+ * and gives their output back in order (lzo, threaded gzip).
  */
 #ifndef CB_CODEC_INT_H
 #define CB_CODEC_INT_H
@@ -17,20 +19,99 @@
 #include <sys/types.h>
 #include "cb_codec.h"
 
-/* Output side shared by all writers. */
+/* Chunks: the unit of the policy decision and of parallel work. */
+#define CB_CODEC_CHUNK (1024 * 1024)
+
+enum cb_chunk_class {
+	CB_CHUNK_COMPRESS,   /* policy always: compress, no trial */
+	CB_CHUNK_TRIAL,      /* the trial decides */
+	CB_CHUNK_STORE,      /* the archive writer said: already compressed */
+};
+
+/* Why bytes went out stored. */
+enum cb_store_reason { CB_STORED_MAGIC, CB_STORED_QCOW2, CB_STORED_TRIAL, CB_STORED_NOGAIN };
+
+struct cb_chunk_meta {
+	size_t len;
+	enum cb_chunk_class cls;
+	enum cb_store_reason reason;       /* for CB_CHUNK_STORE */
+	uint64_t first_file, last_file;    /* cb_codec_begin_file() ids it covers */
+};
+
+/* Output side shared by all writers; the stats are updated in stream order. */
 struct cb_codec_out {
 	struct cb_sink *sink;
 	uint64_t bytes_out;
 	double compress_seconds;
+	uint64_t stored[4];                /* by enum cb_store_reason */
+	uint64_t files_stored, files_stored_magic;
+	uint64_t last_file_counted, last_magic_counted;
 };
 
 int cb_codec_out_write(struct cb_codec_out *o, const void *buf, size_t len);
+/* Count a chunk (or, with m NULL, some bytes) emitted stored. */
+void cb_codec_out_stored(struct cb_codec_out *o, const struct cb_chunk_meta *m,
+			 enum cb_store_reason why, uint64_t bytes);
 
 struct cb_codec_wops {
-	int (*write)(void *st, const void *buf, size_t len);
+	/* buffer of CB_CODEC_CHUNK bytes for the next chunk; NULL on error */
+	unsigned char *(*chunk_buf)(void *st);
+	/* the buffer last handed out holds m->len > 0 bytes */
+	int (*chunk)(void *st, const struct cb_chunk_meta *m);
 	int (*finish)(void *st);
 	void (*free)(void *st);
+	/* stored runs shorter than this are left to the trial: a switch to
+	 * stored blocks costs (a zstd frame end, a deflate flush) */
+	size_t min_store;
 };
+
+/* The trial: zstd level 1 on a few samples of a chunk. */
+struct cb_trial;
+struct cb_trial *cb_trial_new(void);
+void cb_trial_free(struct cb_trial *t);
+/* 1 if the chunk would not shrink enough to be worth compressing. */
+int cb_trial_store(struct cb_trial *t, const unsigned char *buf, size_t len);
+
+/* Number of threads for "0 = all cores" style parameters. */
+int cb_codec_cores(void);
+
+/* ---- codec_pool.c: chunks compressed in parallel, emitted in order ---- */
+
+struct cb_pool_job {
+	struct cb_chunk_meta m;
+	unsigned char *in;                 /* CB_CODEC_CHUNK bytes */
+	unsigned char *out;                /* out_cap bytes */
+	size_t out_len;
+	void *extra;                       /* extra_size bytes for the codec */
+	int failed;
+	double seconds;
+};
+
+struct cb_pool_ops {
+	/* on a worker: compress j->in into j->out; no cb_error() here (it is
+	 * not thread-safe): set nothing and return -1, emit reports it */
+	int (*run)(void *ctx, struct cb_pool_job *j, void *scratch);
+	/* on the calling thread, in submission order */
+	int (*emit)(void *ctx, struct cb_pool_job *j);
+	void *(*scratch_new)(void *ctx);
+	void (*scratch_free)(void *scratch);
+};
+
+struct cb_pool;
+
+/* threads == 1: jobs run inline on the calling thread (same bytes). */
+struct cb_pool *cb_pool_new(int threads, size_t out_cap, size_t extra_size,
+			    const struct cb_pool_ops *ops, void *ctx);
+/* The job to fill next (waits for and emits older jobs if all slots are in
+ * flight); NULL after an emit error. */
+struct cb_pool_job *cb_pool_acquire(struct cb_pool *p);
+/* Queue the acquired job (its m is set). */
+int cb_pool_submit(struct cb_pool *p);
+/* Wait for every job and emit it. */
+int cb_pool_drain(struct cb_pool *p);
+/* Compression time spread over the threads (wall-clock equivalent). */
+double cb_pool_seconds(const struct cb_pool *p);
+void cb_pool_free(struct cb_pool *p);
 
 /* Input side shared by all readers: a buffer over the archive fd. */
 struct cb_codec_in {

@@ -6,12 +6,12 @@
  * a 32-bit zero. Block: uncompressed size, compressed size, adler32 of the
  * uncompressed data, adler32 of the compressed data (only when the block is
  * actually compressed), data. A block that does not shrink is stored as is
- * with both sizes equal — lzop does the same, and the later stored-block
- * policy relies on it.
+ * with both sizes equal — lzop does the same, and the stored-block policy
+ * uses it: chunks that are stored get such blocks without a compression try.
+ * Chunks (4 blocks) are compressed in parallel by codec_pool.c.
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <zlib.h>
 #include <lzo/lzo1x.h>
 
@@ -57,13 +57,26 @@ static uint32_t adler(uint32_t a, const void *buf, size_t len)
 	return lzo_adler32(a, buf, len);
 }
 
+/* Worst case of one block in the output: header and LZO1X expansion (per
+ * the liblzo2 documentation). */
+#define BLOCK_OUT_MAX (BLOCK_HDR_MAX + BLOCK_SIZE + BLOCK_SIZE / 16 + 64 + 3)
+#define CHUNK_OUT_MAX ((CB_CODEC_CHUNK / BLOCK_SIZE + 1) * BLOCK_OUT_MAX)
+
 struct lzo_writer {
 	struct cb_codec_out *out;
-	unsigned char *ibuf;     /* BLOCK_SIZE bytes being collected */
-	size_t ilen;
-	unsigned char *obuf;     /* block header + compressed block */
-	void *wrkmem;
+	struct cb_pool *pool;
 	int started;             /* file header written */
+};
+
+struct lzo_scratch {
+	void *wrkmem;
+	struct cb_trial *trial;
+};
+
+/* What a job reports besides its bytes. */
+struct lzo_job {
+	uint64_t nogain;         /* bytes stored because LZO did not shrink them */
+	int trial_store;
 };
 
 static int lzo_write_header(struct lzo_writer *z)
@@ -81,11 +94,12 @@ static int lzo_write_header(struct lzo_writer *z)
 	h[n++] = LZOP_VERSION_NEEDED & 0xff;
 	h[n++] = M_LZO1X_1;
 	h[n++] = LZOP_LEVEL;
-	/* F_STDIN: like `tar | lzop`, no name, mode 0 */
+	/* F_STDIN: like `tar | lzop`, no name, mode 0; mtime 0 keeps the
+	 * archive bytes reproducible */
 	put32(h + n, F_OS_UNIX | F_STDIN | F_ADLER32_D | F_ADLER32_C);
 	put32(h + n + 4, 0);                               /* mode */
-	put32(h + n + 8, (uint32_t)time(NULL));            /* mtime low */
-	put32(h + n + 12, (uint32_t)((uint64_t)time(NULL) >> 32));
+	put32(h + n + 8, 0);                               /* mtime low */
+	put32(h + n + 12, 0);                              /* mtime high */
 	n += 16;
 	h[n++] = 0;                                        /* name length */
 	put32(h + n, adler(1, h + CB_LZOP_MAGIC_LEN, n - CB_LZOP_MAGIC_LEN));
@@ -94,65 +108,112 @@ static int lzo_write_header(struct lzo_writer *z)
 	return cb_codec_out_write(z->out, h, n);
 }
 
-static int lzo_emit_block(struct lzo_writer *z)
+/* One lzop block of len bytes at dst; returns its size in the output.
+ * store: no compression attempt (the policy said so). */
+static size_t lzo_block(const unsigned char *in, size_t len, unsigned char *dst, void *wrkmem,
+			int store, uint64_t *nogain)
 {
-	unsigned char *hdr = z->obuf, *data = z->obuf + BLOCK_HDR_MAX;
-	lzo_uint clen = 0;
-	size_t hl = 12;
-	double t0 = cb_now();
+	lzo_uint clen = len;
 
-	if (z->ilen == 0)
-		return 0;
-	if (lzo1x_1_compress(z->ibuf, z->ilen, data, &clen, z->wrkmem) != LZO_E_OK)
-		return cb_error("lzo compression failed");
-	put32(hdr, z->ilen);
-	put32(hdr + 8, adler(1, z->ibuf, z->ilen));
-	if (clen < z->ilen) {
-		put32(hdr + 4, clen);
-		put32(hdr + 12, adler(1, data, clen));
-		hl = 16;
-	} else {
-		put32(hdr + 4, z->ilen);
-		memcpy(data, z->ibuf, z->ilen);
-		clen = z->ilen;
+	put32(dst, len);
+	put32(dst + 8, adler(1, in, len));
+	if (!store && lzo1x_1_compress(in, len, dst + 16, &clen, wrkmem) == LZO_E_OK && clen < len) {
+		put32(dst + 4, clen);
+		put32(dst + 12, adler(1, dst + 16, clen));
+		return 16 + clen;
 	}
-	z->out->compress_seconds += cb_now() - t0;
-	/* close the gap so header and data go out in one sink write */
-	memmove(data - hl, hdr, hl);
-	z->ilen = 0;
-	return cb_codec_out_write(z->out, data - hl, hl + clen);
+	if (!store)
+		*nogain += len;
+	put32(dst + 4, len);
+	memcpy(dst + 12, in, len);
+	return 12 + len;
 }
 
-static int lzo_write(void *st, const void *buf, size_t len)
+static int lzo_run(void *ctx, struct cb_pool_job *j, void *scratch)
 {
-	struct lzo_writer *z = st;
-	const unsigned char *p = buf;
+	struct lzo_scratch *sc = scratch;
+	struct lzo_job *lj = j->extra;
+	int store = j->m.cls == CB_CHUNK_STORE;
+
+	(void)ctx;
+	lj->nogain = 0;
+	lj->trial_store = j->m.cls == CB_CHUNK_TRIAL && cb_trial_store(sc->trial, j->in, j->m.len);
+	store |= lj->trial_store;
+	j->out_len = 0;
+	for (size_t off = 0; off < j->m.len; off += BLOCK_SIZE) {
+		size_t k = j->m.len - off < BLOCK_SIZE ? j->m.len - off : BLOCK_SIZE;
+
+		j->out_len += lzo_block(j->in + off, k, j->out + j->out_len, sc->wrkmem, store,
+					&lj->nogain);
+	}
+	return 0;
+}
+
+static int lzo_emit(void *ctx, struct cb_pool_job *j)
+{
+	struct lzo_writer *z = ctx;
+	struct lzo_job *lj = j->extra;
 
 	if (!z->started && lzo_write_header(z) < 0)
 		return -1;
-	while (len > 0) {
-		size_t k = BLOCK_SIZE - z->ilen;
+	if (j->m.cls == CB_CHUNK_STORE)
+		cb_codec_out_stored(z->out, &j->m, j->m.reason, j->m.len);
+	else if (lj->trial_store)
+		cb_codec_out_stored(z->out, &j->m, CB_STORED_TRIAL, j->m.len);
+	cb_codec_out_stored(z->out, NULL, CB_STORED_NOGAIN, lj->nogain);
+	return cb_codec_out_write(z->out, j->out, j->out_len);
+}
 
-		if (k > len)
-			k = len;
-		memcpy(z->ibuf + z->ilen, p, k);
-		z->ilen += k;
-		p += k;
-		len -= k;
-		if (z->ilen == BLOCK_SIZE && lzo_emit_block(z) < 0)
-			return -1;
-	}
-	return 0;
+static void *lzo_scratch_new(void *ctx)
+{
+	struct lzo_scratch *sc = cb_xcalloc(1, sizeof(*sc));
+
+	(void)ctx;
+	sc->wrkmem = cb_xmalloc(LZO1X_1_MEM_COMPRESS);
+	sc->trial = cb_trial_new();
+	return sc;
+}
+
+static void lzo_scratch_free(void *scratch)
+{
+	struct lzo_scratch *sc = scratch;
+
+	free(sc->wrkmem);
+	cb_trial_free(sc->trial);
+	free(sc);
+}
+
+static const struct cb_pool_ops lzo_pool_ops = {
+	lzo_run, lzo_emit, lzo_scratch_new, lzo_scratch_free
+};
+
+static unsigned char *lzo_chunk_buf(void *st)
+{
+	struct lzo_writer *z = st;
+	struct cb_pool_job *j = cb_pool_acquire(z->pool);
+
+	return j ? j->in : NULL;
+}
+
+static int lzo_chunk(void *st, const struct cb_chunk_meta *m)
+{
+	struct lzo_writer *z = st;
+	struct cb_pool_job *j = cb_pool_acquire(z->pool);
+
+	if (!j)
+		return -1;
+	j->m = *m;
+	return cb_pool_submit(z->pool);
 }
 
 static int lzo_finish(void *st)
 {
 	struct lzo_writer *z = st;
 	unsigned char end[4] = { 0, 0, 0, 0 };
+	int ret = cb_pool_drain(z->pool);
 
-	if (!z->started && lzo_write_header(z) < 0)
-		return -1;
-	if (lzo_emit_block(z) < 0)
+	z->out->compress_seconds += cb_pool_seconds(z->pool);
+	if (ret < 0 || (!z->started && lzo_write_header(z) < 0))
 		return -1;
 	return cb_codec_out_write(z->out, end, sizeof(end));
 }
@@ -161,28 +222,25 @@ static void lzo_wfree(void *st)
 {
 	struct lzo_writer *z = st;
 
-	free(z->ibuf);
-	free(z->obuf);
-	free(z->wrkmem);
+	cb_pool_free(z->pool);
 	free(z);
 }
 
-static const struct cb_codec_wops lzo_wops = { lzo_write, lzo_finish, lzo_wfree };
+static const struct cb_codec_wops lzo_wops = {
+	lzo_chunk_buf, lzo_chunk, lzo_finish, lzo_wfree, 16 * 1024
+};
 
 int cb_codec_lzo_writer(void **st, const struct cb_codec_wops **ops,
 			const struct cb_codec_params *p, struct cb_codec_out *o)
 {
 	struct lzo_writer *z;
 
-	(void)p;
 	if (lzo_init() != LZO_E_OK)
 		return cb_error("lzo: library initialisation failed");
 	z = cb_xcalloc(1, sizeof(*z));
 	z->out = o;
-	z->ibuf = cb_xmalloc(BLOCK_SIZE);
-	/* worst-case LZO1X expansion, per the liblzo2 documentation */
-	z->obuf = cb_xmalloc(BLOCK_HDR_MAX + BLOCK_SIZE + BLOCK_SIZE / 16 + 64 + 3);
-	z->wrkmem = cb_xmalloc(LZO1X_1_MEM_COMPRESS);
+	z->pool = cb_pool_new(p->threads > 0 ? p->threads : cb_codec_cores(), CHUNK_OUT_MAX,
+			      sizeof(struct lzo_job), &lzo_pool_ops, z);
 	*st = z;
 	*ops = &lzo_wops;
 	return 0;

@@ -2,19 +2,36 @@
  * zstd codec: libzstd streaming compression (multithreaded through
  * ZSTD_c_nbWorkers) and streaming decompression. Output is collected into a
  * CB_CODEC_OUTBUF buffer so the sink sees few, large writes.
+ *
+ * Stored chunks end the current frame and go into a frame of raw blocks
+ * that we write ourselves (libzstd has no public way to force raw blocks);
+ * concatenated frames are one valid stream for `zstd -d` and our reader.
  */
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include "cb_util.h"
 #include "codec_int.h"
 
+/* Raw frames: magic, frame header descriptor 0 (no content size, no
+ * checksum, not single-segment), window descriptor for 128 KiB (exponent
+ * 7: 1 << (10 + 7)), then raw blocks of at most 128 KiB. A small window
+ * keeps `zstd -d` from reserving memory for data it only copies. */
+#define RAW_BLOCK_MAX (128 * 1024)
+static const unsigned char raw_frame_header[6] = { 0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3 };
+
 struct zstd_writer {
 	ZSTD_CCtx *cctx;
 	struct cb_codec_out *out;
 	unsigned char *obuf;
 	ZSTD_outBuffer ob;
+	unsigned char *ibuf;      /* the chunk */
+	struct cb_trial *trial;
+	int in_frame;             /* compressed frame open (bytes given since its start) */
+	int in_raw;               /* raw frame open */
+	int any;                  /* any frame written */
 };
 
 static int zstd_flush(struct zstd_writer *z)
@@ -42,20 +59,99 @@ static int zstd_run(struct zstd_writer *z, ZSTD_inBuffer *ib, ZSTD_EndDirective 
 	}
 }
 
-static int zstd_write(void *st, const void *buf, size_t len)
+static int zstd_put(struct zstd_writer *z, const void *buf, size_t len)
 {
-	ZSTD_inBuffer ib = { buf, len, 0 };
+	if (z->ob.pos + len > z->ob.size && zstd_flush(z) < 0)
+		return -1;
+	memcpy(z->obuf + z->ob.pos, buf, len);
+	z->ob.pos += len;
+	return 0;
+}
 
-	return zstd_run(st, &ib, ZSTD_e_continue);
+static int raw_block_header(struct zstd_writer *z, size_t len, int last)
+{
+	uint32_t h = (uint32_t)len << 3 | (last ? 1 : 0);   /* block type 0: raw */
+	unsigned char b[3] = { h & 0xff, (h >> 8) & 0xff, (h >> 16) & 0xff };
+
+	return zstd_put(z, b, 3);
+}
+
+/* An empty last raw block ends the raw frame (what libzstd writes for an
+ * empty input, too). */
+static int raw_close(struct zstd_writer *z)
+{
+	if (!z->in_raw)
+		return 0;
+	z->in_raw = 0;
+	return raw_block_header(z, 0, 1);
+}
+
+static int frame_end(struct zstd_writer *z)
+{
+	ZSTD_inBuffer ib = { NULL, 0, 0 };
+
+	if (!z->in_frame)
+		return 0;
+	z->in_frame = 0;
+	return zstd_run(z, &ib, ZSTD_e_end);
+}
+
+static int raw_chunk(struct zstd_writer *z, size_t len)
+{
+	if (frame_end(z) < 0)
+		return -1;
+	if (!z->in_raw && zstd_put(z, raw_frame_header, sizeof(raw_frame_header)) < 0)
+		return -1;
+	z->in_raw = z->any = 1;
+	for (size_t off = 0; off < len; off += RAW_BLOCK_MAX) {
+		size_t k = len - off < RAW_BLOCK_MAX ? len - off : RAW_BLOCK_MAX;
+
+		if (raw_block_header(z, k, 0) < 0 || zstd_put(z, z->ibuf + off, k) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static const struct cb_codec_wops zstd_wops;
+
+static unsigned char *zstd_chunk_buf(void *st)
+{
+	return ((struct zstd_writer *)st)->ibuf;
+}
+
+static int zstd_chunk(void *st, const struct cb_chunk_meta *m)
+{
+	struct zstd_writer *z = st;
+	ZSTD_inBuffer ib = { z->ibuf, m->len, 0 };
+
+	if (m->cls == CB_CHUNK_STORE) {
+		cb_codec_out_stored(z->out, m, m->reason, m->len);
+		return raw_chunk(z, m->len);
+	}
+	/* a short chunk is not worth a frame switch */
+	if (m->cls == CB_CHUNK_TRIAL && m->len >= zstd_wops.min_store &&
+	    cb_trial_store(z->trial, z->ibuf, m->len)) {
+		cb_codec_out_stored(z->out, m, CB_STORED_TRIAL, m->len);
+		return raw_chunk(z, m->len);
+	}
+	if (raw_close(z) < 0)
+		return -1;
+	z->in_frame = z->any = 1;
+	return zstd_run(z, &ib, ZSTD_e_continue);
 }
 
 static int zstd_finish(void *st)
 {
-	ZSTD_inBuffer ib = { NULL, 0, 0 };
+	struct zstd_writer *z = st;
 
-	if (zstd_run(st, &ib, ZSTD_e_end) < 0)
+	if (raw_close(z) < 0)
 		return -1;
-	return zstd_flush(st);
+	/* an empty input still makes one (empty) frame: a valid .zst */
+	if (!z->any)
+		z->in_frame = 1;
+	if (frame_end(z) < 0)
+		return -1;
+	return zstd_flush(z);
 }
 
 static void zstd_wfree(void *st)
@@ -63,11 +159,17 @@ static void zstd_wfree(void *st)
 	struct zstd_writer *z = st;
 
 	ZSTD_freeCCtx(z->cctx);
+	cb_trial_free(z->trial);
 	free(z->obuf);
+	free(z->ibuf);
 	free(z);
 }
 
-static const struct cb_codec_wops zstd_wops = { zstd_write, zstd_finish, zstd_wfree };
+/* A frame end drains libzstd's workers and loses the history: only runs of
+ * a few chunks are worth it. */
+static const struct cb_codec_wops zstd_wops = {
+	zstd_chunk_buf, zstd_chunk, zstd_finish, zstd_wfree, 512 * 1024
+};
 
 static int zstd_set(ZSTD_CCtx *cctx, ZSTD_cParameter param, int value, const char *what)
 {
@@ -99,6 +201,8 @@ int cb_codec_zstd_writer(void **st, const struct cb_codec_wops **ops,
 		ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_nbWorkers, threads);
 	z->obuf = cb_xmalloc(CB_CODEC_OUTBUF);
 	z->ob = (ZSTD_outBuffer){ z->obuf, CB_CODEC_OUTBUF, 0 };
+	z->ibuf = cb_xmalloc(CB_CODEC_CHUNK);
+	z->trial = cb_trial_new();
 	*st = z;
 	*ops = &zstd_wops;
 	return 0;

@@ -92,11 +92,13 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Compress len bytes into path, in uneven pieces; returns the file size. */
-static off_t compress_to(const char *path, enum cb_compress type, int threads,
-			 const unsigned char *data, size_t len)
+/* Compress len bytes into path, in uneven pieces; fills *stp; returns the
+ * file size. hint_len > 0: the first hint_len bytes are hinted as known
+ * compressed data. */
+static off_t compress_full(const char *path, enum cb_compress type, enum cb_policy policy, int threads,
+			   const unsigned char *data, size_t len, size_t hint_len, struct cb_codec_stats *stp)
 {
-	struct cb_codec_params p = { .type = type, .policy = CB_POLICY_ALWAYS, .threads = threads };
+	struct cb_codec_params p = { .type = type, .policy = policy, .threads = threads };
 	struct cb_codec_writer *w;
 	struct cb_codec_stats st;
 	struct cb_sink *s;
@@ -107,6 +109,10 @@ static off_t compress_to(const char *path, enum cb_compress type, int threads,
 	assert_true(fd >= 0);
 	assert_int_equal(cb_sink_open_fd(&s, fd, path), 0);
 	assert_int_equal(cb_codec_writer_new(&w, &p, s), 0);
+	if (hint_len) {
+		cb_codec_begin_file(w);
+		assert_int_equal(cb_codec_hint(w, CB_DATA_COMPRESSED, hint_len), 0);
+	}
 	while (pos < len) {
 		size_t k = piece > len - pos ? len - pos : piece;
 		assert_int_equal(cb_codec_write(w, data + pos, k), 0);
@@ -121,7 +127,15 @@ static off_t compress_to(const char *path, enum cb_compress type, int threads,
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(st.bytes_in, len);
 	assert_int_equal(st.bytes_out, (uint64_t)sb.st_size);
+	if (stp)
+		*stp = st;
 	return sb.st_size;
+}
+
+static off_t compress_to(const char *path, enum cb_compress type, int threads,
+			 const unsigned char *data, size_t len)
+{
+	return compress_full(path, type, CB_POLICY_ALWAYS, threads, data, len, 0, NULL);
 }
 
 /* Read a whole file through cb_codec_reader; -1 on a reader error. */
@@ -343,6 +357,148 @@ static void test_gzip_members(void **state)
 	free(ab);
 }
 
+static const char *test_cmd(enum cb_compress type)
+{
+	switch (type) {
+	case CB_COMPRESS_ZSTD: return "zstd -q -t '%s'%s";
+	case CB_COMPRESS_LZO:  return "lzop -q -t '%s'%s";
+	case CB_COMPRESS_GZIP: return "gzip -t '%s'%s";
+	case CB_COMPRESS_NONE: break;
+	}
+	return "true '%s'%s";
+}
+
+/* Check a file both with our reader and the stock tool. */
+static void check_back(struct fixture *f, const char *comp, enum cb_compress type,
+		       const unsigned char *data, size_t len)
+{
+	char *out = path_in(f, "check.out"), *ref = path_in(f, "check.ref");
+	unsigned char *back = cb_xmalloc(len + 10);
+	int fd = open(ref, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_int_equal(decompress_file(comp, back, len + 10, NULL), (ssize_t)len);
+	assert_memory_equal(back, data, len);
+	assert_int_equal(cb_write_all(fd, data, len), 0);
+	close(fd);
+	assert_int_equal(run(stock_cmd(type), comp, out), 0);
+	assert_int_equal(run("cmp -s '%s' '%s'", out, ref), 0);
+	assert_int_equal(run(test_cmd(type), comp, ""), 0);
+	free(back);
+	free(out);
+	free(ref);
+}
+
+struct codec_case {
+	enum cb_compress type;
+	int threads;
+};
+
+static const struct codec_case policy_cases[] = {
+	{ CB_COMPRESS_ZSTD, 0 }, { CB_COMPRESS_ZSTD, 1 }, { CB_COMPRESS_LZO, 0 }, { CB_COMPRESS_LZO, 1 },
+	{ CB_COMPRESS_GZIP, 0 }, { CB_COMPRESS_GZIP, 1 }, { CB_COMPRESS_GZIP, 3 },
+};
+
+/* 4 MiB of random bytes in auto policy: stored, so hardly any bigger. */
+static void test_random_stored(void **state)
+{
+	struct fixture *f = *state;
+	size_t len = 4 * 1024 * 1024;
+	unsigned char *rnd = cb_xmalloc(len);
+	char *comp = path_in(f, "rnd");
+	unsigned seed = 777;
+
+	for (size_t i = 0; i < len; i++)
+		rnd[i] = xorshift(&seed) >> 3;
+	for (size_t i = 0; i < sizeof(policy_cases) / sizeof(policy_cases[0]); i++) {
+		struct cb_codec_stats st;
+		off_t size = compress_full(comp, policy_cases[i].type, CB_POLICY_AUTO, policy_cases[i].threads,
+					   rnd, len, 0, &st);
+
+		assert_true(st.bytes_stored >= len);
+		assert_true(st.bytes_stored_trial >= len);
+		assert_true((double)size <= 1.01 * len);
+		check_back(f, comp, policy_cases[i].type, rnd, len);
+	}
+	free(rnd);
+	free(comp);
+}
+
+/* Bytes hinted as compressed are stored even if they are text; the rest is
+ * compressed; always policy ignores the hint. */
+static void test_hint_stores(void **state)
+{
+	struct fixture *f = *state;
+	char *comp = path_in(f, "hint");
+	size_t text = 1024 * 1024;   /* the fixture's data starts with 200 KiB text runs */
+
+	for (size_t i = 0; i < sizeof(policy_cases) / sizeof(policy_cases[0]); i++) {
+		struct cb_codec_stats st, st_all;
+		off_t auto_size = compress_full(comp, policy_cases[i].type, CB_POLICY_AUTO,
+						policy_cases[i].threads, f->data, DATA_LEN, text, &st);
+		off_t always_size;
+
+		check_back(f, comp, policy_cases[i].type, f->data, DATA_LEN);
+		assert_int_equal(st.bytes_stored_magic, text);
+		assert_int_equal(st.files_stored_magic, 1);
+		assert_true(st.files_stored >= 1);
+		always_size = compress_full(comp, policy_cases[i].type, CB_POLICY_ALWAYS,
+					    policy_cases[i].threads, f->data, DATA_LEN, text, &st_all);
+		assert_int_equal(st_all.bytes_stored_magic, 0);
+		/* about half of the hinted MiB is text that now went out stored */
+		assert_true(auto_size > always_size + (off_t)text / 4);
+	}
+	free(comp);
+}
+
+/* Parallel lzo and gzip: the same bytes whatever the thread count. */
+static void test_threads_deterministic(void **state)
+{
+	struct fixture *f = *state;
+	enum cb_compress types[] = { CB_COMPRESS_LZO, CB_COMPRESS_GZIP };
+	int threads[] = { 1, 2, 3, 8 };
+	char *ref = path_in(f, "det.ref"), *comp = path_in(f, "det");
+
+	for (size_t t = 0; t < 2; t++)
+		for (int pol = 0; pol < 2; pol++)
+			for (size_t i = 0; i < 4; i++) {
+				enum cb_policy policy = pol ? CB_POLICY_ALWAYS : CB_POLICY_AUTO;
+
+				compress_full(i ? comp : ref, types[t], policy, threads[i], f->data, DATA_LEN,
+					      300000, NULL);
+				if (i)
+					assert_int_equal(run("cmp -s '%s' '%s'", ref, comp), 0);
+			}
+	check_back(f, ref, CB_COMPRESS_GZIP, f->data, DATA_LEN);
+	free(ref);
+	free(comp);
+}
+
+/* Parallel gzip stays within a whisker of a single deflate stream. */
+static void test_gzip_parallel_ratio(void **state)
+{
+	struct fixture *f = *state;
+	char *comp = path_in(f, "ratio");
+	off_t classic = compress_to(comp, CB_COMPRESS_GZIP, 0, f->data, DATA_LEN);
+	off_t par = compress_to(comp, CB_COMPRESS_GZIP, 2, f->data, DATA_LEN);
+
+	assert_true(par <= classic + classic / 100);
+	check_back(f, comp, CB_COMPRESS_GZIP, f->data, DATA_LEN);
+	free(comp);
+}
+
+static void test_summary(void **state)
+{
+	struct cb_codec_stats st = { .bytes_stored = 3 << 20, .bytes_stored_magic = 2 << 20,
+				     .bytes_stored_trial = 1 << 20, .files_stored = 7,
+				     .files_stored_magic = 5 };
+	char buf[256];
+
+	(void)state;
+	cb_codec_stats_summary(&st, buf, sizeof(buf));
+	assert_non_null(strstr(buf, "in 7 files"));
+	assert_non_null(strstr(buf, "in 5 files"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -357,6 +513,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_corrupt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_empty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gzip_members, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_stored, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hint_stores, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_threads_deterministic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gzip_parallel_ratio, setup, teardown),
+		cmocka_unit_test(test_summary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

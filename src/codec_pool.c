@@ -1,0 +1,204 @@
+/*
+ * codec_pool: chunks compressed on worker threads, their output emitted on
+ * the calling thread in submission order (pigz's scheme, without its
+ * dictionary chaining: a codec that wants history copies it into the job).
+ *
+ * A fixed ring of 2 * threads + 2 jobs bounds the memory: the caller blocks
+ * in cb_pool_acquire() until the oldest job is done and written. With one
+ * thread jobs run inline, so the bytes never depend on the thread count.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "cb_util.h"
+#include "codec_int.h"
+
+struct cb_pool {
+	const struct cb_pool_ops *ops;
+	void *ctx;
+	int threads;
+	pthread_t *th;
+	int started;                  /* threads actually running */
+	struct cb_pool_job *jobs;
+	unsigned char *done;          /* per job slot */
+	size_t njobs;
+	uint64_t head, run, tail;     /* next to emit, next to run, next to fill */
+	int acquired, stop, failed;
+	void *inline_scratch;
+	double seconds;
+	pthread_mutex_t mu;
+	pthread_cond_t work_cv, done_cv;
+};
+
+static void run_job(struct cb_pool *p, struct cb_pool_job *j, void *scratch)
+{
+	double t0 = cb_now();
+
+	j->failed = p->ops->run(p->ctx, j, scratch) < 0;
+	j->seconds = cb_now() - t0;
+}
+
+static void *worker(void *arg)
+{
+	struct cb_pool *p = arg;
+	void *scratch = p->ops->scratch_new(p->ctx);
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		size_t slot;
+
+		while (!p->stop && p->run == p->tail)
+			pthread_cond_wait(&p->work_cv, &p->mu);
+		if (p->stop)
+			break;
+		slot = p->run++ % p->njobs;
+		pthread_mutex_unlock(&p->mu);
+		run_job(p, &p->jobs[slot], scratch);
+		pthread_mutex_lock(&p->mu);
+		p->done[slot] = 1;
+		pthread_cond_broadcast(&p->done_cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	p->ops->scratch_free(scratch);
+	return NULL;
+}
+
+struct cb_pool *cb_pool_new(int threads, size_t out_cap, size_t extra_size,
+			    const struct cb_pool_ops *ops, void *ctx)
+{
+	struct cb_pool *p = cb_xcalloc(1, sizeof(*p));
+
+	p->ops = ops;
+	p->ctx = ctx;
+	p->threads = threads < 1 ? 1 : threads;
+	p->njobs = p->threads == 1 ? 1 : 2 * (size_t)p->threads + 2;
+	p->jobs = cb_xcalloc(p->njobs, sizeof(*p->jobs));
+	p->done = cb_xcalloc(p->njobs, 1);
+	for (size_t i = 0; i < p->njobs; i++) {
+		p->jobs[i].in = cb_xmalloc(CB_CODEC_CHUNK);
+		p->jobs[i].out = cb_xmalloc(out_cap);
+		p->jobs[i].extra = extra_size ? cb_xcalloc(1, extra_size) : NULL;
+	}
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->work_cv, NULL);
+	pthread_cond_init(&p->done_cv, NULL);
+	if (p->threads == 1) {
+		p->inline_scratch = ops->scratch_new(ctx);
+		return p;
+	}
+	p->th = cb_xcalloc(p->threads, sizeof(*p->th));
+	for (; p->started < p->threads; p->started++)
+		if (pthread_create(&p->th[p->started], NULL, worker, p) != 0)
+			break;
+	/* fewer threads than asked still work; none would hang the caller */
+	if (p->started == 0) {
+		p->threads = 1;
+		p->inline_scratch = ops->scratch_new(ctx);
+	}
+	return p;
+}
+
+/* Emit the oldest job; wait for it if asked, else only if it is done.
+ * Returns 1 if a job was emitted, 0 if not, -1 on error. */
+static int emit_head(struct cb_pool *p, int wait)
+{
+	size_t slot = p->head % p->njobs;
+	struct cb_pool_job *j = &p->jobs[slot];
+	int ret;
+
+	if (p->head == p->tail)
+		return 0;
+	if (p->started > 0) {
+		pthread_mutex_lock(&p->mu);
+		while (wait && !p->done[slot])
+			pthread_cond_wait(&p->done_cv, &p->mu);
+		ret = p->done[slot];
+		p->done[slot] = 0;
+		pthread_mutex_unlock(&p->mu);
+		if (!ret)
+			return 0;
+	}
+	p->head++;
+	p->seconds += j->seconds;
+	if (j->failed)
+		ret = cb_error("compression failed (chunk of %zu bytes)", j->m.len);
+	else
+		ret = p->ops->emit(p->ctx, j);
+	if (ret < 0) {
+		p->failed = 1;
+		return -1;
+	}
+	return 1;
+}
+
+struct cb_pool_job *cb_pool_acquire(struct cb_pool *p)
+{
+	if (p->failed)
+		return NULL;
+	if (!p->acquired && p->tail - p->head == p->njobs && emit_head(p, 1) < 0)
+		return NULL;
+	p->acquired = 1;
+	return &p->jobs[p->tail % p->njobs];
+}
+
+int cb_pool_submit(struct cb_pool *p)
+{
+	struct cb_pool_job *j = &p->jobs[p->tail % p->njobs];
+	int r;
+
+	p->acquired = 0;
+	if (p->started == 0) {
+		run_job(p, j, p->inline_scratch);
+		p->tail++;
+		return emit_head(p, 1) < 0 ? -1 : 0;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->tail++;
+	pthread_cond_signal(&p->work_cv);
+	pthread_mutex_unlock(&p->mu);
+	/* keep the output flowing: write whatever is already finished */
+	while ((r = emit_head(p, 0)) > 0)
+		;
+	return r;
+}
+
+int cb_pool_drain(struct cb_pool *p)
+{
+	if (p->failed)
+		return -1;
+	while (p->head != p->tail)
+		if (emit_head(p, 1) < 0)
+			return -1;
+	return 0;
+}
+
+double cb_pool_seconds(const struct cb_pool *p)
+{
+	return p->seconds / p->threads;
+}
+
+void cb_pool_free(struct cb_pool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->work_cv);
+	pthread_mutex_unlock(&p->mu);
+	for (int i = 0; i < p->started; i++)
+		pthread_join(p->th[i], NULL);
+	if (p->inline_scratch)
+		p->ops->scratch_free(p->inline_scratch);
+	for (size_t i = 0; i < p->njobs; i++) {
+		free(p->jobs[i].in);
+		free(p->jobs[i].out);
+		free(p->jobs[i].extra);
+	}
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->work_cv);
+	pthread_cond_destroy(&p->done_cv);
+	free(p->th);
+	free(p->jobs);
+	free(p->done);
+	free(p);
+}
