@@ -4,8 +4,8 @@
  * Called without a shell as `SCRIPT PHASE` for the job phases (job-init,
  * job-start, job-end, job-abort) and `SCRIPT PHASE MODE ID` for the guest
  * phases (backup-start, pre-stop, pre-restart, post-restart, backup-end,
- * backup-abort, log-end), with DUMPDIR, STOREID, VMTYPE, HOSTNAME, TARGET
- * and LOGFILE in its environment (where known). Its stdout and stderr go
+ * backup-abort, log-end), with DUMPDIR, STOREID, VMTYPE, HOSTNAME (the
+ * guest's), TARGET and LOGFILE in its environment (where known). Its stdout and stderr go
  * into the log line by line. A non-zero exit is an error; whether that
  * fails the job, the guest, or is only a warning is the caller's decision
  * (vzdump's: see cb_backup).
@@ -17,6 +17,7 @@
 
 struct cb_hook_env {
 	const char *dumpdir, *storeid, *vmtype, *target, *logfile;
+	const char *hostname;     /* the guest's (vzdump's HOSTNAME); NULL for job phases */
 };
 
 /* script NULL: nothing to do, returns 0. mode/id NULL for job phases. */

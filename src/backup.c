@@ -42,6 +42,7 @@ struct guest_run {
 	struct cb_imgstage *images;   /* vm: the disk images */
 	int stage_created;
 	struct cb_progress progress; /* TTY progress of pass 1 and the archive */
+	char hostname[256];          /* the guest's, for hooks */
 	uint64_t estimate;           /* bytes the staging copy needs */
 	struct cb_lock guest_lock;   /* host-local, per guest */
 	struct cb_lock store_lock;   /* on the storage, per guest */
@@ -67,13 +68,67 @@ static const char *type_upper(const struct guest_run *r)
 	return r->opts.type == CB_GUEST_VM ? "VM" : "CT";
 }
 
+/* "hostname: x" (Proxmox), "hostname = x", "lxc.uts.name = x" in FILE. */
+static int hostname_from_config(const char *file, char *out, size_t len)
+{
+	static const char *const keys[] = { "hostname", "lxc.uts.name", NULL };
+	FILE *f = file ? fopen(file, "re") : NULL;
+	char line[512];
+	int found = 0;
+
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		for (int i = 0; keys[i] && !found; i++) {
+			size_t k = strlen(keys[i]);
+			char *v = line + k;
+			if (strncmp(line, keys[i], k) || (*v != ':' && *v != '=' && *v != ' '))
+				continue;
+			v += strspn(v, " \t:=");
+			v[strcspn(v, " \t\r\n")] = '\0';
+			found = *v && snprintf(out, len, "%s", v) > 0;
+		}
+	}
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* The first word of FILE's first line ("" if none). */
+static void first_word(const char *file, char *out, size_t len)
+{
+	FILE *f = fopen(file, "re");
+
+	out[0] = '\0';
+	if (f && fgets(out, (int)len, f))
+		out[strcspn(out, " \t\r\n")] = '\0';
+	if (f)
+		fclose(f);
+}
+
+/* vzdump gives hooks the guest's host name: from its config, else the
+ * container's /etc/hostname, else "CT101" / "VM200". */
+static void find_hostname(struct guest_run *r)
+{
+	if (hostname_from_config(r->opts.guest_config, r->hostname, sizeof(r->hostname)))
+		return;
+	if (r->opts.root) {
+		char *etc = cb_xasprintf("%s/etc/hostname", r->opts.root);
+		first_word(etc, r->hostname, sizeof(r->hostname));
+		free(etc);
+	}
+	if (!r->hostname[0])
+		snprintf(r->hostname, sizeof(r->hostname), "%s%s", type_upper(r), r->opts.id);
+}
+
 static int guest_hook(struct guest_run *r, const char *phase)
 {
 	struct cb_hook_env env = {
 		.dumpdir = r->opts.dumpdir, .storeid = r->opts.storage,
 		.vmtype = r->opts.type == CB_GUEST_VM ? "qemu" : "lxc",
-		.target = r->archive_path, .logfile = r->log_path,
+		.target = r->archive_path, .logfile = r->log_path, .hostname = r->hostname,
 	};
+
+	if (r->opts.dry_run)
+		return 0;   /* a dry run runs nothing */
 	return cb_hook_run(r->opts.script, phase, cb_mode_name(r->opts.mode), r->opts.id, &env, r->log);
 }
 
@@ -548,6 +603,7 @@ int cb_backup_guest(struct cb_opts *resolved, struct cb_log *log)
 	r.guest_lock.fd = r.store_lock.fd = -1;
 	prepare_paths(&r);
 	build_excludes(&r);
+	find_hostname(&r);
 	start_guest_log(&r);
 	ret = run_guest_phases(&r);
 	if (ret < 0) {

@@ -21,15 +21,12 @@ static void set_env(const char *name, const char *value)
 /* In the child: environment, output into the pipe, exec. Never returns. */
 static void exec_hook(int out_fd, const char *script, char *const argv[], const struct cb_hook_env *env)
 {
-	char host[256] = "";
-
-	gethostname(host, sizeof(host) - 1);
 	set_env("DUMPDIR", env ? env->dumpdir : NULL);
 	set_env("STOREID", env ? env->storeid : NULL);
 	set_env("VMTYPE", env ? env->vmtype : NULL);
 	set_env("TARGET", env ? env->target : NULL);
 	set_env("LOGFILE", env ? env->logfile : NULL);
-	setenv("HOSTNAME", host, 1);
+	set_env("HOSTNAME", env ? env->hostname : NULL);
 	dup2(out_fd, STDOUT_FILENO);
 	dup2(out_fd, STDERR_FILENO);
 	close(out_fd);

@@ -29,10 +29,10 @@ static char *adhoc_id(const struct cb_opts *o)
 	return id;
 }
 
-static int is_excluded_id(const struct cb_cli *cli, const char *id)
+static int is_listed(const struct cb_strvec *ids, const char *id)
 {
-	for (size_t i = 0; i < cli->exclude_ids.n; i++)
-		if (!strcmp(cli->exclude_ids.v[i], id))
+	for (size_t i = 0; i < ids->n; i++)
+		if (!strcmp(ids->v[i], id))
 			return 1;
 	return 0;
 }
@@ -47,17 +47,21 @@ static int job_guest_ids(const struct cb_cli *cli, const struct cb_config *cfg,
 			return cb_error("--root/--disk back up one guest: give at most one ID and no --all");
 		return 0;
 	}
-	if (cli->all) {
+	/* as vzdump: --exclude without IDs means every guest but those */
+	if (cli->all || (!cli->args.n && cli->exclude_ids.n)) {
 		if (cli->args.n)
 			return cb_error("give guest IDs or --all, not both");
 		cb_config_guest_ids(cfg, ids);
 		if (!ids->n)
-			return cb_error("--all: no guests defined in %s", cfg->path ? cfg->path : "the configuration (no config file)");
-	} else {
-		if (!cli->args.n)
-			return cb_error("no guest given (give IDs, --all, or --root DIR; see cbackup --help)");
-		cb_strvec_copy(ids, &cli->args);
+			return cb_error("--all: no guests defined in %s",
+					cfg->path ? cfg->path : "the configuration (no config file)");
+		return 0;
 	}
+	if (!cli->args.n)
+		return cb_error("no guest given (give IDs, --all, or --root DIR; see cbackup --help)");
+	for (size_t i = 0; i < cli->args.n; i++)   /* each guest once, in the order given */
+		if (!is_listed(ids, cli->args.v[i]))
+			cb_strvec_push(ids, cli->args.v[i]);
 	return 0;
 }
 
@@ -84,7 +88,7 @@ static int resolve_all(const struct cb_cli *cli, const struct cb_config *cfg,
 	}
 	all = cb_xcalloc(ids.n, sizeof(*all));
 	for (size_t i = 0; i < ids.n; i++) {
-		if (cli->all && is_excluded_id(cli, ids.v[i]))
+		if (is_listed(&cli->exclude_ids, ids.v[i]))
 			continue;
 		if (cb_config_resolve(cfg, ids.v[i], &cli->kv, &all[n]) < 0)
 			goto out;
@@ -108,6 +112,9 @@ out:
 static int job_hook(const struct cb_opts *o, const char *phase, struct cb_log *log)
 {
 	struct cb_hook_env env = { .dumpdir = o->dumpdir, .storeid = o->storage };
+
+	if (o->dry_run)
+		return 0;   /* a dry run runs nothing */
 	return cb_hook_run(o->script, phase, NULL, NULL, &env, log);
 }
 
@@ -192,8 +199,14 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 		goto out;
 	}
 	failed = run_guests(guests, n, log);
-	if (job_hook(&job_opts, "job-end", log) < 0)
-		cb_warn(log, "%s", cb_last_error());
+	/* as vzdump: job-end runs inside the job, so its failure fails the job */
+	if (job_hook(&job_opts, "job-end", log) < 0) {
+		cb_err(log, "Backup job failed - %s", cb_last_error());
+		if (job_hook(&job_opts, "job-abort", log) < 0)
+			cb_warn(log, "%s", cb_last_error());
+		status = CB_EXIT_FAILED;
+		goto out;
+	}
 	cb_info(log, "Backup job finished %s", failed ? "with errors" : "successfully");
 	status = failed ? CB_EXIT_FAILED : CB_EXIT_OK;
 out:

@@ -10,6 +10,7 @@
 #include <strings.h>
 
 #include "cb_opts.h"
+#include "cb_prune.h"
 
 #define OFF(field) offsetof(struct cb_opts, field)
 #define G CB_WHERE_GLOBAL
@@ -188,6 +189,12 @@ static int set_string(char **field, const char *value)
 	return 0;
 }
 
+static int check_prune(const char *value)
+{
+	struct cb_prune_rules rules;
+	return cb_prune_parse(value, &rules);
+}
+
 static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const char *value)
 {
 	char *field = (char *)o + s->offset;
@@ -195,6 +202,8 @@ static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const cha
 
 	switch (s->type) {
 	case CB_OPT_STRING:
+		if (s->offset == OFF(prune_backups) && check_prune(value) < 0)
+			return -1;
 		return set_string((char **)field, value);
 	case CB_OPT_INT:
 		if (parse_long(s, value, &l) < 0)

@@ -22,6 +22,10 @@ HELPERS=$TOP/build/e2e-helpers
 SCRATCH=$(mktemp -d "/tmp/cbackup-e2e-$TEST_NAME.XXXXXX") || exit 1
 CB_OUT=$SCRATCH/cb.stdout
 CB_ERR=$SCRATCH/cb.stderr
+# cbackup's global and per-guest locks live here, never in the host's
+# /run/lock: a test neither waits for nor blocks a real backup job.
+export CBACKUP_LOCK_DIR=$SCRATCH/locks
+mkdir -p "$CBACKUP_LOCK_DIR" || exit 1
 test_count=0
 test_failed=0
 declare -A _prereq_cache=()
@@ -151,6 +155,8 @@ _check_prereq() {
 	BSDTAR)  command -v bsdtar >/dev/null ;;
 	SETCAP)  command -v setcap >/dev/null ;;
 	ACL)     command -v setfacl >/dev/null && command -v getfacl >/dev/null ;;
+	QEMU)    command -v qemu-system-x86_64 >/dev/null && command -v qemu-img >/dev/null &&
+		 command -v python3 >/dev/null ;;
 	*)       echo "# unknown prerequisite $1" >&2; return 1 ;;
 	esac
 }
@@ -177,6 +183,13 @@ build_helpers() {
 	mkdir -p "$HELPERS" || return 1
 	for src in "$TOP"/tests/helpers/*.c; do
 		bin=$HELPERS/$(basename "$src" .c)
+		case $src in
+		*/faultinject.c)  # an LD_PRELOAD shim, not a program
+			[ "$bin.so" -nt "$src" ] && continue
+			cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$bin.so.$$" "$src" -ldl &&
+				mv -f "$bin.so.$$" "$bin.so" || return 1
+			continue ;;
+		esac
 		[ "$bin" -nt "$src" ] && continue
 		cc -O2 -Wall -Wextra -Werror -o "$bin.$$" "$src" && mv -f "$bin.$$" "$bin" || return 1
 	done
@@ -439,4 +452,184 @@ compare_trees() {
 	[ "$diffs" = 0 ] || { echo "trees '$a' and '$b' differ"; return 1; }
 }
 
+# ---- jobs, locks, retention (issue 4) ------------------------------------
+
+# make_small_tree DIR [HOSTNAME]: a tiny guest root (a few files, a subdir,
+# /etc/hostname)
+make_small_tree() {
+	mkdir -p "$1/etc" "$1/srv/data" "$1/var/log" || return 1
+	echo "${2:-guest}" >"$1/etc/hostname"
+	printf 'line %s\n' $(seq 200) >"$1/srv/data/lines.txt"
+	head -c 64K /dev/urandom >"$1/srv/data/random.bin"
+	echo "booted" >"$1/var/log/messages"
+}
+
+# now_s: wall clock in seconds with decimals; elapsed_since T0: seconds since
+now_s() { date +%s.%N; }
+elapsed_since() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.2f\n", b - a }'; }
+
+# at_least A B: A >= B (decimals)
+at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+
+# lock_is_held FILE: another process holds an flock on FILE
+lock_is_held() { ! flock -n "$1" true 2>/dev/null; }
+lock_is_free() { flock -n "$1" true 2>/dev/null; }
+
+# hold_lock FILE: hold an flock on FILE from a background process in its own
+# session (registered for cleanup); sets HOLD_PID. release_lock PID FILE:
+# kill it and wait until FILE is free.
+hold_lock() {
+	start_guest "" flock -o "$1" sleep 300
+	HOLD_PID=$GUEST_PID
+	wait_for 5 lock_is_held "$1"
+}
+release_lock() {
+	kill -KILL -- "-$1" "$1" 2>/dev/null
+	wait_for 5 lock_is_free "$2"
+}
+
+# synthetic_backup DUMPDIR TYPE ID STAMP [EXT]: an (empty) archive named as
+# cbackup names them, with its .log and .sha256, for retention tests;
+# STAMP is YYYY_MM_DD-HH_MM_SS. Prints the archive path.
+synthetic_backup() {
+	local name=cbackup-$2-$3-$4.tar${5-.zst}
+	local empty=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855
+	: >"$1/$name" && echo "log of $4" >"$1/cbackup-$2-$3-$4.log" &&
+		echo "$empty  $name" >"$1/$name.sha256" && echo "$1/$name"
+}
+
+# written_seconds LOGFILE: the seconds the "Total bytes written: N (…, R/s)"
+# line implies (N / R)
+written_seconds() {
+	sed -n 's/.*Total bytes written: \([0-9]*\) ([^,]*, \([0-9.]*\)\([KMGT]*\)i*B\/s).*/\1 \2 \3/p' "$1" |
+	awk '{ m = 1; if ($3 == "K") m = 1024; if ($3 == "M") m = 1048576; if ($3 == "G") m = 1073741824
+	       printf "%.2f\n", $1 / ($2 * m) }'
+}
+
 cd "$SCRATCH" || exit 1
+
+# ---- fault injection (tests t02NN-*) -------------------------------------
+#
+# FAULTINJECT is the LD_PRELOAD shim of tests/helpers/faultinject.c (see
+# there for CB_FAULT). Use it as a prefix of cbackup_run:
+#   with_fault 'read:EIO:/src/big' cbackup_run 1 backup ...
+# Every fault that fired is logged to $FAULT_LOG.
+
+FAULTINJECT=$HELPERS/faultinject.so
+FAULT_LOG=$SCRATCH/fault.log
+
+with_fault() {
+	local spec=$1
+	shift
+	# ASan (SAN=1 builds) wants to be first in the library list
+	CB_FAULT=$spec CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 "$@"
+}
+
+# fault_fired PATTERN: the shim logged a fault matching PATTERN
+fault_fired() {
+	grep -E -- "$1" "$FAULT_LOG" 2>/dev/null && return 0
+	echo "the fault '$1' never fired (fault log: $(cat "$FAULT_LOG" 2>/dev/null))"
+	return 1
+}
+
+# storage_snapshot DIR FILE: name, size, mtime and inode of every archive
+# (and .sha256) in DIR: any rewrite, rename over or removal shows. (.tmp
+# files are no_tmp_files' business.)
+storage_snapshot() {
+	(cd "$1" && find . -maxdepth 1 -type f -name 'cbackup-*' ! -name '*.log' \
+		! -name '*.tmp' ! -name '*.verified' -printf '%f %s %T@ %i\n' | LC_ALL=C sort) >"$2"
+}
+
+# storage_unchanged DIR FILE: the archives are exactly those of the snapshot
+storage_unchanged() {
+	storage_snapshot "$1" "$2.now"
+	diff -u "$2" "$2.now" && return 0
+	echo "the archives in '$1' changed (- before, + after)"
+	return 1
+}
+
+# dir_empty DIR [WHAT]: DIR has no entries
+dir_empty() {
+	[ -z "$(ls -A "$1")" ] && return 0
+	echo "${2:-left} in '$1':"; ls -la "$1"
+	return 1
+}
+
+# error_names ID PHASE-ERE CAUSE-ERE: the ERROR line of guest ID names both
+error_names() {
+	grep -E "^ERROR: Backup of (CT|VM) $1 failed - $2.*$3" "$CB_ERR" && return 0
+	echo "no line 'ERROR: Backup of .. $1 failed - $2 ... $3' in:"
+	cat "$CB_ERR"
+	return 1
+}
+
+# guest_thawed CGROUP SIDEFILE: not frozen, and the writer moves on
+guest_thawed() {
+	if cg_frozen "$1"; then
+		echo "guest '$1' is left frozen"
+		echo 0 >"$1/cgroup.freeze"
+		return 1
+	fi
+	counter_advances "$2"
+}
+
+# locks_free DIR...: every lock file in DIR can be taken at once
+locks_free() {
+	local f d
+	for d in "$@"; do
+		for f in "$d"/*.lock "$d"/.*.lock; do
+			[ -e "$f" ] || continue
+			flock -n "$f" true || { echo "lock '$f' is still held"; return 1; }
+		done
+	done
+}
+
+# ---- VMs: QEMU and QMP (t03NN-*) -----------------------------------------
+#
+# qmp SOCKET COMMAND [JSON-ARGS] runs one QMP command on its own connection
+# (tests/helpers/qmp.py); `qmp SOCKET status` prints running/paused/...
+
+QMP_PY=$TOP/tests/helpers/qmp.py
+# the system's python: a pyenv shim costs seconds per call on a busy host
+QMP_PYTHON=python3
+[ -x /usr/bin/python3 ] && QMP_PYTHON=/usr/bin/python3
+
+qmp() { "$QMP_PYTHON" "$QMP_PY" "$@"; }
+
+# qemu_start NAME SOCKET DRIVE-SPEC...: a daemonized TCG VM (no guest OS:
+# the BIOS finds nothing to boot, the VM is "running" all the same), one
+# virtio disk per DRIVE-SPEC (FILE:FORMAT), monitor on SOCKET; sets QEMU_PID
+# (registered for cleanup) and waits until query-status says running
+qemu_start() {
+	local name=$1 sock=$2 spec drives=()
+	shift 2
+	for spec in "$@"; do
+		drives+=(-drive "file=${spec%:*},format=${spec##*:},if=virtio")
+	done
+	rm -f "$SCRATCH/$name.pid"
+	qemu-system-x86_64 -name "$name" -nodefaults -display none -machine pc,accel=tcg \
+		-m 64 -S "${drives[@]}" -qmp "unix:$sock,server=on,wait=off" \
+		-daemonize -pidfile "$SCRATCH/$name.pid" >>"$SCRATCH/qemu.log" 2>&1 || {
+		echo "qemu-system-x86_64 failed:"; cat "$SCRATCH/qemu.log"; return 1
+	}
+	QEMU_PID=$(cat "$SCRATCH/$name.pid") || return 1
+	cleanup_pid "$QEMU_PID"
+	qmp "$sock" cont >/dev/null && wait_vm_status 5 "$sock" running
+}
+
+# qemu_stop SOCKET PID: QMP quit, SIGKILL if it lingers
+qemu_stop() {
+	qmp "$1" quit >/dev/null 2>&1
+	wait_for 3 test ! -d "/proc/$2" >/dev/null || kill -KILL "$2" 2>/dev/null
+	return 0
+}
+
+vm_status_is() { [ "$(qmp "$1" status)" = "$2" ]; }
+
+# wait_vm_status SECONDS SOCKET STATUS
+wait_vm_status() {
+	wait_for "$1" vm_status_is "$2" "$3" && return 0
+	echo "VM at '$2' is '$(qmp "$2" status)', not '$3'"
+	return 1
+}
