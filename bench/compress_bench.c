@@ -57,7 +57,8 @@ int main(int argc, char **argv)
 	fd = open(argv[5], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	t0 = cb_now();
 	if (fd < 0 || cb_sink_open_fd(&sink, fd, argv[5]) < 0 || cb_codec_writer_new(&w, &p, sink) < 0 ||
-	    cb_archive_write(argv[4], NULL, 0, w, &log, &as) < 0 || cb_codec_finish(w) < 0) {
+	    cb_archive_write(argv[4], NULL, 0, w, &log, &as) < 0 || cb_codec_finish(w) < 0 ||
+	    cb_sink_commit(sink) < 0) {
 		fprintf(stderr, "compress_bench: %s\n", fd < 0 ? "cannot open output" : cb_last_error());
 		return 1;
 	}
