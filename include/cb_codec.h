@@ -36,6 +36,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "cb_opts.h"
+#include "cb_progress.h"
 #include "cb_sink.h"
 
 struct cb_codec_params {
@@ -56,6 +57,8 @@ enum cb_data_kind {
 
 int cb_codec_writer_new(struct cb_codec_writer **out, const struct cb_codec_params *p, struct cb_sink *sink);
 int cb_codec_write(struct cb_codec_writer *w, const void *buf, size_t len);
+/* Report the uncompressed bytes taken to a progress line (NULL = none). */
+void cb_codec_set_progress(struct cb_codec_writer *w, struct cb_progress *progress);
 int cb_codec_finish(struct cb_codec_writer *w);
 void cb_codec_writer_free(struct cb_codec_writer *w);
 

@@ -469,9 +469,14 @@ static int write_archive(struct guest_run *r)
 	cb_sink_set_bwlimit(sink, r->opts.bwlimit);
 	if (cb_codec_writer_new(&codec, &cp, sink) < 0)
 		goto out;
-	if (cb_archive_write(r->stage_dir, &extra, r->opts.guest_config ? 1 : 0, codec, r->log, &as) < 0 ||
-	    cb_codec_finish(codec) < 0 || cb_sink_commit(sink) < 0)
+	cb_progress_start(&r->progress, !r->opts.quiet, "archive", r->estimate);
+	cb_codec_set_progress(codec, &r->progress);
+	ret = cb_archive_write(r->stage_dir, &extra, r->opts.guest_config ? 1 : 0, codec, r->log, &as);
+	cb_progress_end(&r->progress);
+	if (ret < 0 || cb_codec_finish(codec) < 0 || cb_sink_commit(sink) < 0) {
+		ret = -1;
 		goto out;
+	}
 	log_archive_stats(r, &as, codec, sink);
 	ret = r->opts.to_stdout ? 0 : write_checksum(r, cb_sink_sha256(sink));
 out:

@@ -24,6 +24,7 @@ struct cb_codec_writer {
 	void *st;
 	struct cb_codec_out out;
 	uint64_t bytes_in;
+	struct cb_progress *progress;   /* fed with bytes_in; may be NULL */
 	int finished, failed;
 	unsigned char *cbuf;          /* chunk being filled (from ops->chunk_buf) */
 	struct cb_chunk_meta cm;
@@ -252,6 +253,11 @@ static int append(struct cb_codec_writer *w, enum cb_chunk_class cls, enum cb_st
 	return 0;
 }
 
+void cb_codec_set_progress(struct cb_codec_writer *w, struct cb_progress *progress)
+{
+	w->progress = progress;
+}
+
 int cb_codec_write(struct cb_codec_writer *w, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
@@ -259,6 +265,7 @@ int cb_codec_write(struct cb_codec_writer *w, const void *buf, size_t len)
 	if (w->finished || w->failed)
 		return cb_error("codec: write after %s", w->failed ? "an error" : "finish");
 	w->bytes_in += len;
+	cb_progress_update(w->progress, w->bytes_in);
 	if (w->type == CB_COMPRESS_NONE)
 		return cb_codec_out_write(&w->out, buf, len);
 	while (len > 0) {
