@@ -1,0 +1,88 @@
+#!/bin/bash
+# Excludes (vzdump's rule: a leading '/' anchors at the guest root, other
+# globs match at any depth; stdexcludes) apply to staging and archive alike;
+# the progress line shows on a terminal only and never in the log file.
+. "$(dirname "$0")/lib.sh"
+
+D=$SCRATCH/dump
+T=$SCRATCH/tmp
+R=$SCRATCH/ct
+
+list_archive() { zstd -dc "$(find_archive "$D" ct 101 .zst)" | tar -tf - | LC_ALL=C sort; }
+
+test_expect_success 'setup' '
+	mkdir -p "$D" "$T" "$R/tmp/sub" "$R/var/tmp" "$R/var/run" "$R/srv/tmp" "$R/srv/cache" "$R/etc"
+	echo keep >"$R/etc/keep.conf"
+	echo x >"$R/tmp/junk"; echo x >"$R/tmp/sub/deep"
+	echo x >"$R/var/tmp/junk"; echo 42 >"$R/var/run/app.pid"; echo x >"$R/var/run/app.sock.txt"
+	echo x >"$R/srv/tmp/not-anchored"; echo x >"$R/srv/cache/a.log"; echo x >"$R/etc/b.log"
+	echo x >"$R/srv/cache/keep.dat"
+'
+
+test_expect_success 'stdexcludes: /tmp/?*, /var/tmp/?*, /var/run/?*.pid are left out, their dirs kept' '
+	rm -rf "$D"/*
+	"$CBACKUP" backup --root "$R" --id 101 --tmpdir "$T" --dumpdir "$D" --quiet
+	list_archive >got
+	grep -qx "./tmp/" got && grep -qx "./var/tmp/" got
+	! grep -q "^./tmp/junk\$\|^./tmp/sub\|^./var/tmp/junk\$\|^./var/run/app.pid\$" got
+	grep -qx "./var/run/app.sock.txt" got
+	grep -qx "./srv/tmp/not-anchored" got      # /tmp/?* is anchored at the root
+	grep -qx "./etc/keep.conf" got
+'
+
+test_expect_success 'stdexcludes 0 keeps them' '
+	rm -rf "$D"/*
+	"$CBACKUP" backup --root "$R" --id 101 --tmpdir "$T" --dumpdir "$D" --quiet --stdexcludes 0
+	list_archive >got
+	grep -qx "./tmp/junk" got && grep -qx "./var/run/app.pid" got
+'
+
+test_expect_success 'exclude-path: unanchored globs match at any depth, anchored ones at the root' '
+	rm -rf "$D"/*
+	"$CBACKUP" backup --root "$R" --id 101 --tmpdir "$T" --dumpdir "$D" --quiet --stdexcludes 0 \
+		--exclude-path "*.log" --exclude-path "/srv/cache/" --exclude-path "/var/run/?*.pid"
+	list_archive >got
+	! grep -q "\.log\$" got                    # ./etc/b.log and ./srv/cache/a.log
+	! grep -q "^./srv/cache" got               # the directory itself is excluded
+	! grep -q "app.pid" got
+	grep -qx "./tmp/junk" got && grep -qx "./etc/keep.conf" got
+'
+
+test_expect_success 'exclude-path lines from the config file apply too' '
+	rm -rf "$D"/*
+	cat >"$SCRATCH/c.conf" <<-CONF
+	tmpdir = $T
+	dumpdir = $D
+	exclude-path = /etc/b.log
+	[ct 101]
+	root = $R
+	exclude-path = srv/cache/keep.dat
+	CONF
+	"$CBACKUP" 101 --config "$SCRATCH/c.conf" --quiet
+	list_archive >got
+	! grep -q "^./etc/b.log\$" got && ! grep -q "keep.dat" got
+	grep -qx "./srv/cache/a.log" got
+'
+
+test_expect_success 'progress: shown on a terminal, never in the log file' '
+	command -v script >/dev/null || { echo "script(1) missing"; false; }
+	head -c 64M /dev/urandom >"$R/srv/big.bin"
+	rm -rf "$D"/*
+	script -qec "$CBACKUP backup --root $R --id 101 --tmpdir $T --dumpdir $D --compress lzo --bwlimit 65536" \
+		"$SCRATCH/tty.out" >/dev/null
+	tr "\r" "\n" <"$SCRATCH/tty.out" | grep -a -q "^.*first sync: *[0-9]*% "
+	tr "\r" "\n" <"$SCRATCH/tty.out" | grep -a -q "^.*archive: *[0-9]*% "
+	log=$(ls "$D"/*.log)
+	! grep -q "first sync: *[0-9]*%\|archive: *[0-9]*%" "$log"
+	! grep -q "$(printf "\r")" "$log"
+'
+
+test_expect_success 'progress: never when stderr is not a terminal' '
+	rm -rf "$D"/*
+	"$CBACKUP" backup --root "$R" --id 101 --tmpdir "$T" --dumpdir "$D" --compress lzo \
+		--bwlimit 65536 2>err
+	! grep -q "first sync: *[0-9]*%\|archive: *[0-9]*%" err
+	! grep -q "$(printf "\r")" err
+'
+
+test_done
