@@ -39,6 +39,10 @@ struct cb_guest {
 	int cleanup_handle;    /* cb_cleanup handle of the thaw action, -1 */
 };
 
+/* Configuration check only (no system access): at most one backend, and
+ * freeze-cmd with thaw-cmd. For the job's up-front validation (exit 2). */
+int cb_guest_check_opts(const struct cb_opts *o);
+
 /* Resolve the backend from opts; error if the cgroup/pid does not exist or
  * if two backends are configured. kind NONE when nothing is configured. */
 int cb_guest_init(struct cb_guest *g, const struct cb_opts *o);

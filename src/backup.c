@@ -4,6 +4,7 @@
  * struct guest_run is the mutable state of one guest's backup; the
  * resolved options in it are filled once and then only read.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -245,6 +246,30 @@ static int check_source(const struct guest_run *r)
 	return 0;
 }
 
+/* A run killed with SIGKILL leaves its NAME.tmp; with the storage lock
+ * held nobody else writes this guest here, so the next run removes it. */
+static void remove_stale_tmp(struct guest_run *r)
+{
+	char *pattern = cb_xasprintf("cbackup-%s-%s-", cb_guest_type_name(r->opts.type), r->opts.id);
+	DIR *d = opendir(r->opts.dumpdir);
+	struct dirent *de;
+	size_t plen = strlen(pattern);
+
+	while (d && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		if (strncmp(de->d_name, pattern, plen) || n < 4 || strcmp(de->d_name + n - 4, ".tmp"))
+			continue;
+		char *path = cb_xasprintf("%s/%s", r->opts.dumpdir, de->d_name);
+		cb_info(r->log, "removing '%s' left by an interrupted run", path);
+		if (unlink(path) < 0)
+			cb_warn(r->log, "cannot remove '%s': %s", path, strerror(errno));
+		free(path);
+	}
+	if (d)
+		closedir(d);
+	free(pattern);
+}
+
 static int preflight(struct guest_run *r)
 {
 	if (check_source(r) < 0 || check_dir("tmpdir", r->opts.tmpdir, 1) < 0 ||
@@ -258,6 +283,8 @@ static int preflight(struct guest_run *r)
 		return -1;
 	if (lock_guest(r) < 0)
 		return -1;
+	if (!r->opts.to_stdout && !r->opts.dry_run)
+		remove_stale_tmp(r);
 	return check_space(r);
 }
 

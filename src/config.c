@@ -251,6 +251,12 @@ static int parse_section(struct prepass *pp, char *line)
 }
 
 /* "key = value" or vzdump's "key: value": whichever separator comes first. */
+/* "x or 'x without its closing quote (iniparser would take it literally). */
+static int unterminated_quote(const char *value)
+{
+	return (value[0] == '"' || value[0] == '\'') && !strchr(value + 1, value[0]);
+}
+
 static int parse_keyvalue(struct prepass *pp, char *line)
 {
 	size_t k = strcspn(line, "=:");
@@ -268,6 +274,9 @@ static int parse_keyvalue(struct prepass *pp, char *line)
 	}
 	rest = trim(rest);
 	vlen = strlen(rest);
+	if (unterminated_quote(rest))
+		return cb_error("%s:%d: key '%s': unterminated quote in %s", pp->path, pp->lineno, key,
+				rest);
 	if (vlen > MAX_VALUE)
 		return cb_error("%s:%d: value of key '%s' is too long (%zu bytes, at most %d)",
 				pp->path, pp->lineno, key, vlen, MAX_VALUE);
@@ -480,8 +489,10 @@ static int validate_section(struct cb_config *cfg, struct cb_config_section *sec
 	size_t kept = 0;
 	int keep, ret = 0;
 
+	size_t j;
+
 	cb_opts_init(&scratch);
-	for (size_t j = 0; j < sec->n_entries; j++) {
+	for (j = 0; j < sec->n_entries; j++) {
 		if (check_entry(cfg, sec, j, kept, &scratch, &keep) < 0) {
 			ret = -1;
 			break;
@@ -493,8 +504,10 @@ static int validate_section(struct cb_config *cfg, struct cb_config_section *sec
 			free(sec->entries[j].value);
 		}
 	}
-	if (ret == 0)
-		sec->n_entries = kept;
+	/* on error the unexamined rest moves down too: each entry owned once */
+	for (; j < sec->n_entries; j++)
+		sec->entries[kept++] = sec->entries[j];
+	sec->n_entries = kept;
 	cb_opts_release(&scratch);
 	return ret;
 }

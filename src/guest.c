@@ -334,6 +334,17 @@ static int init_qmp(struct cb_guest *g, const char *sock)
 	return 0;
 }
 
+int cb_guest_check_opts(const struct cb_opts *o)
+{
+	char names[128];
+
+	if (count_backends(o, names, sizeof(names)) > 1)
+		return cb_error("more than one freeze backend configured: %s", names);
+	if ((o->freeze_cmd && *o->freeze_cmd) != (o->thaw_cmd && *o->thaw_cmd))
+		return cb_error("freeze-cmd and thaw-cmd go together: set both or neither");
+	return 0;
+}
+
 int cb_guest_init(struct cb_guest *g, const struct cb_opts *o)
 {
 	char names[128];

@@ -11,6 +11,7 @@
 #include "cb_backup.h"
 #include "cb_cleanup.h"
 #include "cb_exit.h"
+#include "cb_guest.h"
 #include "cb_hook.h"
 #include "cb_job.h"
 #include "cb_lock.h"
@@ -78,9 +79,9 @@ static int resolve_all(const struct cb_cli *cli, const struct cb_config *cfg,
 		goto out;
 	if (adhoc) {
 		all = cb_xcalloc(1, sizeof(*all));
-		if (cb_config_resolve(cfg, NULL, &cli->kv, &all[0]) < 0)
-			goto out;
 		n = 1;
+		if (cb_config_resolve(cfg, NULL, &cli->kv, &all[0]) < 0 || cb_guest_check_opts(&all[0]) < 0)
+			goto out;
 		if (!all[0].id)
 			all[0].id = cli->args.n ? cb_xstrdup(cli->args.v[0]) : adhoc_id(&all[0]);
 		ret = 0;
@@ -90,9 +91,15 @@ static int resolve_all(const struct cb_cli *cli, const struct cb_config *cfg,
 	for (size_t i = 0; i < ids.n; i++) {
 		if (is_listed(&cli->exclude_ids, ids.v[i]))
 			continue;
-		if (cb_config_resolve(cfg, ids.v[i], &cli->kv, &all[n]) < 0)
+		if (cb_config_resolve(cfg, ids.v[i], &cli->kv, &all[n]) < 0) {
+			cb_opts_release(&all[n]);
 			goto out;
+		}
 		n++;
+		if (cb_guest_check_opts(&all[n - 1]) < 0) {
+			cb_error_prefix("guest %s", ids.v[i]);
+			goto out;
+		}
 	}
 	ret = 0;
 out:

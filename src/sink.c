@@ -86,6 +86,9 @@ int cb_sink_write(struct cb_sink *s, const void *buf, size_t len)
 {
 	double t0;
 
+	/* a signal may have removed the .tmp already: stop with its name */
+	if (cb_check_interrupt() < 0)
+		return -1;
 	cb_throttle_account(&s->throttle, len);
 	t0 = cb_now();
 	if (cb_write_all(s->fd, buf, len) < 0)
@@ -122,6 +125,8 @@ static int fsync_dir_of(const char *path)
 
 int cb_sink_commit(struct cb_sink *s)
 {
+	if (cb_check_interrupt() < 0)
+		return -1;
 	finish_digest(s);
 	if (!s->final_path) {
 		s->committed = 1;

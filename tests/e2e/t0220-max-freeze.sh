@@ -1,0 +1,73 @@
+#!/bin/bash
+# max-freeze (issue 5, item 2): the guest writes a lot between the first
+# sync and the freeze (its freeze-cmd first writes 300 MB and 40000 small
+# files into the source tree), so the final sync runs far longer than
+# --max-freeze 1. The deadline thaws the guest at once (about one second
+# after the freeze, not when the final sync would have ended), that guest's
+# backup fails with an ERROR naming max-freeze, and the job goes on with
+# the next guest, which is backed up.
+. "$(dirname "$0")/lib.sh"
+
+# the guest's tree on a tmpfs (its burst of writes is quick), the staging on
+# the disk (creating 40000 files there takes seconds)
+FS=$SCRATCH/fs SRC=$SCRATCH/fs/src SRC2=$SCRATCH/src2 DUMP=$SCRATCH/dump TMPD=$SCRATCH/tmp
+SIDE=$SCRATCH/side
+export CBACKUP_LOCK_DIR=$SCRATCH/locks
+
+test_expect_success ROOT,CGROUP2,TMPFS 'setup: two guests, the first one a writer in a cgroup' '
+	mount_tmpfs "$FS" 1g
+	mkdir -p "$SRC" "$SRC2" "$DUMP" "$TMPD" "$CBACKUP_LOCK_DIR" "$FS/tpl"
+	make_many_files "$SRC" 200
+	make_many_files "$SRC2" 200
+	# the small files the guest will write in its freeze window
+	python3 -c "
+import os, sys
+for d in range(80):
+    p = os.path.join(sys.argv[1], \"d%d\" % d)
+    os.mkdir(p)
+    for i in range(500):
+        with open(os.path.join(p, \"f%d\" % i), \"w\") as f:
+            f.write(str(i))
+" "$FS/tpl"
+	cg=$(make_cgroup v2)
+	echo "$cg" >"$SCRATCH/cg"
+	start_writer "$cg" "$SCRATCH/guest-log.txt" "$SIDE"
+'
+CG=$(cat "$SCRATCH/cg" 2>/dev/null)
+
+test_expect_success ROOT,CGROUP2,TMPFS 'final sync longer than max-freeze: thawed at the deadline, ERROR, next guest backed up' '
+	cat >"$SCRATCH/cbackup.conf" <<-CONF
+	tmpdir = $TMPD
+	dumpdir = $DUMP
+	compress = zstd
+	mode = suspend
+
+	[ct 601]
+	root = $SRC
+	max-freeze = 1
+	freeze-cmd = head -c 300M /dev/zero >$SRC/burst.bin && rm -rf $SRC/burst && cp -r $FS/tpl $SRC/burst && echo 1 >$CG/cgroup.freeze && date +%s.%N >$SCRATCH/froze-at
+	thaw-cmd = echo 0 >$CG/cgroup.freeze && date +%s.%N >>$SCRATCH/thawed-at
+
+	[ct 602]
+	root = $SRC2
+	CONF
+	cbackup_run 1 601 602 --config "$SCRATCH/cbackup.conf"
+	cat "$CB_ERR"
+	error_names 601 "final sync: " "max-freeze \(1 seconds\)"
+	# thawed at the deadline: one second after the freeze, well before the
+	# final sync could have copied 300 MB and 40000 files
+	froze=$(cat "$SCRATCH/froze-at")
+	thawed=$(head -n 1 "$SCRATCH/thawed-at")
+	awk -v f="$froze" -v t="$thawed" "BEGIN { d = t - f; print \"thawed \" d \" s after the freeze\"; exit !(d >= 0.9 && d < 2.5) }"
+	guest_thawed "$CG" "$SIDE"
+	no_tmp_files "$DUMP"
+	test -z "$(ls "$DUMP" | grep "cbackup-ct-601-.*\.tar")" || { ls -la "$DUMP"; false; }
+	dir_empty "$TMPD" "staging left"
+	grep "Finished Backup of CT 602" "$CB_ERR"
+	a=$(find_archive "$DUMP" ct 602 .zst)
+	grep -x "INFO: Backup job finished with errors" "$CB_ERR"
+	cbackup_run 0 verify "$a"
+	rm -rf "$SRC/burst" "$SRC/burst.bin"
+'
+
+test_done
