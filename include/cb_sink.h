@@ -19,7 +19,11 @@ struct cb_sink;
 int cb_sink_open_file(struct cb_sink **out, const char *final_path);
 int cb_sink_open_fd(struct cb_sink **out, int fd, const char *name);
 int cb_sink_write(struct cb_sink *s, const void *buf, size_t len);
-/* fsync, rename .tmp to the final name, fsync the directory. */
+/* Finish the digest, fsync and close the .tmp (no rename yet), so that the
+ * caller can write what must exist before the archive does (.sha256). */
+int cb_sink_prepare(struct cb_sink *s);
+/* cb_sink_prepare() if not done, rename .tmp to the final name, fsync the
+ * directory. */
 int cb_sink_commit(struct cb_sink *s);
 /* Abort if not committed (unlink .tmp), close, free. NULL is fine. */
 void cb_sink_free(struct cb_sink *s);

@@ -246,6 +246,22 @@ static int check_source(const struct guest_run *r)
 	return 0;
 }
 
+/* NAME.tmp, or NAME.sha256 whose archive never got its name. */
+static int is_leftover(const char *dir, const char *name, size_t n)
+{
+	char *archive;
+	int orphan;
+
+	if (n > 4 && !strcmp(name + n - 4, ".tmp"))
+		return 1;
+	if (n <= 7 || strcmp(name + n - 7, ".sha256"))
+		return 0;
+	archive = cb_xasprintf("%s/%.*s", dir, (int)(n - 7), name);
+	orphan = access(archive, F_OK) < 0 && errno == ENOENT;
+	free(archive);
+	return orphan;
+}
+
 /* A run killed with SIGKILL leaves its NAME.tmp; with the storage lock
  * held nobody else writes this guest here, so the next run removes it. */
 static void remove_stale_tmp(struct guest_run *r)
@@ -257,7 +273,7 @@ static void remove_stale_tmp(struct guest_run *r)
 
 	while (d && (de = readdir(d))) {
 		size_t n = strlen(de->d_name);
-		if (strncmp(de->d_name, pattern, plen) || n < 4 || strcmp(de->d_name + n - 4, ".tmp"))
+		if (strncmp(de->d_name, pattern, plen) || !is_leftover(r->opts.dumpdir, de->d_name, n))
 			continue;
 		char *path = cb_xasprintf("%s/%s", r->opts.dumpdir, de->d_name);
 		cb_info(r->log, "removing '%s' left by an interrupted run", path);
@@ -471,6 +487,13 @@ static int write_checksum(struct guest_run *r, const char *hex)
 	return ret;
 }
 
+static void remove_checksum(struct guest_run *r)
+{
+	char *path = cb_xasprintf("%s.sha256", r->archive_path);
+	unlink(path);
+	free(path);
+}
+
 static int write_archive(struct guest_run *r)
 {
 	struct cb_codec_params cp = {
@@ -500,12 +523,21 @@ static int write_archive(struct guest_run *r)
 	cb_codec_set_progress(codec, &r->progress);
 	ret = cb_archive_write(r->stage_dir, &extra, r->opts.guest_config ? 1 : 0, codec, r->log, &as);
 	cb_progress_end(&r->progress);
-	if (ret < 0 || cb_codec_finish(codec) < 0 || cb_sink_commit(sink) < 0) {
+	if (ret < 0 || cb_codec_finish(codec) < 0 || cb_sink_prepare(sink) < 0) {
+		ret = -1;
+		goto out;
+	}
+	/* the .sha256 first: an archive under its final name always has one */
+	if (!r->opts.to_stdout && write_checksum(r, cb_sink_sha256(sink)) < 0) {
+		ret = -1;
+		goto out;
+	}
+	if (cb_sink_commit(sink) < 0) {
+		remove_checksum(r);
 		ret = -1;
 		goto out;
 	}
 	log_archive_stats(r, &as, codec, sink);
-	ret = r->opts.to_stdout ? 0 : write_checksum(r, cb_sink_sha256(sink));
 out:
 	if (ret < 0)
 		cb_error_prefix("archive");

@@ -58,9 +58,10 @@ int cb_imgstage_new(struct cb_imgstage **out, const struct cb_strvec *images, co
 	st->progress = progress;
 	cb_throttle_init(&st->throttle, bwlimit);
 	st->img = cb_xcalloc(images->n + 1, sizeof(*st->img));
-	for (size_t i = 0; i < images->n; i++, st->n++) {
+	for (size_t i = 0; i < images->n; i++) {
 		st->img[i].src = cb_xstrdup(images->v[i]);
 		st->img[i].name = cb_xstrdup(base_name(images->v[i]));
+		st->n++;   /* owned now, even if we fail below */
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(st->img[i].name, st->img[j].name))
 				return cb_error("disk images '%s' and '%s' have the same base name",

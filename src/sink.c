@@ -23,6 +23,7 @@ struct cb_sink {
 	char *final_path;       /* NULL for an fd sink */
 	char *tmp_path;
 	char *name;             /* for messages */
+	int prepared;
 	int committed;
 	int cleanup_handle;
 	uint64_t bytes;
@@ -123,15 +124,16 @@ static int fsync_dir_of(const char *path)
 	return ret;
 }
 
-int cb_sink_commit(struct cb_sink *s)
+int cb_sink_prepare(struct cb_sink *s)
 {
+	if (s->prepared)
+		return 0;
 	if (cb_check_interrupt() < 0)
 		return -1;
 	finish_digest(s);
-	if (!s->final_path) {
-		s->committed = 1;
+	s->prepared = 1;
+	if (!s->final_path)
 		return 0;
-	}
 	if (fsync(s->fd) < 0)
 		return cb_error_errno("cannot sync '%s'", s->tmp_path);
 	if (close(s->fd) < 0) {
@@ -139,6 +141,17 @@ int cb_sink_commit(struct cb_sink *s)
 		return cb_error_errno("cannot close '%s'", s->tmp_path);
 	}
 	s->fd = -1;
+	return 0;
+}
+
+int cb_sink_commit(struct cb_sink *s)
+{
+	if (cb_sink_prepare(s) < 0 || cb_check_interrupt() < 0)
+		return -1;
+	if (!s->final_path) {
+		s->committed = 1;
+		return 0;
+	}
 	if (rename(s->tmp_path, s->final_path) < 0)
 		return cb_error_errno("cannot rename '%s' to '%s'", s->tmp_path, s->final_path);
 	s->committed = 1;
