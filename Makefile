@@ -25,7 +25,7 @@ LIBOBJS := $(filter-out $(BUILD)/main.o,$(OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all deps check unit e2e demo install clean bench
+.PHONY: all deps check unit e2e demo install clean bench fuzz fuzz-deps fuzz-build
 all: cbackup
 
 cbackup: $(BUILD)/cbackup
@@ -70,6 +70,63 @@ install: all
 	install -m 644 man/cbackup.8 $(DESTDIR)$(PREFIX)/share/man/man8/cbackup.8
 	install -m 644 man/cbackup.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/cbackup.conf.5
 	install -m 644 vzdump.conf.example README.md $(DESTDIR)$(PREFIX)/share/doc/cbackup/
+
+# ---- fuzzing (issue 5): libFuzzer targets in tests/fuzz/ ---------------------
+# `make fuzz` builds the library objects with clang + ASan/UBSan into
+# build/fuzz/, links each tests/fuzz/fuzz_*.c with libFuzzer, replays the
+# kept crashes (tests/fuzz/crashes/TARGET/) as regression inputs, then fuzzes
+# each target for FUZZ_SECONDS from tests/fuzz/corpus/TARGET/ (new inputs go
+# to build/fuzz/corpus/TARGET/, new crashes to tests/fuzz/crashes/TARGET/).
+# clang and libclang-rt-14-dev are installed here only, not by `make deps`.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BINS    := $(addprefix build/fuzz/,$(FUZZ_TARGETS))
+FUZZ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
+                -DCB_VERSION='"$(VERSION)"' -Iinclude -I/usr/include/iniparser $(PKG_CFLAGS) \
+                -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_OBJS    := $(patsubst src/%.c,build/fuzz/obj/%.o,$(filter-out src/main.c,$(SRCS)))
+
+fuzz-deps:
+	@for p in clang libclang-rt-14-dev; do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then echo "fuzz: installing:$$missing"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
+
+build/fuzz/obj/%.o: src/%.c $(wildcard include/*.h src/*.h) | build/fuzz/obj
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS) | build/fuzz/obj
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJS) $(LDLIBS)
+
+build/fuzz/obj:
+	mkdir -p $@
+
+.SECONDARY: $(FUZZ_OBJS)
+
+fuzz-build: fuzz-deps
+	@$(MAKE) --no-print-directory $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@failed=; for t in $(FUZZ_TARGETS); do \
+		mkdir -p build/fuzz/corpus/$$t tests/fuzz/crashes/$$t; \
+		if [ -n "$$(ls -A tests/fuzz/crashes/$$t)" ]; then \
+			echo "fuzz: $$t: replaying the kept crash inputs"; \
+			build/fuzz/$$t -runs=1 tests/fuzz/crashes/$$t/* >build/fuzz/$$t.replay.log 2>&1 || \
+			{ grep -E "^(SUMMARY|Running: )" build/fuzz/$$t.replay.log | tail -n 2; \
+			  echo "fuzz: $$t: a kept crash input still fails"; failed="$$failed $$t"; continue; }; \
+		fi; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+		build/fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+			-max_len=65536 -print_final_stats=1 -artifact_prefix=tests/fuzz/crashes/$$t/ \
+			build/fuzz/corpus/$$t tests/fuzz/corpus/$$t >build/fuzz/$$t.log 2>&1 || \
+			{ grep -E "^(SUMMARY|==[0-9]+==ERROR)" build/fuzz/$$t.log | head -n 2; \
+			  echo "fuzz: $$t FAILED (input kept in tests/fuzz/crashes/$$t/, log build/fuzz/$$t.log)"; \
+			  failed="$$failed $$t"; }; \
+		grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added)" build/fuzz/$$t.log; \
+	done; \
+	[ -z "$$failed" ] || { echo "fuzz: failed:$$failed"; exit 1; }
 
 clean:
 	rm -rf build cbackup
