@@ -37,7 +37,7 @@ $(BUILD)/cbackup: $(OBJS)
 $(BUILD)/%.o: src/%.c $(wildcard include/*.h src/*.h) | $(BUILD)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) $(wildcard include/*.h) | $(BUILD)/tests
+$(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) $(wildcard include/*.h tests/unit/*.h) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS) -lcmocka
 
 $(BUILD) $(BUILD)/tests:

@@ -23,6 +23,7 @@
 #include "cb_restore.h"
 #include "cb_sink.h"
 #include "cb_util.h"
+#include "testlib.h"
 
 #define HOLE (4 * 1024 * 1024)
 
@@ -72,18 +73,6 @@ static void make_socket(const char *path)
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	close(s);
-}
-
-static int run(const char *fmt, ...) CB_PRINTF(1, 2);
-static int run(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
 }
 
 /* Every file type the archive must carry, with owners, modes, ns times. */

@@ -20,6 +20,7 @@
 #include "cb_restore.h"
 #include "cb_sink.h"
 #include "cb_util.h"
+#include "testlib.h"
 
 #define MIB (1024 * 1024)
 
@@ -29,18 +30,6 @@ struct fixture {
 	struct cb_log log;
 	int n;                    /* archives made, for unique names */
 };
-
-static int run(const char *fmt, ...) CB_PRINTF(1, 2);
-static int run(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
 
 static int setup(void **state)
 {

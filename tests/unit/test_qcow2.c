@@ -15,6 +15,7 @@
 #include "cb_magic.h"
 #include "cb_qcow2.h"
 #include "cb_util.h"
+#include "testlib.h"
 
 #define CLUSTER 65536
 
@@ -33,18 +34,6 @@ static unsigned xorshift(unsigned *s)
 static char *fx_path(struct fixture *f, const char *name)
 {
 	return cb_xasprintf("%s/%s", f->dir, name);
-}
-
-static int run(const char *fmt, ...) CB_PRINTF(1, 2);
-static int run(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
 }
 
 static int setup(void **state)
