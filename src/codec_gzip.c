@@ -10,6 +10,8 @@
  *
  * Reader: inflates, accepting concatenated members (`cat a.gz b.gz`).
  */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -28,6 +30,7 @@ struct gzip_writer {
 	int zs_ready, cur_level;
 	unsigned char *obuf, *ibuf;
 	struct cb_trial *trial;
+	struct gzip_async *as;           /* classic in a worker thread, or NULL */
 	/* threaded: chunks deflated in parallel into one member */
 	struct cb_pool *pool;
 	size_t out_cap;
@@ -49,6 +52,26 @@ struct gzip_scratch {
 	z_stream zs;
 	int ready;
 	struct cb_trial *trial;
+};
+
+/*
+ * Classic, asynchronous: the one deflate stream lives in a worker thread fed
+ * with two alternating input buffers, so that reading and archiving the next
+ * chunk overlaps with deflating this one (what `tar | gzip` gets from its
+ * second process). The bytes are the same as deflating inline.
+ */
+struct gzip_async {
+	pthread_t th;
+	int running;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned char *buf[2];
+	size_t len[2];
+	int level[2];
+	int full[2];           /* handed to the worker, not deflated yet */
+	int fill;              /* the buffer the reader fills */
+	int stop, failed;
+	char err[512];         /* the worker's cb_error() message */
 };
 
 /* ---- classic: a single deflate stream ---- */
@@ -98,31 +121,136 @@ static int gzip_set_level(struct gzip_writer *g, int level)
 
 static unsigned char *gzip_classic_buf(void *st)
 {
-	return ((struct gzip_writer *)st)->ibuf;
+	struct gzip_writer *g = st;
+	return g->as ? g->as->buf[g->as->fill] : g->ibuf;
+}
+
+static int gzip_deflate_chunk(struct gzip_writer *g, unsigned char *in, size_t len, int level)
+{
+	if (gzip_set_level(g, level) < 0)
+		return -1;
+	g->zs.next_in = in;
+	g->zs.avail_in = (uInt)len;
+	return gzip_run(g, Z_NO_FLUSH);
+}
+
+static void *gzip_async_main(void *arg)
+{
+	struct gzip_writer *g = arg;
+	struct gzip_async *a = g->as;
+	int k = 0;
+
+	pthread_mutex_lock(&a->mu);
+	for (;;) {
+		while (!a->full[k] && !a->stop)
+			pthread_cond_wait(&a->cv, &a->mu);
+		if (!a->full[k])
+			break;   /* stopped, and the reader submits in order: nothing left */
+		int skip = a->failed;
+		pthread_mutex_unlock(&a->mu);
+		int rc = skip ? 0 : gzip_deflate_chunk(g, a->buf[k], a->len[k], a->level[k]);
+		pthread_mutex_lock(&a->mu);
+		if (rc < 0) {
+			a->failed = 1;
+			snprintf(a->err, sizeof(a->err), "%s", cb_last_error());
+		}
+		a->full[k] = 0;
+		pthread_cond_broadcast(&a->cv);
+		k ^= 1;
+	}
+	pthread_mutex_unlock(&a->mu);
+	return NULL;
+}
+
+/* Hand the filled buffer over; wait until the other one is free. */
+static int gzip_async_submit(struct gzip_writer *g, size_t len, int level)
+{
+	struct gzip_async *a = g->as;
+	int k = a->fill, failed;
+
+	pthread_mutex_lock(&a->mu);
+	a->len[k] = len;
+	a->level[k] = level;
+	a->full[k] = 1;
+	pthread_cond_broadcast(&a->cv);
+	while (a->full[k ^ 1] && !a->failed)
+		pthread_cond_wait(&a->cv, &a->mu);
+	failed = a->failed;
+	pthread_mutex_unlock(&a->mu);
+	a->fill = k ^ 1;
+	return failed ? cb_error("%s", a->err) : 0;
+}
+
+/* Let the worker finish what it has and end; its error, if any. */
+static int gzip_async_stop(struct gzip_writer *g)
+{
+	struct gzip_async *a = g->as;
+
+	if (!a || !a->running)
+		return 0;
+	pthread_mutex_lock(&a->mu);
+	a->stop = 1;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+	pthread_join(a->th, NULL);
+	a->running = 0;
+	return a->failed ? cb_error("%s", a->err) : 0;
+}
+
+static void gzip_async_start(struct gzip_writer *g)
+{
+	struct gzip_async *a = cb_xcalloc(1, sizeof(*a));
+
+	pthread_mutex_init(&a->mu, NULL);
+	pthread_cond_init(&a->cv, NULL);
+	a->buf[0] = cb_xmalloc(CB_CODEC_CHUNK);
+	a->buf[1] = cb_xmalloc(CB_CODEC_CHUNK);
+	g->as = a;
+	a->running = pthread_create(&a->th, NULL, gzip_async_main, g) == 0;
+	if (!a->running) {        /* no thread: deflate inline, as on one core */
+		free(a->buf[0]);
+		free(a->buf[1]);
+		free(a);
+		g->as = NULL;
+	}
+}
+
+static void gzip_async_free(struct gzip_writer *g)
+{
+	if (!g->as)
+		return;
+	gzip_async_stop(g);
+	pthread_mutex_destroy(&g->as->mu);
+	pthread_cond_destroy(&g->as->cv);
+	free(g->as->buf[0]);
+	free(g->as->buf[1]);
+	free(g->as);
+	g->as = NULL;
 }
 
 static int gzip_classic_chunk(void *st, const struct cb_chunk_meta *m)
 {
 	struct gzip_writer *g = st;
+	unsigned char *in = gzip_classic_buf(st);
 	int store = m->cls == CB_CHUNK_STORE;
 
-	if (m->cls == CB_CHUNK_TRIAL && cb_trial_store(g->trial, g->ibuf, m->len)) {
+	if (m->cls == CB_CHUNK_TRIAL && cb_trial_store(g->trial, in, m->len)) {
 		store = 1;
 		cb_codec_out_stored(g->out, m, CB_STORED_TRIAL, m->len);
 	} else if (store) {
 		cb_codec_out_stored(g->out, m, m->reason, m->len);
 	}
-	if (gzip_set_level(g, store ? 0 : g->level) < 0)
-		return -1;
-	g->zs.next_in = g->ibuf;
-	g->zs.avail_in = m->len;
-	return gzip_run(g, Z_NO_FLUSH);
+	if (g->as)
+		return gzip_async_submit(g, m->len, store ? 0 : g->level);
+	return gzip_deflate_chunk(g, in, m->len, store ? 0 : g->level);
 }
 
 static int gzip_classic_finish(void *st)
 {
 	struct gzip_writer *g = st;
 
+	if (gzip_async_stop(g) < 0)
+		return -1;
 	g->zs.next_in = NULL;
 	g->zs.avail_in = 0;
 	if (gzip_run(g, Z_FINISH) < 0)
@@ -305,6 +433,7 @@ static void gzip_wfree(void *st)
 {
 	struct gzip_writer *g = st;
 
+	gzip_async_free(g);   /* before the stream it uses goes */
 	if (g->zs_ready)
 		deflateEnd(&g->zs);
 	cb_pool_free(g->pool);
@@ -367,6 +496,8 @@ int cb_codec_gzip_writer(void **st, const struct cb_codec_wops **ops,
 			gzip_wfree(g);
 			return -1;
 		}
+		if (cb_codec_cores() > 1)
+			gzip_async_start(g);
 		*ops = &gzip_classic_wops;
 	} else {
 		g->crc = crc32(0, NULL, 0);
