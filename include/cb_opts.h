@@ -110,5 +110,6 @@ const char *cb_compress_ext(enum cb_compress c);   /* ".zst", ".lzo", ".gz", "" 
 const char *cb_compress_name(enum cb_compress c);  /* "zstd", "lzo", "gzip", "none" */
 const char *cb_mode_name(enum cb_mode m);
 const char *cb_guest_type_name(enum cb_guest_type t); /* "ct" / "vm" */
+const char *cb_guest_type_label(enum cb_guest_type t); /* "CT" / "VM", for log lines */
 
 #endif

@@ -17,6 +17,7 @@
 #include <sys/syscall.h>
 
 #include "cb_archive.h"
+#include "cb_catalog.h"
 #include "cb_backup.h"
 #include "cb_cleanup.h"
 #include "cb_codec.h"
@@ -66,7 +67,7 @@ char *cb_backup_archive_name(enum cb_guest_type type, const char *id, time_t whe
 
 static const char *type_upper(const struct guest_run *r)
 {
-	return r->opts.type == CB_GUEST_VM ? "VM" : "CT";
+	return cb_guest_type_label(r->opts.type);
 }
 
 /* "hostname: x" (Proxmox), "hostname = x", "lxc.uts.name = x" in FILE. */
@@ -134,10 +135,9 @@ static int guest_hook(struct guest_run *r, const char *phase)
 }
 
 /* Options whose feature is not built yet: say so once per guest. */
-static int warn_unimplemented(struct guest_run *r)
+static void warn_unimplemented(struct guest_run *r)
 {
 	struct cb_opts def;
-	int ret = 0;
 
 	cb_opts_init(&def);
 	for (const struct cb_opt_schema *s = cb_opt_table; s->key; s++) {
@@ -160,7 +160,6 @@ static int warn_unimplemented(struct guest_run *r)
 		cb_warn(r->log, "'%s' is not implemented in this version: ignored", s->key);
 	}
 	cb_opts_release(&def);
-	return ret;
 }
 
 static void build_excludes(struct guest_run *r)
@@ -563,7 +562,8 @@ static void prune_old(struct guest_run *r)
 
 static int run_guest_phases(struct guest_run *r)
 {
-	if (warn_unimplemented(r) < 0 || preflight(r) < 0)
+	warn_unimplemented(r);
+	if (preflight(r) < 0)
 		return cb_error_prefix("preflight");
 	if (r->opts.dry_run) {
 		cb_info(r->log, "dry run: configuration, paths and space are fine; nothing copied");
@@ -598,15 +598,17 @@ static void release_run(struct guest_run *r)
 static void prepare_paths(struct guest_run *r)
 {
 	char *name = cb_backup_archive_name(r->opts.type, r->opts.id, r->started_wall, r->opts.compress);
-	size_t base_len = strstr(name, ".tar") - name;
 
 	if (r->opts.to_stdout) {
 		r->archive_path = cb_xstrdup("-");   /* vzdump's name for stdout */
-	} else if (r->opts.dry_run) {
-		r->archive_path = cb_xasprintf("%s/%s", r->opts.dumpdir, name);  /* no log file */
 	} else {
 		r->archive_path = cb_xasprintf("%s/%s", r->opts.dumpdir, name);
-		r->log_path = cb_xasprintf("%s/%.*s.log", r->opts.dumpdir, (int)base_len, name);
+		if (!r->opts.dry_run) {   /* a dry run writes no log file */
+			/* the same rule prune uses to find the .log beside an archive */
+			char *base = cb_catalog_base(r->archive_path);
+			r->log_path = cb_xasprintf("%s.log", base);
+			free(base);
+		}
 	}
 	r->stage_dir = cb_xasprintf("%s/cbackup-%s.stage", r->opts.tmpdir, r->opts.id);
 	free(name);

@@ -125,6 +125,15 @@ static int job_hook(const struct cb_opts *o, const char *phase, struct cb_log *l
 	return cb_hook_run(o->script, phase, NULL, NULL, &env, log);
 }
 
+/* A job hook failed (the message is set): vzdump's job-abort path. */
+static int abort_job(const struct cb_opts *o, struct cb_log *log)
+{
+	cb_err(log, "Backup job failed - %s", cb_last_error());
+	if (job_hook(o, "job-abort", log) < 0)
+		cb_warn(log, "%s", cb_last_error());
+	return CB_EXIT_FAILED;
+}
+
 /* vzdump's global lock: one job at a time on this host, waiting lockwait minutes. */
 static int take_global_lock(struct cb_lock *lock, const struct cb_opts *o, struct cb_log *log)
 {
@@ -152,7 +161,7 @@ static size_t run_guests(struct cb_opts *guests, size_t n, struct cb_log *log)
 	for (size_t i = 0; i < n; i++) {
 		if (cb_interrupted()) {
 			cb_err(log, "Backup of %s %s skipped - job interrupted",
-			       guests[i].type == CB_GUEST_VM ? "VM" : "CT", guests[i].id);
+			       cb_guest_type_label(guests[i].type), guests[i].id);
 			failed++;
 			cb_opts_release(&guests[i]);
 			continue;
@@ -199,19 +208,13 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 	}
 	cb_info(log, "starting new backup job: %s", cli->cmdline);
 	if (job_hook(&job_opts, "job-start", log) < 0) {
-		cb_err(log, "Backup job failed - %s", cb_last_error());
-		if (job_hook(&job_opts, "job-abort", log) < 0)
-			cb_warn(log, "%s", cb_last_error());
-		status = CB_EXIT_FAILED;
+		status = abort_job(&job_opts, log);
 		goto out;
 	}
 	failed = run_guests(guests, n, log);
 	/* as vzdump: job-end runs inside the job, so its failure fails the job */
 	if (job_hook(&job_opts, "job-end", log) < 0) {
-		cb_err(log, "Backup job failed - %s", cb_last_error());
-		if (job_hook(&job_opts, "job-abort", log) < 0)
-			cb_warn(log, "%s", cb_last_error());
-		status = CB_EXIT_FAILED;
+		status = abort_job(&job_opts, log);
 		goto out;
 	}
 	cb_info(log, "Backup job finished %s", failed ? "with errors" : "successfully");

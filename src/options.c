@@ -308,3 +308,8 @@ const char *cb_guest_type_name(enum cb_guest_type t)
 {
 	return t == CB_GUEST_VM ? "vm" : "ct";
 }
+
+const char *cb_guest_type_label(enum cb_guest_type t)
+{
+	return t == CB_GUEST_VM ? "VM" : "CT";
+}
