@@ -3,10 +3,12 @@
  * cbackup's archive stage (cb_archive_write through a cb_codec_writer into
  * a file sink, SHA-256 included, as in a backup) on a directory.
  *
- *   compress_bench CODEC POLICY THREADS DIR OUT
+ *   compress_bench CODEC POLICY THREADS DIR OUT [nosum]
  *
  * CODEC zstd|lzo|gzip|none, POLICY auto|always, THREADS as cb_codec_params
- * (gzip: 0 = classic single stream). Prints one line:
+ * (gzip: 0 = classic single stream). The SHA-256 a backup to storage computes
+ * for its .sha256 is included unless "nosum" (as with --stdout, which has no
+ * .sha256). No fsync, as for the peers. Prints one line:
  *   SECONDS TAR_BYTES OUT_BYTES STORED_BYTES FILES_STORED
  */
 #include <fcntl.h>
@@ -46,8 +48,8 @@ int main(int argc, char **argv)
 	double t0;
 	int fd;
 
-	if (argc != 6 || parse_codec(argv[1], &p.type) < 0) {
-		fprintf(stderr, "usage: compress_bench zstd|lzo|gzip|none auto|always THREADS DIR OUT\n");
+	if (argc < 6 || argc > 7 || parse_codec(argv[1], &p.type) < 0) {
+		fprintf(stderr, "usage: compress_bench zstd|lzo|gzip|none auto|always THREADS DIR OUT [nosum]\n");
 		return 2;
 	}
 	p.policy = strcmp(argv[2], "always") == 0 ? CB_POLICY_ALWAYS : CB_POLICY_AUTO;
@@ -56,7 +58,9 @@ int main(int argc, char **argv)
 	log.quiet = 1;
 	fd = open(argv[5], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	t0 = cb_now();
-	if (fd < 0 || cb_sink_open_fd(&sink, fd, argv[5]) < 0 || cb_codec_writer_new(&w, &p, sink) < 0 ||
+	if (fd >= 0 && cb_sink_open_fd(&sink, fd, argv[5]) == 0)
+		cb_sink_set_checksum(sink, !(argc == 7 && strcmp(argv[6], "nosum") == 0));
+	if (fd < 0 || !sink || cb_codec_writer_new(&w, &p, sink) < 0 ||
 	    cb_archive_write(argv[4], NULL, 0, w, &log, &as) < 0 || cb_codec_finish(w) < 0 ||
 	    cb_sink_commit(sink) < 0) {
 		fprintf(stderr, "compress_bench: %s\n", fd < 0 ? "cannot open output" : cb_last_error());

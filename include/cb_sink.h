@@ -5,8 +5,11 @@
  * .tmp (and a cleanup-stack action does the same on a signal), so a failed
  * backup never leaves a partial archive in storage.
  *
- * The sink counts bytes and feeds a SHA-256 of everything written (later
- * issue: the .sha256 file).
+ * The sink counts bytes and computes the SHA-256 of everything written (for
+ * the .sha256 file). Bytes are gathered into 1 MiB slots; a full slot is
+ * written by the caller while a thread of the sink hashes it, so write
+ * errors surface at the write that fills a slot, at cb_sink_flush() or at
+ * cb_sink_prepare().
  */
 #ifndef CB_SINK_H
 #define CB_SINK_H
@@ -16,9 +19,19 @@
 
 struct cb_sink;
 
+/* A storage file computes the SHA-256 (for the .sha256 beside it); an fd
+ * sink (stdout) does not, unless cb_sink_set_checksum() says so before the
+ * first byte. */
 int cb_sink_open_file(struct cb_sink **out, const char *final_path);
 int cb_sink_open_fd(struct cb_sink **out, int fd, const char *name);
+void cb_sink_set_checksum(struct cb_sink *s, int on);
 int cb_sink_write(struct cb_sink *s, const void *buf, size_t len);
+/* Zero-copy writing: room in the current slot (*avail >= 1 bytes) to fill,
+ * then cb_sink_advance() by the bytes filled. NULL on a write error. */
+unsigned char *cb_sink_buffer(struct cb_sink *s, size_t *avail);
+int cb_sink_advance(struct cb_sink *s, size_t len);
+/* Write out what is gathered (the hash may still be running). */
+int cb_sink_flush(struct cb_sink *s);
 /* Finish the digest, fsync and close the .tmp (no rename yet), so that the
  * caller can write what must exist before the archive does (.sha256). */
 int cb_sink_prepare(struct cb_sink *s);
@@ -32,7 +45,8 @@ void cb_sink_free(struct cb_sink *s);
 void cb_sink_set_bwlimit(struct cb_sink *s, long kib_per_s);
 
 uint64_t cb_sink_bytes(const struct cb_sink *s);
-/* Hex SHA-256 of all bytes written (valid after commit). */
+/* Hex SHA-256 of all bytes written (valid after cb_sink_prepare; "" when
+ * no checksum was computed). */
 const char *cb_sink_sha256(const struct cb_sink *s);
 double cb_sink_write_seconds(const struct cb_sink *s);  /* time spent in write(2) */
 

@@ -50,6 +50,19 @@ int cb_codec_out_write(struct cb_codec_out *o, const void *buf, size_t len)
 	return 0;
 }
 
+unsigned char *cb_codec_out_buffer(struct cb_codec_out *o, size_t *avail)
+{
+	return cb_sink_buffer(o->sink, avail);
+}
+
+int cb_codec_out_advance(struct cb_codec_out *o, size_t len)
+{
+	if (cb_sink_advance(o->sink, len) < 0)
+		return -1;
+	o->bytes_out += len;
+	return 0;
+}
+
 /* Files first..last not counted yet (ids only grow, chunks come in order). */
 static uint64_t new_files(uint64_t *last_counted, const struct cb_chunk_meta *m)
 {
@@ -139,7 +152,7 @@ static void none_free(void *st)
 	(void)st;
 }
 
-static const struct cb_codec_wops none_wops = { NULL, NULL, NULL, none_free, 0 };
+static const struct cb_codec_wops none_wops = { NULL, NULL, NULL, none_free, 0, NULL };
 
 /* ---- writer front end ---- */
 
@@ -225,6 +238,22 @@ static enum cb_chunk_class next_class(const struct cb_codec_writer *w, enum cb_s
 	return CB_CHUNK_STORE;
 }
 
+/* A stored run for a writer that takes it in place: what is pending goes
+ * first, then the run, with no copy into a chunk. */
+static int store_direct(struct cb_codec_writer *w, enum cb_store_reason why, const unsigned char *p,
+			size_t len)
+{
+	struct cb_chunk_meta m = { len, CB_CHUNK_STORE, why, w->file_id, w->file_id };
+
+	if (w->cm.len > 0 && emit_chunk(w) < 0)
+		return -1;
+	if (w->ops->store(w->st, &m, p) < 0) {
+		w->failed = 1;
+		return -1;
+	}
+	return 0;
+}
+
 /* Append len bytes of one class to chunks, emitting full ones and cutting
  * where the class changes (a chunk has one class). */
 static int append(struct cb_codec_writer *w, enum cb_chunk_class cls, enum cb_store_reason why,
@@ -273,8 +302,9 @@ int cb_codec_write(struct cb_codec_writer *w, const void *buf, size_t len)
 		uint64_t run;
 		enum cb_chunk_class cls = next_class(w, &why, &run);
 		size_t k = run < len ? (size_t)run : len;
+		int direct = cls == CB_CHUNK_STORE && w->ops->store;
 
-		if (append(w, cls, why, p, k) < 0)
+		if ((direct ? store_direct(w, why, p, k) : append(w, cls, why, p, k)) < 0)
 			return -1;
 		if (w->hint_left)
 			w->hint_left -= k;
@@ -291,11 +321,11 @@ int cb_codec_finish(struct cb_codec_writer *w)
 	if (w->failed)
 		return cb_error("codec: finish after an error");
 	w->finished = 1;
-	if (w->type == CB_COMPRESS_NONE)
-		return 0;
-	if (w->cm.len > 0 && emit_chunk(w) < 0)
+	if (w->type != CB_COMPRESS_NONE &&
+	    ((w->cm.len > 0 && emit_chunk(w) < 0) || w->ops->finish(w->st) < 0))
 		return -1;
-	return w->ops->finish(w->st);
+	/* every byte out of the sink's buffer: write errors belong to this stage */
+	return cb_sink_flush(w->out.sink);
 }
 
 void cb_codec_writer_free(struct cb_codec_writer *w)

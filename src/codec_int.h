@@ -49,6 +49,10 @@ struct cb_codec_out {
 };
 
 int cb_codec_out_write(struct cb_codec_out *o, const void *buf, size_t len);
+/* Writing in place: room in the sink's buffer (NULL on a write error), then
+ * the bytes filled. */
+unsigned char *cb_codec_out_buffer(struct cb_codec_out *o, size_t *avail);
+int cb_codec_out_advance(struct cb_codec_out *o, size_t len);
 /* Count a chunk (or, with m NULL, some bytes) emitted stored. */
 void cb_codec_out_stored(struct cb_codec_out *o, const struct cb_chunk_meta *m,
 			 enum cb_store_reason why, uint64_t bytes);
@@ -63,6 +67,10 @@ struct cb_codec_wops {
 	/* stored runs shorter than this are left to the trial: a switch to
 	 * stored blocks costs (a zstd frame end, a deflate flush) */
 	size_t min_store;
+	/* optional: emit m->len bytes of a stored run (m->cls CB_CHUNK_STORE)
+	 * straight from data, which is only valid during the call; only for
+	 * writers that emit in order on the calling thread */
+	int (*store)(void *st, const struct cb_chunk_meta *m, const unsigned char *data);
 };
 
 /* The trial: zstd level 1 on a few samples of a chunk. */

@@ -227,7 +227,7 @@ static void lzo_wfree(void *st)
 }
 
 static const struct cb_codec_wops lzo_wops = {
-	lzo_chunk_buf, lzo_chunk, lzo_finish, lzo_wfree, 16 * 1024
+	lzo_chunk_buf, lzo_chunk, lzo_finish, lzo_wfree, 16 * 1024, NULL
 };
 
 int cb_codec_lzo_writer(void **st, const struct cb_codec_wops **ops,

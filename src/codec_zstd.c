@@ -25,8 +25,6 @@ static const unsigned char raw_frame_header[6] = { 0x28, 0xb5, 0x2f, 0xfd, 0x00,
 struct zstd_writer {
 	ZSTD_CCtx *cctx;
 	struct cb_codec_out *out;
-	unsigned char *obuf;
-	ZSTD_outBuffer ob;
 	unsigned char *ibuf;      /* the chunk */
 	struct cb_trial *trial;
 	int in_frame;             /* compressed frame open (bytes given since its start) */
@@ -34,25 +32,23 @@ struct zstd_writer {
 	int any;                  /* any frame written */
 };
 
-static int zstd_flush(struct zstd_writer *z)
-{
-	int ret = cb_codec_out_write(z->out, z->obuf, z->ob.pos);
-
-	z->ob.pos = 0;
-	return ret;
-}
-
-/* Run the compressor until it needs no more room for this call. */
+/* Run the compressor until it needs no more room for this call; it writes
+ * straight into the sink's buffer. */
 static int zstd_run(struct zstd_writer *z, ZSTD_inBuffer *ib, ZSTD_EndDirective mode)
 {
 	for (;;) {
+		size_t avail, rem;
+		ZSTD_outBuffer ob = { cb_codec_out_buffer(z->out, &avail), 0, 0 };
 		double t0 = cb_now();
-		size_t rem = ZSTD_compressStream2(z->cctx, &z->ob, ib, mode);
 
+		if (!ob.dst)
+			return -1;
+		ob.size = avail;
+		rem = ZSTD_compressStream2(z->cctx, &ob, ib, mode);
 		z->out->compress_seconds += cb_now() - t0;
 		if (ZSTD_isError(rem))
 			return cb_error("zstd compression failed: %s", ZSTD_getErrorName(rem));
-		if (z->ob.pos == z->ob.size && zstd_flush(z) < 0)
+		if (cb_codec_out_advance(z->out, ob.pos) < 0)
 			return -1;
 		if (mode == ZSTD_e_end ? rem == 0 : ib->pos == ib->size)
 			return 0;
@@ -61,11 +57,7 @@ static int zstd_run(struct zstd_writer *z, ZSTD_inBuffer *ib, ZSTD_EndDirective 
 
 static int zstd_put(struct zstd_writer *z, const void *buf, size_t len)
 {
-	if (z->ob.pos + len > z->ob.size && zstd_flush(z) < 0)
-		return -1;
-	memcpy(z->obuf + z->ob.pos, buf, len);
-	z->ob.pos += len;
-	return 0;
+	return cb_codec_out_write(z->out, buf, len);
 }
 
 static int raw_block_header(struct zstd_writer *z, size_t len, int last)
@@ -96,7 +88,7 @@ static int frame_end(struct zstd_writer *z)
 	return zstd_run(z, &ib, ZSTD_e_end);
 }
 
-static int raw_chunk(struct zstd_writer *z, size_t len)
+static int raw_chunk(struct zstd_writer *z, const unsigned char *data, size_t len)
 {
 	if (frame_end(z) < 0)
 		return -1;
@@ -106,7 +98,7 @@ static int raw_chunk(struct zstd_writer *z, size_t len)
 	for (size_t off = 0; off < len; off += RAW_BLOCK_MAX) {
 		size_t k = len - off < RAW_BLOCK_MAX ? len - off : RAW_BLOCK_MAX;
 
-		if (raw_block_header(z, k, 0) < 0 || zstd_put(z, z->ibuf + off, k) < 0)
+		if (raw_block_header(z, k, 0) < 0 || zstd_put(z, data + off, k) < 0)
 			return -1;
 	}
 	return 0;
@@ -126,18 +118,27 @@ static int zstd_chunk(void *st, const struct cb_chunk_meta *m)
 
 	if (m->cls == CB_CHUNK_STORE) {
 		cb_codec_out_stored(z->out, m, m->reason, m->len);
-		return raw_chunk(z, m->len);
+		return raw_chunk(z, z->ibuf, m->len);
 	}
 	/* a short chunk is not worth a frame switch */
 	if (m->cls == CB_CHUNK_TRIAL && m->len >= zstd_wops.min_store &&
 	    cb_trial_store(z->trial, z->ibuf, m->len)) {
 		cb_codec_out_stored(z->out, m, CB_STORED_TRIAL, m->len);
-		return raw_chunk(z, m->len);
+		return raw_chunk(z, z->ibuf, m->len);
 	}
 	if (raw_close(z) < 0)
 		return -1;
 	z->in_frame = z->any = 1;
 	return zstd_run(z, &ib, ZSTD_e_continue);
+}
+
+/* Stored bytes straight from the archive writer's buffer: no chunk copy. */
+static int zstd_store(void *st, const struct cb_chunk_meta *m, const unsigned char *data)
+{
+	struct zstd_writer *z = st;
+
+	cb_codec_out_stored(z->out, m, m->reason, m->len);
+	return raw_chunk(z, data, m->len);
 }
 
 static int zstd_finish(void *st)
@@ -149,9 +150,7 @@ static int zstd_finish(void *st)
 	/* an empty input still makes one (empty) frame: a valid .zst */
 	if (!z->any)
 		z->in_frame = 1;
-	if (frame_end(z) < 0)
-		return -1;
-	return zstd_flush(z);
+	return frame_end(z);
 }
 
 static void zstd_wfree(void *st)
@@ -160,7 +159,6 @@ static void zstd_wfree(void *st)
 
 	ZSTD_freeCCtx(z->cctx);
 	cb_trial_free(z->trial);
-	free(z->obuf);
 	free(z->ibuf);
 	free(z);
 }
@@ -168,7 +166,7 @@ static void zstd_wfree(void *st)
 /* A frame end drains libzstd's workers and loses the history: only runs of
  * a few chunks are worth it. */
 static const struct cb_codec_wops zstd_wops = {
-	zstd_chunk_buf, zstd_chunk, zstd_finish, zstd_wfree, 512 * 1024
+	zstd_chunk_buf, zstd_chunk, zstd_finish, zstd_wfree, 512 * 1024, zstd_store
 };
 
 static int zstd_set(ZSTD_CCtx *cctx, ZSTD_cParameter param, int value, const char *what)
@@ -199,8 +197,6 @@ int cb_codec_zstd_writer(void **st, const struct cb_codec_wops **ops,
 	 * calling thread then, which is still correct output. */
 	if (threads > 1)
 		ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_nbWorkers, threads);
-	z->obuf = cb_xmalloc(CB_CODEC_OUTBUF);
-	z->ob = (ZSTD_outBuffer){ z->obuf, CB_CODEC_OUTBUF, 0 };
 	z->ibuf = cb_xmalloc(CB_CODEC_CHUNK);
 	z->trial = cb_trial_new();
 	*st = z;

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 #include <openssl/evp.h>
 
@@ -16,6 +18,27 @@
 #include "cb_sink.h"
 #include "cb_throttle.h"
 #include "cb_util.h"
+
+/*
+ * Write-behind slots: bytes are gathered into SLOT_SIZE buffers; a full slot
+ * is handed to the hasher thread and written by the caller at the same time,
+ * so SHA-256 (about as slow as a page-cache copy, even with SHA-NI) runs on
+ * the other core instead of adding to every write. A slot is filled again
+ * only once the hasher is done with it. Without the thread, slots are hashed
+ * inline (same digest).
+ */
+#define SLOT_SIZE (1024 * 1024)
+#define NSLOTS 4
+
+struct hasher {
+	pthread_t th;
+	int running;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t posted;        /* slots handed over (sequence numbers) */
+	uint64_t hashed;        /* slots done */
+	int quit;
+};
 
 struct cb_sink {
 	int fd;
@@ -31,7 +54,93 @@ struct cb_sink {
 	EVP_MD_CTX *sha;
 	char sha_hex[65];
 	struct cb_throttle throttle;
+	unsigned char *slot[NSLOTS];
+	size_t slot_len[NSLOTS];
+	uint64_t seq;           /* sequence number of the slot being filled */
+	size_t fill;            /* bytes in it */
+	int slot_ready;         /* the hasher has released it */
+	int checksum;           /* compute the SHA-256 */
+	struct hasher h;
 };
+
+static void *hasher_main(void *arg)
+{
+	struct cb_sink *s = arg;
+	struct hasher *h = &s->h;
+
+	pthread_mutex_lock(&h->mu);
+	for (;;) {
+		uint64_t n;
+
+		while (h->hashed == h->posted && !h->quit)
+			pthread_cond_wait(&h->cv, &h->mu);
+		if (h->hashed == h->posted)
+			break;
+		n = h->hashed;
+		pthread_mutex_unlock(&h->mu);
+		EVP_DigestUpdate(s->sha, s->slot[n % NSLOTS], s->slot_len[n % NSLOTS]);
+		pthread_mutex_lock(&h->mu);
+		h->hashed = n + 1;
+		pthread_cond_broadcast(&h->cv);
+	}
+	pthread_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+/* Signals stay with the main thread, whose handler thaws and cleans up. */
+static void hasher_start(struct cb_sink *s)
+{
+	sigset_t all, old;
+
+	pthread_mutex_init(&s->h.mu, NULL);
+	pthread_cond_init(&s->h.cv, NULL);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	s->h.running = pthread_create(&s->h.th, NULL, hasher_main, s) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Wait until the hasher has finished every slot before sequence number
+ * upto (all of them: upto = seq + 1 after the last post). */
+static void hasher_wait(struct cb_sink *s, uint64_t upto)
+{
+	if (!s->h.running)
+		return;
+	pthread_mutex_lock(&s->h.mu);
+	while (s->h.hashed < upto)
+		pthread_cond_wait(&s->h.cv, &s->h.mu);
+	pthread_mutex_unlock(&s->h.mu);
+}
+
+static void hasher_post(struct cb_sink *s, unsigned char *buf, size_t len)
+{
+	if (!s->checksum)
+		return;
+	if (s->seq == 0)
+		hasher_start(s);
+	if (!s->h.running) {
+		EVP_DigestUpdate(s->sha, buf, len);
+		return;
+	}
+	pthread_mutex_lock(&s->h.mu);
+	s->h.posted = s->seq + 1;
+	pthread_cond_broadcast(&s->h.cv);
+	pthread_mutex_unlock(&s->h.mu);
+}
+
+static void hasher_stop(struct cb_sink *s)
+{
+	if (!s->h.running)
+		return;
+	pthread_mutex_lock(&s->h.mu);
+	s->h.quit = 1;
+	pthread_cond_broadcast(&s->h.cv);
+	pthread_mutex_unlock(&s->h.mu);
+	pthread_join(s->h.th, NULL);
+	s->h.running = 0;
+	pthread_cond_destroy(&s->h.cv);
+	pthread_mutex_destroy(&s->h.mu);
+}
 
 /* Cleanup-stack action: async-signal-safe removal of the .tmp file. */
 static void unlink_tmp(void *arg)
@@ -53,6 +162,10 @@ static struct cb_sink *sink_alloc(const char *name)
 		fprintf(stderr, "ERROR: cannot initialise SHA-256\n");
 		abort();
 	}
+	for (int i = 0; i < NSLOTS; i++)
+		s->slot[i] = cb_xmalloc(SLOT_SIZE);
+	s->slot_ready = 1;
+	s->checksum = 1;
 	return s;
 }
 
@@ -79,25 +192,90 @@ int cb_sink_open_fd(struct cb_sink **out, int fd, const char *name)
 	struct cb_sink *s = sink_alloc(name);
 
 	s->fd = fd;
+	s->checksum = 0;
 	*out = s;
 	return 0;
 }
 
-int cb_sink_write(struct cb_sink *s, const void *buf, size_t len)
+/* The slot being filled, once the hasher has let go of it. */
+static unsigned char *current_slot(struct cb_sink *s)
 {
+	if (!s->slot_ready) {
+		hasher_wait(s, s->seq >= NSLOTS ? s->seq - NSLOTS + 1 : 0);
+		s->slot_ready = 1;
+	}
+	return s->slot[s->seq % NSLOTS];
+}
+
+/* Hash and write the filled part of the current slot, move to the next. */
+static int flush_slot(struct cb_sink *s)
+{
+	unsigned char *buf = s->slot[s->seq % NSLOTS];
+	size_t len = s->fill;
 	double t0;
 
-	/* a signal may have removed the .tmp already: stop with its name */
-	if (cb_check_interrupt() < 0)
-		return -1;
+	if (len == 0)
+		return 0;
+	s->slot_len[s->seq % NSLOTS] = len;
+	hasher_post(s, buf, len);
+	s->seq++;
+	s->fill = 0;
+	s->slot_ready = 0;
 	cb_throttle_account(&s->throttle, len);
 	t0 = cb_now();
 	if (cb_write_all(s->fd, buf, len) < 0)
 		return cb_error_errno("cannot write '%s'", s->tmp_path ? s->tmp_path : s->name);
 	s->write_seconds += cb_now() - t0;
-	s->bytes += len;
-	EVP_DigestUpdate(s->sha, buf, len);
 	return 0;
+}
+
+unsigned char *cb_sink_buffer(struct cb_sink *s, size_t *avail)
+{
+	if (s->fill == SLOT_SIZE && flush_slot(s) < 0)
+		return NULL;
+	*avail = SLOT_SIZE - s->fill;
+	return current_slot(s) + s->fill;
+}
+
+int cb_sink_advance(struct cb_sink *s, size_t len)
+{
+	/* a signal may have removed the .tmp already: stop with its name */
+	if (cb_check_interrupt() < 0)
+		return -1;
+	s->fill += len;
+	s->bytes += len;
+	if (s->fill == SLOT_SIZE)
+		return flush_slot(s);
+	return 0;
+}
+
+int cb_sink_write(struct cb_sink *s, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	if (cb_check_interrupt() < 0)
+		return -1;
+	while (len > 0) {
+		size_t avail, k;
+		unsigned char *dst = cb_sink_buffer(s, &avail);
+
+		if (!dst)
+			return -1;
+		k = len < avail ? len : avail;
+		memcpy(dst, p, k);
+		if (cb_sink_advance(s, k) < 0)
+			return -1;
+		p += k;
+		len -= k;
+	}
+	return 0;
+}
+
+int cb_sink_flush(struct cb_sink *s)
+{
+	if (cb_check_interrupt() < 0)
+		return -1;
+	return flush_slot(s);
 }
 
 static void finish_digest(struct cb_sink *s)
@@ -128,9 +306,11 @@ int cb_sink_prepare(struct cb_sink *s)
 {
 	if (s->prepared)
 		return 0;
-	if (cb_check_interrupt() < 0)
+	if (cb_sink_flush(s) < 0)
 		return -1;
-	finish_digest(s);
+	hasher_wait(s, s->seq);
+	if (s->checksum)
+		finish_digest(s);
 	s->prepared = 1;
 	if (!s->final_path)
 		return 0;
@@ -169,11 +349,20 @@ void cb_sink_free(struct cb_sink *s)
 	if (s->tmp_path && !s->committed)
 		unlink(s->tmp_path);
 	cb_cleanup_pop(s->cleanup_handle, 0);
+	hasher_stop(s);
+	for (int i = 0; i < NSLOTS; i++)
+		free(s->slot[i]);
 	EVP_MD_CTX_free(s->sha);
 	free(s->final_path);
 	free(s->tmp_path);
 	free(s->name);
 	free(s);
+}
+
+void cb_sink_set_checksum(struct cb_sink *s, int on)
+{
+	if (s->seq == 0)
+		s->checksum = on;
 }
 
 void cb_sink_set_bwlimit(struct cb_sink *s, long kib_per_s)

@@ -1,0 +1,234 @@
+/* Unit tests: cb_sink, the storage writer whose SHA-256 runs on a thread of
+ * its own over 1 MiB write-behind slots. The digest and the file must be
+ * exactly those of the bytes given, whatever the pattern of calls. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+#include <openssl/evp.h>
+
+#include "cb_sink.h"
+#include "cb_util.h"
+
+#define MIB (1024 * 1024)
+#define DATA_LEN (11 * MIB + 777)   /* more slots than the sink has */
+
+struct fixture {
+	char dir[64];
+	unsigned char *data;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = cb_xcalloc(1, sizeof(*f));
+	unsigned seed = 99;
+
+	strcpy(f->dir, "/tmp/cb-test-sink-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	f->data = cb_xmalloc(DATA_LEN);
+	for (size_t i = 0; i < DATA_LEN; i++) {
+		seed = seed * 1103515245 + 12345;
+		f->data[i] = seed >> 16;
+	}
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f->data);
+	free(f);
+	return 0;
+}
+
+static void sha256_hex(const unsigned char *buf, size_t len, char hex[65])
+{
+	unsigned char md[32];
+	unsigned int n = 0;
+
+	assert_int_equal(EVP_Digest(buf, len, md, &n, EVP_sha256(), NULL), 1);
+	for (unsigned int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
+static void assert_file_is(const char *path, const unsigned char *buf, size_t len)
+{
+	struct stat st;
+	unsigned char *got = cb_xmalloc(len + 1);
+	int fd = open(path, O_RDONLY);
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_size, len);
+	for (size_t off = 0; off < len;) {
+		ssize_t n = read(fd, got + off, len - off);
+		assert_true(n > 0);
+		off += n;
+	}
+	assert_memory_equal(got, buf, len);
+	close(fd);
+	free(got);
+}
+
+/* Tiny writes, slot-sized ones, writes that straddle slots, and in-place
+ * filling through cb_sink_buffer/cb_sink_advance, interleaved. */
+static void feed_mixed(struct cb_sink *s, const unsigned char *d, size_t len)
+{
+	static const size_t sizes[] = { 1, 3, MIB, 5, 2 * MIB + 17, 4096, MIB - 1, 3 * MIB };
+	size_t off = 0;
+
+	for (int i = 0; off < len; i++) {
+		size_t k = sizes[i % 8] < len - off ? sizes[i % 8] : len - off;
+
+		if (i % 3 == 2) {         /* in place, in pieces of what the slot has */
+			size_t done = 0;
+			while (done < k) {
+				size_t avail;
+				unsigned char *p = cb_sink_buffer(s, &avail);
+				size_t n = k - done < avail ? k - done : avail;
+
+				assert_non_null(p);
+				assert_true(avail >= 1);
+				memcpy(p, d + off + done, n);
+				assert_int_equal(cb_sink_advance(s, n), 0);
+				done += n;
+			}
+		} else {
+			assert_int_equal(cb_sink_write(s, d + off, k), 0);
+		}
+		off += k;
+	}
+}
+
+static void test_file_digest_matches(void **state)
+{
+	struct fixture *f = *state;
+	char *path = cb_xasprintf("%s/a.tar", f->dir), *tmp = cb_xasprintf("%s.tmp", path);
+	char want[65];
+	struct cb_sink *s;
+
+	assert_int_equal(cb_sink_open_file(&s, path), 0);
+	feed_mixed(s, f->data, DATA_LEN);
+	assert_int_equal(cb_sink_bytes(s), DATA_LEN);
+	assert_int_equal(cb_sink_prepare(s), 0);
+	assert_int_equal(access(path, F_OK), -1);   /* not renamed yet */
+	sha256_hex(f->data, DATA_LEN, want);
+	assert_string_equal(cb_sink_sha256(s), want);
+	assert_int_equal(cb_sink_commit(s), 0);
+	assert_int_equal(access(tmp, F_OK), -1);
+	assert_file_is(path, f->data, DATA_LEN);
+	cb_sink_free(s);
+	free(path);
+	free(tmp);
+}
+
+/* Exact multiples of the slot size, and nothing at all. */
+static void test_slot_boundaries(void **state)
+{
+	struct fixture *f = *state;
+	static const size_t lens[] = { 0, 1, MIB, 4 * MIB, 5 * MIB, 8 * MIB + 1 };
+
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		char *path = cb_xasprintf("%s/b%zu", f->dir, i);
+		char want[65];
+		struct cb_sink *s;
+
+		assert_int_equal(cb_sink_open_file(&s, path), 0);
+		if (lens[i])
+			assert_int_equal(cb_sink_write(s, f->data, lens[i]), 0);
+		assert_int_equal(cb_sink_commit(s), 0);
+		sha256_hex(f->data, lens[i], want);
+		assert_string_equal(cb_sink_sha256(s), want);
+		assert_file_is(path, f->data, lens[i]);
+		cb_sink_free(s);
+		free(path);
+	}
+}
+
+/* stdout needs no checksum; the bench asks for one. */
+static void test_fd_sink_checksum_switch(void **state)
+{
+	struct fixture *f = *state;
+
+	for (int on = 0; on <= 1; on++) {
+		char *path = cb_xasprintf("%s/fd%d", f->dir, on);
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		char want[65];
+		struct cb_sink *s;
+
+		assert_true(fd >= 0);
+		assert_int_equal(cb_sink_open_fd(&s, fd, path), 0);
+		cb_sink_set_checksum(s, on);
+		feed_mixed(s, f->data, 6 * MIB + 5);
+		assert_int_equal(cb_sink_commit(s), 0);
+		sha256_hex(f->data, 6 * MIB + 5, want);
+		assert_string_equal(cb_sink_sha256(s), on ? want : "");
+		assert_file_is(path, f->data, 6 * MIB + 5);
+		cb_sink_free(s);
+		close(fd);
+		free(path);
+	}
+}
+
+/* A device that is always full: the error reaches the caller no later than
+ * cb_sink_prepare(), names the target, and nothing hangs on the way out. */
+static void test_write_error_surfaces(void **state)
+{
+	struct fixture *f = *state;
+	int fd = open("/dev/full", O_WRONLY);
+	struct cb_sink *s;
+	int failed = 0;
+
+	assert_true(fd >= 0);
+	assert_int_equal(cb_sink_open_fd(&s, fd, "/dev/full"), 0);
+	cb_sink_set_checksum(s, 1);
+	for (size_t off = 0; off < 3 * MIB && !failed; off += 100000)
+		failed = cb_sink_write(s, f->data + off, 100000) < 0;
+	if (!failed)
+		failed = cb_sink_prepare(s) < 0;
+	assert_true(failed);
+	assert_non_null(strstr(cb_last_error(), "cannot write '/dev/full'"));
+	cb_sink_free(s);
+	close(fd);
+}
+
+/* Freed without commit: the .tmp is gone, the final name never appears. */
+static void test_abort_removes_tmp(void **state)
+{
+	struct fixture *f = *state;
+	char *path = cb_xasprintf("%s/c.tar", f->dir), *tmp = cb_xasprintf("%s.tmp", path);
+	struct cb_sink *s;
+
+	assert_int_equal(cb_sink_open_file(&s, path), 0);
+	assert_int_equal(cb_sink_write(s, f->data, 2 * MIB + 3), 0);
+	assert_int_equal(access(tmp, F_OK), 0);
+	cb_sink_free(s);
+	assert_int_equal(access(tmp, F_OK), -1);
+	assert_int_equal(access(path, F_OK), -1);
+	free(path);
+	free(tmp);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_file_digest_matches, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slot_boundaries, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fd_sink_checksum_switch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_error_surfaces, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_abort_removes_tmp, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
