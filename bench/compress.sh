@@ -68,6 +68,9 @@ measure() {
 	out=$1; shift
 	i=0
 	while [ $i -lt "$RUNS" ]; do
+		# a new file each run, as a backup writes: truncating the last
+		# run's output would add its page-cache teardown to every row
+		rm -f "$out"
 		s=$(date +%s.%N)
 		sh -c "$*"
 		e=$(date +%s.%N)

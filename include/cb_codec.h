@@ -5,7 +5,7 @@
  * cb_codec_write() comes out compressed as one standard stream:
  *   zstd  — libzstd streaming (ZSTD_c_nbWorkers = zstd_threads, 0 = cores),
  *   lzo   — the lzop file format (what `lzop -d` reads), LZO1X-1 blocks of
- *           256 KiB with adler32 checksums, via liblzo2,
+ *           256 KiB with CRC-32 checksums (as `lzop --crc32`), via liblzo2,
  *   gzip  — zlib deflate, gzip wrapper,
  *   none  — bytes pass through.
  * cb_codec_finish() writes the trailer and flushes the sink's buffer (so
@@ -57,6 +57,13 @@ enum cb_data_kind {
 
 int cb_codec_writer_new(struct cb_codec_writer **out, const struct cb_codec_params *p, struct cb_sink *sink);
 int cb_codec_write(struct cb_codec_writer *w, const void *buf, size_t len);
+/* Zero-copy input: where the next bytes would land in the chunk being
+ * filled, and how many fit there (*avail, within the current hint). A
+ * reader may read into it and then pass exactly that pointer to
+ * cb_codec_write(), which then copies nothing. NULL (nothing to gain, or an
+ * error that the next cb_codec_write() reports): use a buffer of your own.
+ * Valid until the next call into the writer. */
+unsigned char *cb_codec_write_buffer(struct cb_codec_writer *w, size_t *avail);
 /* Report the uncompressed bytes taken to a progress line (NULL = none). */
 void cb_codec_set_progress(struct cb_codec_writer *w, struct cb_progress *progress);
 int cb_codec_finish(struct cb_codec_writer *w);

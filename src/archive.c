@@ -41,12 +41,34 @@ struct arch {
 	unsigned char *buf, *zeros;
 	dev_t root_dev;
 	int codec_failed;             /* the message is in cb_last_error() */
+	/* bytes read in place into the codec's chunk, on their way through
+	 * libarchive (see out_cb) */
+	const unsigned char *pend;
+	size_t pend_len;
+	int pend_saved;               /* copied to buf: foreign bytes came first */
 };
+
+/* libarchive may write bytes of its own before the file data we gave it
+ * (the sparse map of a GNU sparse 1.0 entry does): those land where bytes
+ * read in place wait in the codec's chunk, so the waiting bytes are first
+ * saved to buf and taken from there. */
+static const void *in_place_source(struct arch *c, const unsigned char *p)
+{
+	int inside = p >= c->pend && p < c->pend + c->pend_len;
+
+	if (!inside && !c->pend_saved) {
+		memcpy(c->buf, c->pend, c->pend_len);
+		c->pend_saved = 1;
+	}
+	return inside && c->pend_saved ? c->buf + (p - c->pend) : p;
+}
 
 static la_ssize_t out_cb(struct archive *a, void *cd, const void *buf, size_t len)
 {
 	struct arch *c = cd;
 
+	if (c->pend)
+		buf = in_place_source(c, buf);
 	if (cb_codec_write(c->codec, buf, len) < 0) {
 		c->codec_failed = 1;
 		archive_set_error(a, EIO, "%s", cb_last_error());
@@ -88,12 +110,25 @@ static int feed_zeros(struct arch *c, int64_t len, const char *name)
 	return 0;
 }
 
+/* Smallest room in the codec's chunk worth reading into directly. */
+#define IN_PLACE_MIN (64 * 1024)
+
 static int copy_piece(struct arch *c, int fd, int64_t off, int64_t len, const char *src)
 {
 	while (len > 0) {
-		size_t k = len > DATA_BUF ? DATA_BUF : (size_t)len;
+		size_t k = len > DATA_BUF ? DATA_BUF : (size_t)len, room = 0;
+		/* read straight into the codec's chunk when it has room: the
+		 * bytes then pass libarchive and the codec without a copy */
+		unsigned char *dst = cb_codec_write_buffer(c->codec, &room);
 		double t0 = cb_now();
-		ssize_t n = pread(fd, c->buf, k, off);
+		ssize_t n;
+		int ret;
+
+		if (!dst || room < IN_PLACE_MIN)
+			dst = c->buf;
+		else if (k > room)
+			k = room;
+		n = pread(fd, dst, k, off);
 
 		c->st->read_seconds += cb_now() - t0;
 		if (n < 0 && errno == EINTR)
@@ -107,7 +142,12 @@ static int copy_piece(struct arch *c, int fd, int64_t off, int64_t len, const ch
 			cb_warn(c->log, "'%s' shrank while being archived; padding with zeros", src);
 			return feed_zeros(c, len, src);
 		}
-		if (feed(c, c->buf, n, src) < 0)
+		c->pend = dst == c->buf ? NULL : dst;
+		c->pend_len = n;
+		c->pend_saved = 0;
+		ret = feed(c, dst, n, src);
+		c->pend = NULL;
+		if (ret < 0)
 			return -1;
 		off += n;
 		len -= n;

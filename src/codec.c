@@ -271,7 +271,10 @@ static int append(struct cb_codec_writer *w, enum cb_chunk_class cls, enum cb_st
 		if (w->cm.len == 0)
 			w->cm = (struct cb_chunk_meta){ 0, cls, why, w->file_id, 0 };
 		k = CB_CODEC_CHUNK - w->cm.len < len ? CB_CODEC_CHUNK - w->cm.len : len;
-		memcpy(w->cbuf + w->cm.len, p, k);
+		/* bytes read in place (cb_codec_write_buffer) are already there;
+		 * anything else may overlap the chunk (a part of such bytes) */
+		if (p != w->cbuf + w->cm.len)
+			memmove(w->cbuf + w->cm.len, p, k);
 		w->cm.len += k;
 		w->cm.last_file = w->file_id;
 		p += k;
@@ -280,6 +283,29 @@ static int append(struct cb_codec_writer *w, enum cb_chunk_class cls, enum cb_st
 			return -1;
 	}
 	return 0;
+}
+
+unsigned char *cb_codec_write_buffer(struct cb_codec_writer *w, size_t *avail)
+{
+	enum cb_store_reason why;
+	uint64_t run;
+	enum cb_chunk_class cls;
+
+	if (w->type == CB_COMPRESS_NONE || w->finished || w->failed)
+		return NULL;
+	cls = next_class(w, &why, &run);
+	if (cls == CB_CHUNK_STORE && w->ops->store)
+		return NULL;             /* stored from the caller's buffer anyway */
+	if (w->cm.len > 0 && (w->cm.cls != cls || w->cm.reason != why) && emit_chunk(w) < 0)
+		return NULL;
+	if (!w->cbuf && !(w->cbuf = w->ops->chunk_buf(w->st))) {
+		w->failed = 1;
+		return NULL;
+	}
+	*avail = CB_CODEC_CHUNK - w->cm.len;
+	if (run < *avail)
+		*avail = run;
+	return w->cbuf + w->cm.len;
 }
 
 void cb_codec_set_progress(struct cb_codec_writer *w, struct cb_progress *progress)

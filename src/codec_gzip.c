@@ -46,6 +46,7 @@ struct gzip_job {
 	size_t dict_len;
 	uint32_t crc;
 	int trial_store;
+	int direct;              /* stored: emit writes j->in as stored blocks */
 };
 
 struct gzip_scratch {
@@ -260,24 +261,19 @@ static int gzip_classic_finish(void *st)
 
 /* ---- threaded: raw deflate per chunk, one gzip member around them ---- */
 
-static size_t put_stored(const unsigned char *in, size_t len, unsigned char *dst)
+/* Stored blocks straight from the input. After a sync flush or a stored
+ * block the stream is byte-aligned, so each stored block header (BFINAL 0,
+ * BTYPE 00) is one zero byte, then LEN and NLEN. */
+static int put_stored(struct cb_codec_out *o, const unsigned char *in, size_t len)
 {
-	size_t n = 0;
-
-	/* after a sync flush or a stored block the stream is byte-aligned, so
-	 * each stored block header (BFINAL 0, BTYPE 00) is one zero byte */
 	for (size_t off = 0; off < len; off += STORED_MAX) {
 		size_t k = len - off < STORED_MAX ? len - off : STORED_MAX;
+		unsigned char h[5] = { 0, k & 0xff, k >> 8, ~k & 0xff, (~k >> 8) & 0xff };
 
-		dst[n] = 0;
-		dst[n + 1] = k & 0xff;
-		dst[n + 2] = k >> 8;
-		dst[n + 3] = ~k & 0xff;
-		dst[n + 4] = (~k >> 8) & 0xff;
-		memcpy(dst + n + 5, in + off, k);
-		n += 5 + k;
+		if (cb_codec_out_write(o, h, sizeof(h)) < 0 || cb_codec_out_write(o, in + off, k) < 0)
+			return -1;
 	}
-	return n;
+	return 0;
 }
 
 static int deflate_chunk(struct gzip_scratch *sc, struct cb_pool_job *j, size_t cap)
@@ -308,8 +304,9 @@ static int gzip_par_run(void *ctx, struct cb_pool_job *j, void *scratch)
 
 	gj->crc = crc32(0, j->in, j->m.len);
 	gj->trial_store = j->m.cls == CB_CHUNK_TRIAL && cb_trial_store(sc->trial, j->in, j->m.len);
-	if (j->m.cls == CB_CHUNK_STORE || gj->trial_store) {
-		j->out_len = put_stored(j->in, j->m.len, j->out);
+	gj->direct = j->m.cls == CB_CHUNK_STORE || gj->trial_store;
+	if (gj->direct) {
+		j->out_len = 0;
 		return 0;
 	}
 	if (!sc->ready)
@@ -340,6 +337,8 @@ static int gzip_par_emit(void *ctx, struct cb_pool_job *j)
 		cb_codec_out_stored(g->out, &j->m, CB_STORED_TRIAL, j->m.len);
 	g->crc = crc32_combine(g->crc, gj->crc, j->m.len);
 	g->total += j->m.len;
+	if (gj->direct)
+		return put_stored(g->out, j->in, j->m.len);
 	return cb_codec_out_write(g->out, j->out, j->out_len);
 }
 
