@@ -317,8 +317,11 @@ int cb_codec_write(struct cb_codec_writer *w, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
 
-	if (w->finished || w->failed)
-		return cb_error("codec: write after %s", w->failed ? "an error" : "finish");
+	/* after a failure the message that says why is already set: keep it */
+	if (w->failed)
+		return -1;
+	if (w->finished)
+		return cb_error("codec: write after finish");
 	w->bytes_in += len;
 	cb_progress_update(w->progress, w->bytes_in);
 	if (w->type == CB_COMPRESS_NONE)

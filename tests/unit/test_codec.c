@@ -450,6 +450,87 @@ static void test_hint_stores(void **state)
 	free(comp);
 }
 
+/* The archive writer's way in: bytes read straight into the chunk
+ * (cb_codec_write_buffer), mixed with ordinary writes, a hinted stored run
+ * among them. Same stream back, by cbackup and by the stock tool. */
+static void test_in_place_writes(void **state)
+{
+	struct fixture *f = *state;
+	char *comp = path_in(f, "inplace");
+
+	for (size_t i = 0; i < sizeof(policy_cases) / sizeof(policy_cases[0]); i++) {
+		struct cb_codec_params p = { .type = policy_cases[i].type, .policy = CB_POLICY_AUTO,
+					     .threads = policy_cases[i].threads };
+		struct cb_codec_writer *w;
+		struct cb_sink *s;
+		size_t pos = 0, piece = 70000, in_place = 0;
+		int fd = open(comp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+		assert_true(fd >= 0);
+		assert_int_equal(cb_sink_open_fd(&s, fd, comp), 0);
+		assert_int_equal(cb_codec_writer_new(&w, &p, s), 0);
+		for (int n = 0; pos < DATA_LEN; n++) {
+			size_t k = piece < DATA_LEN - pos ? piece : DATA_LEN - pos, room = 0;
+			unsigned char *dst;
+
+			if (pos == 1024 * 1024)   /* a 600 KiB run said to be compressed */
+				assert_int_equal(cb_codec_hint(w, CB_DATA_COMPRESSED, 600 * 1024), 0);
+			dst = n % 4 == 3 ? NULL : cb_codec_write_buffer(w, &room);
+			if (dst) {
+				k = k < room ? k : room;
+				memcpy(dst, f->data + pos, k);
+				in_place += k;
+			}
+			assert_int_equal(cb_codec_write(w, dst ? dst : f->data + pos, k), 0);
+			pos += k;
+			piece = piece * 3 % 300007 + 1;
+		}
+		assert_int_equal(cb_codec_finish(w), 0);
+		cb_codec_writer_free(w);
+		cb_sink_free(s);
+		close(fd);
+		assert_true(in_place > DATA_LEN / 3);
+		check_back(f, comp, p.type, f->data, DATA_LEN);
+	}
+	free(comp);
+}
+
+/* A full disk under the writer: the error that reaches the caller names the
+ * write that failed, whichever call ran into it. */
+static void test_write_error_named(void **state)
+{
+	struct fixture *f = *state;
+
+	for (size_t i = 0; i < sizeof(policy_cases) / sizeof(policy_cases[0]); i++) {
+		struct cb_codec_params p = { .type = policy_cases[i].type, .policy = CB_POLICY_AUTO,
+					     .threads = policy_cases[i].threads };
+		struct cb_codec_writer *w;
+		struct cb_sink *s;
+		int fd = open("/dev/full", O_WRONLY), failed = 0;
+
+		assert_true(fd >= 0);
+		assert_int_equal(cb_sink_open_fd(&s, fd, "/dev/full"), 0);
+		assert_int_equal(cb_codec_writer_new(&w, &p, s), 0);
+		for (size_t pos = 0; pos + 65536 <= DATA_LEN && !failed; pos += 65536) {
+			size_t room = 0;
+			unsigned char *dst = cb_codec_write_buffer(w, &room);
+
+			if (dst && room >= 65536)
+				memcpy(dst, f->data + pos, 65536);
+			else
+				dst = f->data + pos;
+			failed = cb_codec_write(w, dst, 65536) < 0;
+		}
+		if (!failed)
+			failed = cb_codec_finish(w) < 0;
+		assert_true(failed);
+		assert_non_null(strstr(cb_last_error(), "cannot write '/dev/full'"));
+		cb_codec_writer_free(w);
+		cb_sink_free(s);
+		close(fd);
+	}
+}
+
 /* Parallel lzo and gzip: the same bytes whatever the thread count. */
 static void test_threads_deterministic(void **state)
 {
@@ -515,6 +596,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gzip_members, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_stored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hint_stores, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_in_place_writes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_error_named, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_deterministic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gzip_parallel_ratio, setup, teardown),
 		cmocka_unit_test(test_summary),
