@@ -48,6 +48,10 @@ struct cb_codec_params {
 
 struct cb_codec_writer;
 
+/* The writer's parameters for codec `type` under a job's options: zstd's
+ * own threads and level, gzip's pigz threads, lzo on all cores. */
+void cb_codec_params_for(const struct cb_opts *o, enum cb_compress type, struct cb_codec_params *p);
+
 /* What the next bytes given to cb_codec_write() are (archive member data). */
 enum cb_data_kind {
 	CB_DATA_UNKNOWN = 0,   /* tar headers, ordinary file data: the trial decides */

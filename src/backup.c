@@ -495,13 +495,7 @@ static void remove_checksum(struct guest_run *r)
 
 static int write_archive(struct guest_run *r)
 {
-	struct cb_codec_params cp = {
-		.type = r->opts.compress, .policy = r->opts.compress_policy,
-		.level = r->opts.compress == CB_COMPRESS_ZSTD ? r->opts.zstd_level : 0,
-		/* zstd: its own option; gzip: vzdump's pigz; lzo: all cores */
-		.threads = r->opts.compress == CB_COMPRESS_ZSTD   ? r->opts.zstd_threads
-			   : r->opts.compress == CB_COMPRESS_GZIP ? r->opts.pigz_threads : 0,
-	};
+	struct cb_codec_params cp;
 	struct cb_archive_extra extra = {
 		r->opts.type == CB_GUEST_VM ? "./guest.conf" : "./etc/cbackup/guest.conf",
 		r->opts.guest_config,
@@ -511,6 +505,7 @@ static int write_archive(struct guest_run *r)
 	struct cb_sink *sink = NULL;
 	int ret = -1;
 
+	cb_codec_params_for(&r->opts, r->opts.compress, &cp);
 	cb_info(r->log, "creating archive '%s'", r->archive_path);
 	if ((r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
 			       : cb_sink_open_file(&sink, r->archive_path)) < 0)

@@ -173,6 +173,17 @@ static int writer_backend(struct cb_codec_writer *w, const struct cb_codec_param
 	return cb_error("unknown compression type %d", (int)p->type);
 }
 
+void cb_codec_params_for(const struct cb_opts *o, enum cb_compress type, struct cb_codec_params *p)
+{
+	*p = (struct cb_codec_params){
+		.type = type, .policy = o->compress_policy,
+		.level = type == CB_COMPRESS_ZSTD ? o->zstd_level : 0,
+		/* zstd: its own option; gzip: vzdump's pigz; lzo: all cores */
+		.threads = type == CB_COMPRESS_ZSTD ? o->zstd_threads
+			   : type == CB_COMPRESS_GZIP ? o->pigz_threads : 0,
+	};
+}
+
 int cb_codec_writer_new(struct cb_codec_writer **out, const struct cb_codec_params *p, struct cb_sink *sink)
 {
 	struct cb_codec_writer *w = cb_xcalloc(1, sizeof(*w));

@@ -1,6 +1,6 @@
 /*
  * cb_commands: the subcommands other than backup (restore, list, prune,
- * verify): each resolves what it needs from the command line and the
+ * verify, probe): each resolves what it needs from the command line and the
  * configuration, runs its module, and returns an exit status.
  */
 #include <stdio.h>
@@ -10,6 +10,7 @@
 #include "cb_commands.h"
 #include "cb_exit.h"
 #include "cb_list.h"
+#include "cb_probe.h"
 #include "cb_prune.h"
 #include "cb_restore.h"
 #include "cb_verify.h"
@@ -91,6 +92,23 @@ int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 		cb_opts_release(&g);
 	}
 	cb_catalog_release(&cat);
+	cb_opts_release(&o);
+	return status;
+}
+
+int cb_cmd_probe(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
+{
+	struct cb_opts o;
+	int status = CB_EXIT_OK;
+
+	if (resolve_for(cli, cfg, NULL, &o) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		return CB_EXIT_USAGE;
+	}
+	if (cb_probe_run(&o, log) < 0) {
+		cb_err(log, "probe failed - %s", cb_last_error());
+		status = CB_EXIT_FAILED;
+	}
 	cb_opts_release(&o);
 	return status;
 }

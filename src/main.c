@@ -33,6 +33,9 @@ static int run_with_config(const struct cb_cli *cli, struct cb_log *log)
 	case CB_CMD_PRUNE:
 		status = cb_cmd_prune(cli, &cfg, log);
 		break;
+	case CB_CMD_PROBE:
+		status = cb_cmd_probe(cli, &cfg, log);
+		break;
 	default:
 		cb_err(log, "this command is not implemented in this version");
 		status = CB_EXIT_USAGE;
