@@ -45,8 +45,7 @@ struct gzip_job {
 	unsigned char dict[DICT_SIZE];
 	size_t dict_len;
 	uint32_t crc;
-	int trial_store;
-	int direct;              /* stored: emit writes j->in as stored blocks */
+	int trial_store;         /* stored chunks: emit writes j->in as stored blocks */
 };
 
 struct gzip_scratch {
@@ -304,9 +303,8 @@ static int gzip_par_run(void *ctx, struct cb_pool_job *j, void *scratch)
 
 	gj->crc = crc32(0, j->in, j->m.len);
 	gj->trial_store = j->m.cls == CB_CHUNK_TRIAL && cb_trial_store(sc->trial, j->in, j->m.len);
-	gj->direct = j->m.cls == CB_CHUNK_STORE || gj->trial_store;
-	if (gj->direct) {
-		j->out_len = 0;
+	if (j->m.cls == CB_CHUNK_STORE || gj->trial_store) {
+		j->out_len = 0;          /* emit writes j->in: no copy here */
 		return 0;
 	}
 	if (!sc->ready)
@@ -337,7 +335,7 @@ static int gzip_par_emit(void *ctx, struct cb_pool_job *j)
 		cb_codec_out_stored(g->out, &j->m, CB_STORED_TRIAL, j->m.len);
 	g->crc = crc32_combine(g->crc, gj->crc, j->m.len);
 	g->total += j->m.len;
-	if (gj->direct)
+	if (j->m.cls == CB_CHUNK_STORE || gj->trial_store)
 		return put_stored(g->out, j->in, j->m.len);
 	return cb_codec_out_write(g->out, j->out, j->out_len);
 }

@@ -84,7 +84,6 @@ struct lzo_scratch {
 struct lzo_job {
 	uint64_t nogain;         /* bytes stored because LZO did not shrink them */
 	int trial_store;
-	int direct;              /* out holds only the block headers; the data is in */
 };
 
 static int lzo_write_header(struct lzo_writer *z)
@@ -118,56 +117,61 @@ static int lzo_write_header(struct lzo_writer *z)
 	return cb_codec_out_write(z->out, h, n);
 }
 
-/* One lzop block of len bytes at dst; returns its size in the output.
- * store: no compression attempt (the policy said so). */
+/* The header of a stored block: both sizes len, the checksum of the data
+ * (which follows it, from the chunk itself). */
+static void stored_header(unsigned char *h, const unsigned char *in, size_t len)
+{
+	put32(h, len);
+	put32(h + 4, len);
+	put32(h + 8, block_sum(in, len));
+}
+
+/* One compressed lzop block of len bytes at dst; returns its size in the
+ * output. A block that does not shrink is stored (counted in *nogain). */
 static size_t lzo_block(const unsigned char *in, size_t len, unsigned char *dst, void *wrkmem,
-			int store, uint64_t *nogain)
+			uint64_t *nogain)
 {
 	lzo_uint clen = len;
 
-	put32(dst, len);
-	put32(dst + 8, block_sum(in, len));
-	if (!store && lzo1x_1_compress(in, len, dst + 16, &clen, wrkmem) == LZO_E_OK && clen < len) {
+	if (lzo1x_1_compress(in, len, dst + 16, &clen, wrkmem) == LZO_E_OK && clen < len) {
+		put32(dst, len);
 		put32(dst + 4, clen);
+		put32(dst + 8, block_sum(in, len));
 		put32(dst + 12, block_sum(dst + 16, clen));
 		return 16 + clen;
 	}
-	if (!store)
-		*nogain += len;
-	put32(dst + 4, len);
-	memcpy(dst + 12, in, len);
-	return 12 + len;
+	*nogain += len;
+	stored_header(dst, in, len);
+	memcpy(dst + STORED_HDR, in, len);
+	return STORED_HDR + len;
+}
+
+/* Stored chunks (the policy said so) get only their block headers here:
+ * emit writes the data straight from j->in, so no worker copies it. */
+static int chunk_is_stored(const struct cb_pool_job *j)
+{
+	return j->m.cls == CB_CHUNK_STORE || ((struct lzo_job *)j->extra)->trial_store;
 }
 
 static int lzo_run(void *ctx, struct cb_pool_job *j, void *scratch)
 {
 	struct lzo_scratch *sc = scratch;
 	struct lzo_job *lj = j->extra;
-	int store = j->m.cls == CB_CHUNK_STORE;
 
 	(void)ctx;
 	lj->nogain = 0;
 	lj->trial_store = j->m.cls == CB_CHUNK_TRIAL && cb_trial_store(sc->trial, j->in, j->m.len);
-	store |= lj->trial_store;
 	j->out_len = 0;
-	lj->direct = store;
-	if (store) {            /* headers only: emit takes the data from j->in */
-		for (size_t off = 0; off < j->m.len; off += BLOCK_SIZE) {
-			size_t k = j->m.len - off < BLOCK_SIZE ? j->m.len - off : BLOCK_SIZE;
-			unsigned char *h = j->out + j->out_len;
-
-			put32(h, k);
-			put32(h + 4, k);
-			put32(h + 8, block_sum(j->in + off, k));
-			j->out_len += STORED_HDR;
-		}
-		return 0;
-	}
 	for (size_t off = 0; off < j->m.len; off += BLOCK_SIZE) {
 		size_t k = j->m.len - off < BLOCK_SIZE ? j->m.len - off : BLOCK_SIZE;
 
-		j->out_len += lzo_block(j->in + off, k, j->out + j->out_len, sc->wrkmem, store,
-					&lj->nogain);
+		if (chunk_is_stored(j)) {
+			stored_header(j->out + j->out_len, j->in + off, k);
+			j->out_len += STORED_HDR;
+		} else {
+			j->out_len += lzo_block(j->in + off, k, j->out + j->out_len, sc->wrkmem,
+						&lj->nogain);
+		}
 	}
 	return 0;
 }
@@ -184,7 +188,7 @@ static int lzo_emit(void *ctx, struct cb_pool_job *j)
 	else if (lj->trial_store)
 		cb_codec_out_stored(z->out, &j->m, CB_STORED_TRIAL, j->m.len);
 	cb_codec_out_stored(z->out, NULL, CB_STORED_NOGAIN, lj->nogain);
-	if (!lj->direct)
+	if (!chunk_is_stored(j))
 		return cb_codec_out_write(z->out, j->out, j->out_len);
 	for (size_t off = 0, h = 0; off < j->m.len; off += BLOCK_SIZE, h += STORED_HDR) {
 		size_t k = j->m.len - off < BLOCK_SIZE ? j->m.len - off : BLOCK_SIZE;

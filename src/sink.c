@@ -101,7 +101,7 @@ static void hasher_start(struct cb_sink *s)
 }
 
 /* Wait until the hasher has finished every slot before sequence number
- * upto (all of them: upto = seq + 1 after the last post). */
+ * upto (all posted ones: upto = s->seq). */
 static void hasher_wait(struct cb_sink *s, uint64_t upto)
 {
 	if (!s->h.running)
@@ -374,7 +374,7 @@ void cb_sink_free(struct cb_sink *s)
 
 void cb_sink_set_checksum(struct cb_sink *s, int on)
 {
-	if (s->seq == 0)
+	if (s->bytes == 0)
 		s->checksum = on;
 }
 
