@@ -34,6 +34,8 @@ struct cb_guest {
 	pid_t pgid;            /* pid kind: group signalled (0 = pid only) */
 	char *freeze_cmd, *thaw_cmd;
 	int frozen;
+	int kept_paused;       /* qmp: the VM was paused already at the freeze;
+				* nothing was stopped, nothing is resumed */
 	pid_t watchdog;        /* 0 when none */
 	int watchdog_fd;       /* write end of the pipe, -1 when none */
 	int cleanup_handle;    /* cb_cleanup handle of the thaw action, -1 */

@@ -368,6 +368,8 @@ static int freeze(struct guest_run *r)
 		cb_guest_kind_name(r->guest.kind));
 	if (cb_guest_freeze(&r->guest, 30000) < 0)
 		return cb_error_prefix("freeze");
+	if (r->guest.kept_paused)
+		cb_info(r->log, "VM was paused already: backed up as it is, it stays paused");
 	return 0;
 }
 
@@ -376,7 +378,7 @@ static int thaw(struct guest_run *r, double frozen_at)
 {
 	int ret = guest_hook(r, "pre-restart");
 
-	if (r->guest.kind != CB_FREEZER_NONE) {
+	if (r->guest.kind != CB_FREEZER_NONE && !r->guest.kept_paused) {
 		cb_info(r->log, "resuming guest");
 		if (cb_guest_thaw(&r->guest) < 0)
 			return cb_error_prefix("thaw");

@@ -328,9 +328,6 @@ static int init_qmp(struct cb_guest *g, const char *sock)
 		return cb_error_errno("qmp socket '%s': cannot connect", sock);
 	if (st < 0)
 		return cb_error("qmp socket '%s': %s", sock, cb_qmp_strerror(st));
-	if (st == 1)
-		return cb_error("qmp socket '%s': the VM is already paused; cbackup would resume it "
-				"after the backup, so it refuses", sock);
 	return 0;
 }
 
@@ -556,6 +553,12 @@ int cb_guest_freeze(struct cb_guest *g, int timeout_ms)
 	if (g->kind == CB_FREEZER_NONE)
 		return 0;
 	if (g->frozen)
+		return 0;
+	/* A VM its admin paused is as still as a stopped one: back it up as
+	 * it is and leave it paused (asked now, not at init: it may have been
+	 * resumed since). */
+	g->kept_paused = g->kind == CB_FREEZER_QMP && cb_qmp_is_paused(g->path, QMP_TIMEOUT_MS) == 1;
+	if (g->kept_paused)
 		return 0;
 	if (watchdog_start(g) < 0)
 		goto fail;

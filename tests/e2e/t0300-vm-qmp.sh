@@ -8,8 +8,8 @@
 # changed between the passes (new mtime, or only a new ctime) are recopied
 # in pass 2; [vm ID] in the config file; SIGKILL while paused (the watchdog
 # resumes the VM within 2 s) and SIGTERM (resumed at once, clean failure);
-# a missing or dead QMP socket fails cleanly; a VM the admin had paused
-# stays paused.
+# a missing or dead QMP socket fails cleanly; a VM the admin had paused is
+# backed up and stays paused.
 . "$(dirname "$0")/lib.sh"
 
 if ! test_have_prereq QEMU; then
@@ -63,6 +63,7 @@ test_expect_success 'setup: images, guest config, a recording hook' '
 			head -c 4096 /dev/urandom | dd of="$MOD_FILE" bs=4096 seek=2048 conv=notrunc status=none
 			head -c 4096 /dev/urandom | dd of="$MOD_FILE" bs=4096 seek=8192 conv=notrunc status=none ;;
 		keep-mtime) touch -r "$MOD_REF" "$MOD_FILE" ;;
+		cont)       qmp "$VM_SOCK" cont >/dev/null ;;   # the admin resumes the VM
 		kill9|term)
 			# $PPID must be cbackup itself: never signal anything else
 			comm=$(cat /proc/$PPID/comm)
@@ -315,8 +316,7 @@ test_expect_success 'a dead QMP socket (nobody listens): exit 1, ERROR names it,
 	no_output dead
 '
 
-# Either way is fine: back it up and leave it paused, or refuse cleanly.
-test_expect_success 'a VM the admin had paused stays paused (backed up or refused)' '
+test_expect_success 'a VM the admin had paused is backed up as it is and stays paused' '
 	qmp "$SOCK" stop >/dev/null
 	rc=0
 	backup_vm 0 prepaused || rc=$?
@@ -324,12 +324,24 @@ test_expect_success 'a VM the admin had paused stays paused (backed up or refuse
 	unpause_vm
 	cat "$CB_ERR"
 	[ "$status" = paused ] || { echo "cbackup resumed a VM it had not paused"; false; }
-	if [ "$rc" = 0 ]; then
-		find_archive "$SCRATCH/dump-prepaused" vm 200 .zst
-	else
-		grep "^ERROR: Backup of VM 200 failed - .*paused" "$CB_ERR"
-		no_output prepaused
-	fi
+	[ "$rc" = 0 ]
+	grep -x "INFO: VM was paused already: backed up as it is, it stays paused" "$CB_ERR"
+	test_must_fail grep "^INFO: resuming guest" "$CB_ERR"
+	grep -qx "pre-restart paused" "$HOOKLOG"
+	grep -qx "post-restart paused" "$HOOKLOG"
+	archive=$(find_archive "$SCRATCH/dump-prepaused" vm 200 .zst)
+	cbackup_run 0 restore "$archive" "$SCRATCH/r-prepaused"
+	same_images "$SCRATCH/r-prepaused"
+'
+
+test_expect_success 'resumed by its admin after cbackup started: stopped and resumed as usual' '
+	qmp "$SOCK" stop >/dev/null
+	HOOK_ACTION=backup-start:cont backup_vm 0 resumed
+	cat "$CB_ERR" "$HOOKLOG"
+	grep -qx "pre-stop running" "$HOOKLOG"
+	grep -qx "pre-restart paused" "$HOOKLOG"
+	grep "^INFO: resuming guest" "$CB_ERR"
+	[ "$(qmp "$SOCK" status)" = running ]
 '
 
 test_expect_success 'QEMU quits cleanly' '
