@@ -2,13 +2,14 @@
  * cb_qcow2: just enough of qemu's qcow2 format (docs/interop/qcow2.txt) to
  * tell the compression stage which bytes of an image are already
  * compressed: the host ranges of compressed clusters reachable from the
- * active L1 table, or the whole image when it is encrypted.
+ * active L1 table or from an internal snapshot's, or the whole image when
+ * it is encrypted.
  *
  * Nothing in the file is trusted: every offset and size is checked against
  * the file size, tables are capped (L1 at qemu's 32 MiB, all L2 tables
  * together at the file size), and anything odd makes cb_qcow2_probe() fail
- * with a reason, so the caller falls back to its generic handling.
- * Compressed clusters only referenced by internal snapshots are not found.
+ * with a reason, so the caller falls back to its generic handling. An L2
+ * table shared by several L1 tables is read once.
  */
 #ifndef CB_QCOW2_H
 #define CB_QCOW2_H

@@ -20,14 +20,21 @@
 #define INCOMPAT_EXTERNAL_DATA (1ull << 2)
 #define INCOMPAT_EXTENDED_L2 (1ull << 4)
 #define INCOMPAT_KNOWN 0x1full
+#define SNAPSHOTS_MAX 65536u               /* qemu's own limit */
+#define SNAP_FIXED 40                      /* fixed part of a snapshot table entry */
+#define L1_TOTAL_MAX (256u * 1024 * 1024)  /* all L1 tables read together */
 
 struct qcow2 {
 	int fd;
 	uint64_t file_size, cluster_size;
 	unsigned cluster_bits, entry_size;
-	unsigned char *l2;               /* one L2 table */
 	struct cb_qcow2_info *info;
 	size_t cap;
+	/* host offsets of the L2 tables of every L1 (active and snapshots);
+	 * snapshots share most of them, so each is read once */
+	uint64_t *l2s;
+	size_t n_l2s, cap_l2s;
+	uint64_t l1_bytes;               /* all L1 tables read so far */
 };
 
 static uint64_t be(const unsigned char *p, int n)
@@ -103,15 +110,15 @@ static int compressed_entry(struct qcow2 *q, uint64_t e)
 	return add_range(q, off, end < q->file_size ? end : q->file_size);
 }
 
-static int scan_l2(struct qcow2 *q, uint64_t l2_off)
+static int scan_l2(struct qcow2 *q, unsigned char *l2, uint64_t l2_off)
 {
 	if ((l2_off & (q->cluster_size - 1)) || !in_file(q, l2_off, q->cluster_size))
 		return cb_error("qcow2: L2 table at %llu is misaligned or past the end",
 				(unsigned long long)l2_off);
-	if (read_at(q->fd, q->l2, q->cluster_size, l2_off) < 0)
+	if (read_at(q->fd, l2, q->cluster_size, l2_off) < 0)
 		return -1;
 	for (uint64_t i = 0; i < q->cluster_size; i += q->entry_size) {
-		uint64_t e = be(q->l2 + i, 8);
+		uint64_t e = be(l2 + i, 8);
 
 		if ((e & ENTRY_COMPRESSED) && compressed_entry(q, e) < 0)
 			return -1;
@@ -147,36 +154,104 @@ static void normalise(struct cb_qcow2_info *in)
 	in->n_ranges = n + 1;
 }
 
-static int scan_l1(struct qcow2 *q, uint64_t l1_off, uint32_t l1_size)
+static int u64_cmp(const void *a, const void *b)
 {
-	uint64_t bytes = (uint64_t)l1_size * 8, tables = 0;
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sort and drop duplicates; more distinct L2 tables than the file holds
+ * clusters (each takes one of its own) means a hostile image. */
+static int unique_l2s(struct qcow2 *q)
+{
+	size_t n = 0;
+
+	if (q->n_l2s) {
+		qsort(q->l2s, q->n_l2s, sizeof(*q->l2s), u64_cmp);
+		for (size_t i = 1; i < q->n_l2s; i++)
+			if (q->l2s[i] != q->l2s[n])
+				q->l2s[++n] = q->l2s[i];
+		q->n_l2s = n + 1;
+	}
+	if (q->n_l2s > q->file_size / q->cluster_size)
+		return cb_error("qcow2: more L2 tables than clusters");
+	return 0;
+}
+
+/* Note the L2 tables an L1 table refers to. */
+static int collect_l1(struct qcow2 *q, uint64_t l1_off, uint32_t l1_size)
+{
+	uint64_t bytes = (uint64_t)l1_size * 8;
 	unsigned char *l1;
-	int ret = 0;
 
 	if (bytes > L1_MAX_BYTES || (l1_off & (q->cluster_size - 1)) || !in_file(q, l1_off, bytes))
 		return cb_error("qcow2: L1 table (%u entries at %llu) is too big, misaligned or past the end",
 				l1_size, (unsigned long long)l1_off);
+	if ((q->l1_bytes += bytes) > L1_TOTAL_MAX)
+		return cb_error("qcow2: L1 tables of the snapshots too big together");
 	l1 = cb_xmalloc(bytes ? bytes : 1);
 	if (read_at(q->fd, l1, bytes, l1_off) < 0) {
 		free(l1);
 		return -1;
 	}
-	q->l2 = cb_xmalloc(q->cluster_size);
-	for (uint32_t i = 0; i < l1_size && ret == 0; i++) {
+	for (uint32_t i = 0; i < l1_size; i++) {
 		uint64_t l2_off = be(l1 + 8 * (size_t)i, 8) & L1_OFFSET_MASK;
 
 		if (l2_off == 0)
 			continue;
-		/* every L2 table takes a cluster of its own: more tables than
-		 * the file holds clusters means a hostile L1 */
-		if (++tables > q->file_size / q->cluster_size)
-			ret = cb_error("qcow2: more L2 tables than clusters");
-		else
-			ret = scan_l2(q, l2_off);
+		if (q->n_l2s == q->cap_l2s) {
+			q->cap_l2s = q->cap_l2s ? 2 * q->cap_l2s : 256;
+			q->l2s = cb_xrealloc(q->l2s, q->cap_l2s * sizeof(*q->l2s));
+		}
+		q->l2s[q->n_l2s++] = l2_off;
 	}
 	free(l1);
-	free(q->l2);
-	q->l2 = NULL;
+	/* keep the list bounded by the file, not by what the L1s repeat */
+	if (q->n_l2s > 2 * (q->file_size / q->cluster_size) + 1024)
+		return unique_l2s(q);
+	return 0;
+}
+
+/* Internal snapshots (qemu-img snapshot, Proxmox's qcow2 snapshots) keep
+ * L1 tables of their own: clusters compressed before a snapshot and since
+ * overwritten are reachable only from there. */
+static int collect_snapshots(struct qcow2 *q, uint32_t count, uint64_t table)
+{
+	uint64_t pos = table;
+
+	if (count > SNAPSHOTS_MAX)
+		return cb_error("qcow2: %u snapshots (qemu allows %u)", count, SNAPSHOTS_MAX);
+	if (count && (table & (q->cluster_size - 1)))
+		return cb_error("qcow2: snapshot table misaligned");
+	for (uint32_t i = 0; i < count; i++) {
+		unsigned char e[SNAP_FIXED];
+		uint64_t len;
+
+		if (!in_file(q, pos, SNAP_FIXED))
+			return cb_error("qcow2: snapshot table past the end");
+		if (read_at(q->fd, e, SNAP_FIXED, pos) < 0)
+			return -1;
+		/* the fixed part, extra data, id string, name; padded to 8 */
+		len = SNAP_FIXED + be(e + 36, 4) + be(e + 12, 2) + be(e + 14, 2);
+		len = (len + 7) & ~7ull;
+		if (!in_file(q, pos, len))
+			return cb_error("qcow2: snapshot table past the end");
+		if (collect_l1(q, be(e, 8), be(e + 8, 4)) < 0)
+			return -1;
+		pos += len;
+	}
+	return 0;
+}
+
+static int scan_l2s(struct qcow2 *q)
+{
+	unsigned char *l2 = cb_xmalloc(q->cluster_size);
+	int ret = unique_l2s(q);
+
+	for (size_t i = 0; i < q->n_l2s && ret == 0; i++)
+		ret = scan_l2(q, l2, q->l2s[i]);
+	free(l2);
 	return ret;
 }
 
@@ -224,10 +299,13 @@ int cb_qcow2_probe(int fd, uint64_t file_size, struct cb_qcow2_info *info)
 		return -1;
 	if (info->encrypted)
 		return 0;
-	if (scan_l1(&q, l1_off, l1_size) < 0) {
+	if (collect_l1(&q, l1_off, l1_size) < 0 ||
+	    (l1_size && collect_snapshots(&q, be(h + 60, 4), be(h + 64, 8)) < 0) || scan_l2s(&q) < 0) {
+		free(q.l2s);
 		cb_qcow2_release(info);
 		return -1;
 	}
+	free(q.l2s);
 	normalise(info);
 	return 0;
 }
