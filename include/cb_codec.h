@@ -9,7 +9,8 @@
  *   gzip  — zlib deflate, gzip wrapper,
  *   none  — bytes pass through.
  * cb_codec_finish() writes the trailer and flushes the sink's buffer (so
- * every byte has been written); it does not commit the sink. The writer does not own the sink.
+ * every byte has been written); it does not commit the sink. The writer
+ * does not own the sink.
  *
  * Reader: cb_codec_reader_new() detects the codec from the first bytes
  * (magic numbers, never the file name) and yields decompressed bytes, so

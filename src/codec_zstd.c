@@ -1,7 +1,8 @@
 /*
  * zstd codec: libzstd streaming compression (multithreaded through
- * ZSTD_c_nbWorkers) and streaming decompression. Output is collected into a
- * CB_CODEC_OUTBUF buffer so the sink sees few, large writes.
+ * ZSTD_c_nbWorkers) and streaming decompression. libzstd writes straight
+ * into the sink's write-behind slots, which gather the output into large
+ * writes.
  *
  * Stored chunks end the current frame and go into a frame of raw blocks
  * that we write ourselves (libzstd has no public way to force raw blocks);
@@ -55,17 +56,12 @@ static int zstd_run(struct zstd_writer *z, ZSTD_inBuffer *ib, ZSTD_EndDirective 
 	}
 }
 
-static int zstd_put(struct zstd_writer *z, const void *buf, size_t len)
-{
-	return cb_codec_out_write(z->out, buf, len);
-}
-
 static int raw_block_header(struct zstd_writer *z, size_t len, int last)
 {
 	uint32_t h = (uint32_t)len << 3 | (last ? 1 : 0);   /* block type 0: raw */
 	unsigned char b[3] = { h & 0xff, (h >> 8) & 0xff, (h >> 16) & 0xff };
 
-	return zstd_put(z, b, 3);
+	return cb_codec_out_write(z->out, b, 3);
 }
 
 /* An empty last raw block ends the raw frame (what libzstd writes for an
@@ -92,13 +88,13 @@ static int raw_chunk(struct zstd_writer *z, const unsigned char *data, size_t le
 {
 	if (frame_end(z) < 0)
 		return -1;
-	if (!z->in_raw && zstd_put(z, raw_frame_header, sizeof(raw_frame_header)) < 0)
+	if (!z->in_raw && cb_codec_out_write(z->out, raw_frame_header, sizeof(raw_frame_header)) < 0)
 		return -1;
 	z->in_raw = z->any = 1;
 	for (size_t off = 0; off < len; off += RAW_BLOCK_MAX) {
 		size_t k = len - off < RAW_BLOCK_MAX ? len - off : RAW_BLOCK_MAX;
 
-		if (raw_block_header(z, k, 0) < 0 || zstd_put(z, data + off, k) < 0)
+		if (raw_block_header(z, k, 0) < 0 || cb_codec_out_write(z->out, data + off, k) < 0)
 			return -1;
 	}
 	return 0;
