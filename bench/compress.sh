@@ -7,6 +7,11 @@
 #   (c) a text-heavy tree (/usr/include, perl and python libraries).
 # Page cache warm, RUNS runs each (default 3), medians. SCALE = size of the
 # images in MiB (default 1024). WORK = scratch directory (kept with KEEP=1).
+# DURABLE=1 (default): every row is timed until its output is on disk, as a
+# backup is (the peers end with `sync FILE`, an fsync; cbackup uses the
+# storage sink of a backup: .tmp, streaming fdatasync, fsync, rename).
+# DURABLE=0: timed until the last write(2), the bytes perhaps still in the
+# page cache.
 # cbackup rows include the SHA-256 of the archive (its .sha256), as a backup
 # to storage does; on the inputs in NOSUM_CASES (default a) they are also run
 # without it (as --stdout), and `openssl sha256` of the archive is timed: the
@@ -21,6 +26,8 @@ WORK=${WORK:-/tmp/cb-bench-compress}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=$WORK/compress_bench
 NCPU=$(nproc)
+DURABLE=${DURABLE:-1}
+if [ "$DURABLE" = 1 ]; then SYNC=" && sync"; SINK=durable; else SYNC=; SINK=; fi
 
 mkdir -p "$WORK"
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$WORK"' EXIT
@@ -73,7 +80,7 @@ measure() {
 		rm -f "$out"
 		sync   # the last run's dirty pages are flushed now, not during this one
 		s=$(date +%s.%N)
-		sh -c "$*"
+		sh -c "$*${SYNC:+$SYNC '$out'}"
 		e=$(date +%s.%N)
 		echo "$e - $s" | bc
 		i=$((i + 1))
@@ -104,14 +111,14 @@ bench_input() {
 		set -- $(measure "$o" "tar -cf - -C '$dir' . | $cmd > '$o'")
 		row "$name" "tar | $label" "$1" "$2" "$in_bytes" "$catsec"
 	done
-	cbackup_rows "" "" "zstd auto 0:zstd -3 T0" "lzo auto 0:lzo (all cores)" "gzip auto 0:gzip (pigz=0)" \
+	cbackup_rows "$SINK" "" "zstd auto 0:zstd -3 T0" "lzo auto 0:lzo (all cores)" "gzip auto 0:gzip (pigz=0)" \
 		"gzip auto $NCPU:gzip (pigz=$NCPU threads)" "zstd always 0:zstd policy=always"
 	case " ${NOSUM_CASES-a} " in *" $name "*) ;; *) return 0 ;; esac
 	mv "$o" "$o.keep"   # measure removes its output before each run
 	set -- $(measure "$o" "openssl sha256 '$o.keep' > '$o'")
 	row "$name" "openssl sha256 of archive" "$1" "$(stat -c %s "$o.keep")" "$in_bytes" "$catsec"
 	rm -f "$o.keep"
-	cbackup_rows nosum ", no sum" "none auto 0:none" "zstd auto 0:zstd -3 T0" "lzo auto 0:lzo (all cores)" \
+	cbackup_rows "${SINK:+$SINK,}nosum" ", no sum" "none auto 0:none" "zstd auto 0:zstd -3 T0" "lzo auto 0:lzo (all cores)" \
 		"gzip auto 0:gzip (pigz=0)" "gzip auto $NCPU:gzip (pigz=$NCPU threads)"
 }
 
@@ -121,14 +128,15 @@ cbackup_rows() {
 	shift 2
 	for c in "$@"; do
 		args=${c%%:*} label=${c#*:}
-		set -- $(measure "$o" "'$BIN' $args '$dir' '$o' $extra > /dev/null 2>&1")
+		# durable: the driver fsyncs as a backup does, no sync(1) after it
+		set -- $(SYNC=; measure "$o" "'$BIN' $args '$dir' '$o' $extra > /dev/null 2>&1")
 		row "$name" "cbackup $label$suffix" "$1" "$2" "$in_bytes" "$catsec"
 	done
 }
 
 build
 make_inputs
-echo "compress bench: SCALE=${SCALE}MiB RUNS=$RUNS cores=$NCPU (medians; sizes in bytes)"
+echo "compress bench: SCALE=${SCALE}MiB RUNS=$RUNS cores=$NCPU DURABLE=$DURABLE (medians; sizes in bytes)"
 for case in ${CASES:-a b c}; do
 	bench_input "$case" "$WORK/$case"
 done

@@ -3,12 +3,15 @@
  * cbackup's archive stage (cb_archive_write through a cb_codec_writer into
  * a file sink, SHA-256 included, as in a backup) on a directory.
  *
- *   compress_bench CODEC POLICY THREADS DIR OUT [nosum]
+ *   compress_bench CODEC POLICY THREADS DIR OUT [durable][,nosum]
  *
  * CODEC zstd|lzo|gzip|none, POLICY auto|always, THREADS as cb_codec_params
  * (gzip: 0 = classic single stream). The SHA-256 a backup to storage computes
  * for its .sha256 is included unless "nosum" (as with --stdout, which has no
- * .sha256). No fsync, as for the peers. Prints one line:
+ * .sha256). "durable": the storage sink a backup uses (OUT.tmp, streaming
+ * writeback, fsync, rename), timed until the archive is on disk; otherwise
+ * a plain fd sink whose bytes may still be in the page cache at the end, as
+ * for a peer without sync. Prints one line:
  *   SECONDS TAR_BYTES OUT_BYTES STORED_BYTES FILES_STORED
  */
 #include <fcntl.h>
@@ -46,24 +49,30 @@ int main(int argc, char **argv)
 	struct cb_log log;
 	char summary[256];
 	double t0;
-	int fd;
+	const char *flags = argc == 7 ? argv[6] : "";
+	int durable = strstr(flags, "durable") != NULL;
+	int fd = -1;
 
 	if (argc < 6 || argc > 7 || parse_codec(argv[1], &p.type) < 0) {
-		fprintf(stderr, "usage: compress_bench zstd|lzo|gzip|none auto|always THREADS DIR OUT [nosum]\n");
+		fprintf(stderr, "usage: compress_bench zstd|lzo|gzip|none auto|always THREADS DIR OUT "
+			"[durable][,nosum]\n");
 		return 2;
 	}
 	p.policy = strcmp(argv[2], "always") == 0 ? CB_POLICY_ALWAYS : CB_POLICY_AUTO;
 	p.threads = atoi(argv[3]);
 	cb_log_init(&log);
 	log.quiet = 1;
-	fd = open(argv[5], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	t0 = cb_now();
-	if (fd >= 0 && cb_sink_open_fd(&sink, fd, argv[5]) == 0)
-		cb_sink_set_checksum(sink, !(argc == 7 && strcmp(argv[6], "nosum") == 0));
-	if (fd < 0 || !sink || cb_codec_writer_new(&w, &p, sink) < 0 ||
+	if (durable)
+		cb_sink_open_file(&sink, argv[5]);
+	else if ((fd = open(argv[5], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) >= 0)
+		cb_sink_open_fd(&sink, fd, argv[5]);
+	if (sink)
+		cb_sink_set_checksum(sink, strstr(flags, "nosum") == NULL);
+	if (!sink || cb_codec_writer_new(&w, &p, sink) < 0 ||
 	    cb_archive_write(argv[4], NULL, 0, w, &log, &as) < 0 || cb_codec_finish(w) < 0 ||
 	    cb_sink_commit(sink) < 0) {
-		fprintf(stderr, "compress_bench: %s\n", fd < 0 ? "cannot open output" : cb_last_error());
+		fprintf(stderr, "compress_bench: %s\n", !sink && fd < 0 ? "cannot open output" : cb_last_error());
 		return 1;
 	}
 	cb_codec_writer_stats(w, &cs);
@@ -74,6 +83,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "stored raw (incompressible): %s\n", summary);
 	cb_codec_writer_free(w);
 	cb_sink_free(sink);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	return 0;
 }

@@ -54,6 +54,11 @@ double cb_now(void);
 /* write() all of buf, retrying on EINTR/short writes; -1 with errno set. */
 int cb_write_all(int fd, const void *buf, size_t len);
 
+/* pthread_create() of a helper thread that leaves every signal to the main
+ * thread, whose handlers thaw the guest and clean up. 0 or -1. */
+#include <pthread.h>
+int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
+
 /* Remove a directory tree (no symlink following, stays on one device). */
 int cb_remove_tree(const char *path);
 

@@ -3,9 +3,10 @@
  *
  * The rates are those of the real code paths: the codec writer with the
  * job's options (threads, level, policy) into a sink without checksum, the
- * sink's SHA-256, plain write(2)+fsync for the disks. Data written to disk
- * is incompressible, so a compressing file system (ZFS lz4, btrfs) cannot
- * make a storage look faster than it is.
+ * sink's SHA-256, write(2)+fsync for the disks (the storage also synced as
+ * it is written, as a backup writes its archive: cb_syncer). Data written to
+ * disk is incompressible, so a compressing file system (ZFS lz4, btrfs)
+ * cannot make a storage look faster than it is.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 #include "cb_codec.h"
 #include "cb_probe.h"
 #include "cb_sink.h"
+#include "cb_syncer.h"
 #include "cb_util.h"
 
 #define BLOCK (1024 * 1024)
@@ -125,24 +127,35 @@ static void probe_file_remove(struct probe_file *pf)
 	pf->path = NULL;
 }
 
-/* Write for about IO_SECONDS, then fsync: the rate a backup's writes see. */
+/* Write for about IO_SECONDS, then fsync: the rate a backup's writes see
+ * (with sync_as_written, those of an archive: synced while written). */
 static int write_for_a_while(struct probe_file *pf, const unsigned char *data, const char *stage,
-			     struct rate *r)
+			     int sync_as_written, struct rate *r)
 {
+	struct cb_syncer *syncer = sync_as_written ? cb_syncer_start(pf->fd, pf->path) : NULL;
 	double t0 = cb_now();
+	int ret = -1;
 
 	r->in = 0;
 	do {
 		if (cb_check_interrupt() < 0)
-			return -1;
-		if (cb_write_all(pf->fd, data + r->in % SAMPLE, BLOCK) < 0)
-			return cb_error_errno("%s: cannot write '%s'", stage, pf->path);
+			goto cleanup;
+		if (cb_write_all(pf->fd, data + r->in % SAMPLE, BLOCK) < 0) {
+			cb_error_errno("cannot write '%s'", pf->path);
+			goto cleanup;
+		}
 		r->in += BLOCK;
+		if (cb_syncer_written(syncer, r->in) < 0)
+			goto cleanup;
 	} while (cb_now() - t0 < IO_SECONDS && r->in < IO_MAX);
-	if (fsync(pf->fd) < 0)
-		return cb_error_errno("%s: cannot sync '%s'", stage, pf->path);
+	ret = cb_syncer_stop(syncer);
+	syncer = NULL;
+	if (ret == 0 && fsync(pf->fd) < 0)
+		ret = cb_error_errno("cannot sync '%s'", pf->path);
 	r->seconds = cb_now() - t0;
-	return 0;
+cleanup:
+	cb_syncer_cancel(syncer);
+	return ret < 0 ? cb_error_prefix("%s", stage) : 0;
 }
 
 /* Read the file back after asking the kernel to drop it from the page cache
@@ -246,7 +259,9 @@ static const char *threads_note(const struct cb_opts *o, enum cb_compress c, cha
 	return buf;
 }
 
-static int probe_disk(const char *dir, const char *what, const struct samples *sm, int read_too,
+/* The tmpdir (is_staging: read back too, as pass 2 and the archive read the
+ * staged copy) or the storage (written as an archive is). */
+static int probe_disk(const char *dir, const char *what, const struct samples *sm, int is_staging,
 		      struct rate *wr, struct rate *rd, struct cb_log *log)
 {
 	struct probe_file pf = { NULL, -1, -1 };
@@ -254,11 +269,12 @@ static int probe_disk(const char *dir, const char *what, const struct samples *s
 	char w[32], r[32], size[32];
 	int ret = -1;
 
-	if (probe_file_create(&pf, dir, what) < 0 || write_for_a_while(&pf, sm->random, what, wr) < 0)
+	if (probe_file_create(&pf, dir, what) < 0 ||
+	    write_for_a_while(&pf, sm->random, what, !is_staging, wr) < 0)
 		goto cleanup;
 	fmt_rate(w, sizeof(w), per_second(wr));
 	cb_fmt_bytes(size, sizeof(size), wr->in);
-	if (read_too) {
+	if (is_staging) {
 		buf = cb_xmalloc(BLOCK);
 		if (read_back(&pf, buf, wr->in, what, rd) < 0)
 			goto cleanup;

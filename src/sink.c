@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 #include <openssl/evp.h>
 
 #include "cb_cleanup.h"
 #include "cb_sink.h"
+#include "cb_syncer.h"
 #include "cb_throttle.h"
 #include "cb_util.h"
 
@@ -61,6 +61,8 @@ struct cb_sink {
 	int slot_ready;         /* the hasher has released it */
 	int checksum;           /* compute the SHA-256 */
 	struct hasher h;
+	uint64_t written;       /* bytes handed to write(2) */
+	struct cb_syncer *syncer;  /* storage files: made durable as written */
 };
 
 static void *hasher_main(void *arg)
@@ -90,14 +92,9 @@ static void *hasher_main(void *arg)
 /* Signals stay with the main thread, whose handler thaws and cleans up. */
 static void hasher_start(struct cb_sink *s)
 {
-	sigset_t all, old;
-
 	pthread_mutex_init(&s->h.mu, NULL);
 	pthread_cond_init(&s->h.cv, NULL);
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	s->h.running = pthread_create(&s->h.th, NULL, hasher_main, s) == 0;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	s->h.running = cb_thread_start(&s->h.th, hasher_main, s) == 0;
 }
 
 /* Wait until the hasher has finished every slot before sequence number
@@ -182,6 +179,7 @@ int cb_sink_open_file(struct cb_sink **out, const char *final_path)
 		return -1;
 	}
 	s->owns_fd = 1;
+	s->syncer = cb_syncer_start(s->fd, s->tmp_path);
 	s->cleanup_handle = cb_cleanup_push(unlink_tmp, s);
 	*out = s;
 	return 0;
@@ -215,6 +213,9 @@ static int write_through(struct cb_sink *s, const void *buf, size_t len)
 	t0 = cb_now();
 	if (cb_write_all(s->fd, buf, len) < 0)
 		return cb_error_errno("cannot write '%s'", s->tmp_path ? s->tmp_path : s->name);
+	s->written += len;
+	if (cb_syncer_written(s->syncer, s->written) < 0)
+		return -1;
 	s->write_seconds += cb_now() - t0;
 	return 0;
 }
@@ -317,6 +318,8 @@ static int fsync_dir_of(const char *path)
 
 int cb_sink_prepare(struct cb_sink *s)
 {
+	int rc;
+
 	if (s->prepared)
 		return 0;
 	if (cb_sink_flush(s) < 0)
@@ -327,8 +330,14 @@ int cb_sink_prepare(struct cb_sink *s)
 	s->prepared = 1;
 	if (!s->final_path)
 		return 0;
+	rc = cb_syncer_stop(s->syncer);
+	s->syncer = NULL;
+	if (rc < 0)
+		return -1;
 	if (fsync(s->fd) < 0)
 		return cb_error_errno("cannot sync '%s'", s->tmp_path);
+	/* on disk now: leave the page cache as it was before the backup */
+	posix_fadvise(s->fd, 0, 0, POSIX_FADV_DONTNEED);
 	if (close(s->fd) < 0) {
 		s->fd = -1;
 		return cb_error_errno("cannot close '%s'", s->tmp_path);
@@ -357,6 +366,7 @@ void cb_sink_free(struct cb_sink *s)
 {
 	if (!s)
 		return;
+	cb_syncer_cancel(s->syncer);
 	if (s->owns_fd && s->fd >= 0)
 		close(s->fd);
 	if (s->tmp_path && !s->committed)

@@ -1,5 +1,6 @@
 /* cb_util: errors, memory, string vectors, formatting. See include/cb_util.h. */
 #include <dirent.h>
+#include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -241,4 +242,16 @@ int cb_remove_tree(const char *path)
 	if (remove_contents(fd, st.st_dev) < 0 || rmdir(path) < 0)
 		return cb_error_errno("cannot remove '%s' completely", path);
 	return 0;
+}
+
+int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return rc == 0 ? 0 : -1;
 }

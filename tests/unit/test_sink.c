@@ -10,11 +10,14 @@
 #include <string.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <cmocka.h>
 #include <openssl/evp.h>
 
 #include "cb_sink.h"
+#include "cb_syncer.h"
 #include "cb_util.h"
 
 #define MIB (1024 * 1024)
@@ -204,6 +207,76 @@ static void test_write_error_surfaces(void **state)
 	close(fd);
 }
 
+/* Pages of [off, off + len) of path that are in the page cache. */
+static size_t resident_pages(const char *path, size_t off, size_t len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t n = (len + page - 1) / page, count = 0;
+	unsigned char *vec = cb_xmalloc(n);
+	int fd = open(path, O_RDONLY);
+	void *map;
+
+	assert_true(fd >= 0);
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, (off_t)off);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mincore(map, len, vec), 0);
+	for (size_t i = 0; i < n; i++)
+		count += vec[i] & 1;
+	munmap(map, len);
+	close(fd);
+	free(vec);
+	return count;
+}
+
+/*
+ * A storage file bigger than the syncer lets stay behind: while it is being
+ * written, its beginning is already on disk and out of the page cache (the
+ * writer waits once more than CB_SYNCER_MAX_BEHIND bytes are not, so this
+ * holds at that point without any timing); once committed, none of it is
+ * cached, and it holds exactly the bytes given.
+ */
+static void test_durable_while_written(void **state)
+{
+	struct fixture *f = *state;
+	char *path = cb_xasprintf("%s/big.tar", f->dir), *tmp = cb_xasprintf("%s.tmp", path);
+	const size_t total = CB_SYNCER_MAX_BEHIND + 2 * CB_SYNCER_CHUNK + 8 * MIB;
+	const size_t early = CB_SYNCER_CHUNK;   /* surely synced and dropped by the end */
+	long page = sysconf(_SC_PAGESIZE);
+	EVP_MD_CTX *want_ctx = EVP_MD_CTX_new();
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	char want[65];
+	struct statfs sfs;
+	struct cb_sink *s;
+
+	assert_int_equal(statfs(f->dir, &sfs), 0);
+	if (sfs.f_type == 0x01021994 /* TMPFS_MAGIC */) {
+		/* tmpfs pages are the file: there is no disk to sync to, no cache to leave */
+		print_message("skipped: %s is on tmpfs, where the page cache cannot be dropped\n", f->dir);
+		skip();
+	}
+	EVP_DigestInit_ex(want_ctx, EVP_sha256(), NULL);
+	assert_int_equal(cb_sink_open_file(&s, path), 0);
+	for (size_t off = 0; off < total;) {
+		size_t k = total - off < 7 * MIB ? total - off : 7 * MIB;
+
+		assert_int_equal(cb_sink_write(s, f->data, k), 0);
+		EVP_DigestUpdate(want_ctx, f->data, k);
+		off += k;
+	}
+	assert_true(resident_pages(tmp, 0, early) <= early / page / 100);
+	assert_int_equal(cb_sink_commit(s), 0);
+	assert_true(resident_pages(path, 0, total) <= total / page / 100);
+	EVP_DigestFinal_ex(want_ctx, md, &mdlen);
+	for (unsigned int i = 0; i < 32; i++)
+		snprintf(want + 2 * i, 3, "%02x", md[i]);
+	assert_string_equal(cb_sink_sha256(s), want);
+	cb_sink_free(s);
+	EVP_MD_CTX_free(want_ctx);
+	free(path);
+	free(tmp);
+}
+
 /* Freed without commit: the .tmp is gone, the final name never appears. */
 static void test_abort_removes_tmp(void **state)
 {
@@ -229,6 +302,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fd_sink_checksum_switch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_error_surfaces, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abort_removes_tmp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_durable_while_written, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
