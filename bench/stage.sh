@@ -30,10 +30,11 @@ median() { sort -n "$1" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) 
 
 build_driver() {
 	make -s build/rel/stage.o build/rel/stage_copy.o build/rel/stage_index.o \
-		build/rel/util.o build/rel/log.o build/rel/cleanup.o build/rel/throttle.o
+		build/rel/util.o build/rel/log.o build/rel/cleanup.o build/rel/throttle.o build/rel/progress.o
 	cc -O2 -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude -o "$work/stage_bench" \
 		bench/stage_bench.c build/rel/stage.o build/rel/stage_copy.o build/rel/stage_index.o \
-		build/rel/util.o build/rel/log.o build/rel/cleanup.o build/rel/throttle.o
+		build/rel/util.o build/rel/log.o build/rel/cleanup.o build/rel/throttle.o build/rel/progress.o \
+		-lpthread
 }
 
 # Directories: NDIRS top-level dirs with a subdir each, and a 40-level chain.
