@@ -5,7 +5,9 @@
  *
  * A fixed ring of 2 * threads + 2 jobs bounds the memory: the caller blocks
  * in cb_pool_acquire() until the oldest job is done and written. With one
- * thread jobs run inline, so the bytes never depend on the thread count.
+ * thread jobs run inline, so the bytes never depend on the thread count;
+ * stored chunks, which need only their checksums, run inline too when
+ * nothing is in flight.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -98,6 +100,18 @@ struct cb_pool *cb_pool_new(int threads, size_t out_cap, size_t extra_size,
 	return p;
 }
 
+/* Hand a finished job to the codec: 1, or -1 on error. */
+static int emit_job(struct cb_pool *p, struct cb_pool_job *j)
+{
+	p->seconds += j->seconds;
+	if (j->failed ? cb_error("compression failed (chunk of %zu bytes)", j->m.len) < 0
+		      : p->ops->emit(p->ctx, j) < 0) {
+		p->failed = 1;
+		return -1;
+	}
+	return 1;
+}
+
 /* Emit the oldest job; wait for it if asked, else only if it is done.
  * Returns 1 if a job was emitted, 0 if not, -1 on error. */
 static int emit_head(struct cb_pool *p, int wait)
@@ -119,16 +133,7 @@ static int emit_head(struct cb_pool *p, int wait)
 			return 0;
 	}
 	p->head++;
-	p->seconds += j->seconds;
-	if (j->failed)
-		ret = cb_error("compression failed (chunk of %zu bytes)", j->m.len);
-	else
-		ret = p->ops->emit(p->ctx, j);
-	if (ret < 0) {
-		p->failed = 1;
-		return -1;
-	}
-	return 1;
+	return emit_job(p, j);
 }
 
 struct cb_pool_job *cb_pool_acquire(struct cb_pool *p)
@@ -151,6 +156,16 @@ int cb_pool_submit(struct cb_pool *p)
 		run_job(p, j, p->inline_scratch);
 		p->tail++;
 		return emit_head(p, 1) < 0 ? -1 : 0;
+	}
+	if (j->m.cls == CB_CHUNK_STORE && p->head == p->tail) {
+		/* A stored chunk with nothing in flight needs only its checksums:
+		 * done here, without a worker's wake-up or a core taken from the
+		 * sink's hasher (which sets the pace on such data), and the same
+		 * slot, still in the CPU's cache, is handed out next. */
+		if (!p->inline_scratch)
+			p->inline_scratch = p->ops->scratch_new(p->ctx);
+		run_job(p, j, p->inline_scratch);
+		return emit_job(p, j) < 0 ? -1 : 0;
 	}
 	pthread_mutex_lock(&p->mu);
 	p->tail++;

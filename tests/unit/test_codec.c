@@ -554,6 +554,71 @@ static void test_threads_deterministic(void **state)
 	free(comp);
 }
 
+/* Files alternately hinted as compressed (stored chunks) and not (text
+ * that workers compress), so stored chunks meet an empty pool (run on the
+ * caller) and a busy one (queued behind compressing jobs): the bytes must
+ * still not depend on the thread count, and read back with stock tools. */
+static off_t compress_interleaved(const char *path, enum cb_compress type, int threads,
+				  const unsigned char *data, size_t len)
+{
+	struct cb_codec_params p = { .type = type, .policy = CB_POLICY_AUTO, .threads = threads };
+	static const size_t seg[] = { 2500000, 1300000, 700000, 3100000, 1048576, 900000 };
+	struct cb_codec_writer *w;
+	struct cb_codec_stats st;
+	struct cb_sink *s;
+	struct stat sb;
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	assert_true(fd >= 0);
+	assert_int_equal(cb_sink_open_fd(&s, fd, path), 0);
+	assert_int_equal(cb_codec_writer_new(&w, &p, s), 0);
+	for (size_t pos = 0, i = 0; pos < len; i++) {
+		size_t k = seg[i % 6] < len - pos ? seg[i % 6] : len - pos;
+
+		cb_codec_begin_file(w);
+		if (i % 2)
+			assert_int_equal(cb_codec_hint(w, CB_DATA_COMPRESSED, k), 0);
+		for (size_t off = 0; off < k;) {   /* in tar-like 10 KiB writes */
+			size_t n = k - off < 10240 ? k - off : 10240;
+			assert_int_equal(cb_codec_write(w, data + pos + off, n), 0);
+			off += n;
+		}
+		pos += k;
+	}
+	assert_int_equal(cb_codec_finish(w), 0);
+	cb_codec_writer_stats(w, &st);
+	assert_true(st.bytes_stored_magic >= 1300000 + 3100000);
+	cb_codec_writer_free(w);
+	cb_sink_free(s);
+	close(fd);
+	assert_int_equal(stat(path, &sb), 0);
+	return sb.st_size;
+}
+
+static void test_threads_deterministic_interleaved(void **state)
+{
+	struct fixture *f = *state;
+	enum cb_compress types[] = { CB_COMPRESS_LZO, CB_COMPRESS_GZIP };
+	int threads[] = { 1, 2, 3, 8 };
+	char *ref = path_in(f, "inter.ref"), *comp = path_in(f, "inter");
+	size_t len = 4 * DATA_LEN;
+	unsigned char *data = cb_xmalloc(len);
+
+	for (size_t i = 0; i < 4; i++)   /* text and random runs, four times */
+		memcpy(data + i * DATA_LEN, f->data, DATA_LEN);
+	for (size_t t = 0; t < 2; t++) {
+		for (size_t i = 0; i < 4; i++) {
+			compress_interleaved(i ? comp : ref, types[t], threads[i], data, len);
+			if (i)
+				assert_int_equal(run("cmp -s '%s' '%s'", ref, comp), 0);
+		}
+		check_back(f, ref, types[t], data, len);
+	}
+	free(data);
+	free(ref);
+	free(comp);
+}
+
 /* Parallel gzip stays within a whisker of a single deflate stream. */
 static void test_gzip_parallel_ratio(void **state)
 {
@@ -599,6 +664,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_in_place_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_error_named, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_deterministic, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_threads_deterministic_interleaved, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gzip_parallel_ratio, setup, teardown),
 		cmocka_unit_test(test_summary),
 	};
