@@ -10,6 +10,7 @@
 #ifndef CB_UTIL_H
 #define CB_UTIL_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdarg.h>
@@ -55,8 +56,8 @@ double cb_now(void);
 int cb_write_all(int fd, const void *buf, size_t len);
 
 /* pthread_create() of a helper thread that leaves every signal to the main
- * thread, whose handlers thaw the guest and clean up. 0 or -1. */
-#include <pthread.h>
+ * thread, whose handlers thaw the guest and clean up, and whose blocking
+ * calls they interrupt. Every helper thread is started so. 0 or -1. */
 int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* Remove a directory tree (no symlink following, stays on one device). */

@@ -206,7 +206,7 @@ static void gzip_async_start(struct gzip_writer *g)
 	a->buf[0] = cb_xmalloc(CB_CODEC_CHUNK);
 	a->buf[1] = cb_xmalloc(CB_CODEC_CHUNK);
 	g->as = a;
-	a->running = pthread_create(&a->th, NULL, gzip_async_main, g) == 0;
+	a->running = cb_thread_start(&a->th, gzip_async_main, g) == 0;
 	if (!a->running) {        /* no thread: deflate inline, as on one core */
 		free(a->buf[0]);
 		free(a->buf[1]);

@@ -90,7 +90,7 @@ struct cb_pool *cb_pool_new(int threads, size_t out_cap, size_t extra_size,
 	}
 	p->th = cb_xcalloc(p->threads, sizeof(*p->th));
 	for (; p->started < p->threads; p->started++)
-		if (pthread_create(&p->th[p->started], NULL, worker, p) != 0)
+		if (cb_thread_start(&p->th[p->started], worker, p) < 0)
 			break;
 	/* fewer threads than asked still work; none would hang the caller */
 	if (p->started == 0) {

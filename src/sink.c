@@ -89,7 +89,6 @@ static void *hasher_main(void *arg)
 	return NULL;
 }
 
-/* Signals stay with the main thread, whose handler thaws and cleans up. */
 static void hasher_start(struct cb_sink *s)
 {
 	pthread_mutex_init(&s->h.mu, NULL);

@@ -61,7 +61,7 @@ static int start_tee(struct cb_tarread *t)
 	ta = cb_xmalloc(sizeof(*ta));
 	ta->t = t;
 	ta->out = p[1];
-	if (pthread_create(&t->tee, NULL, tee_main, ta) != 0) {
+	if (cb_thread_start(&t->tee, tee_main, ta) < 0) {
 		close(p[0]);
 		close(p[1]);
 		free(ta);
