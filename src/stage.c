@@ -23,7 +23,8 @@
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
 static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage_dir **out);
-static int p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
+struct staged_dir;
+static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct stage_dir *old,
 		  struct stage_dir **out, int *dirty);
 
 static int ts_eq(const struct timespec *a, const struct timespec *b)
@@ -458,6 +459,46 @@ static void hold_release(struct cb_stage *st)
 	ino_map_clear(&st->orphans, free);
 }
 
+/*
+ * The staged twin of a directory pass 2 walks, opened on first use: while
+ * the guest is frozen most directories have not changed and need nothing
+ * in staging, and an openat+close per directory is a good part of a pass
+ * that is bound by system calls.
+ */
+struct staged_dir {
+	struct staged_dir *parent;   /* NULL at the root, which is open */
+	int fd;                      /* -1 until opened */
+	const char *name;            /* in the parent */
+	size_t rel_len;              /* length of st->rel naming it */
+};
+
+static int staged_fd(struct cb_stage *st, struct staged_dir *d)
+{
+	int pfd;
+
+	if (d->fd >= 0)
+		return d->fd;
+	pfd = staged_fd(st, d->parent);
+	if (pfd < 0)
+		return -1;
+	d->fd = openat(pfd, d->name, DIR_FLAGS);
+	if (d->fd < 0) {
+		/* name the directory, not the entry in it being worked on */
+		size_t now = st->rel_len;
+		char c = st->rel[d->rel_len];
+		int err = errno;
+
+		st->rel[d->rel_len] = '\0';
+		st->rel_len = d->rel_len;
+		errno = err;
+		stage_fail(st, "cannot open", "in staging");
+		st->rel[d->rel_len] = c;
+		st->rel_len = now;
+		return -1;
+	}
+	return d->fd;
+}
+
 /* An index entry the source no longer has. */
 static int p2_gone(struct cb_stage *st, int dfd, struct stage_ent *o)
 {
@@ -514,42 +555,52 @@ static int p2_linked(struct cb_stage *st, int sfd, int dfd, const char *name,
 	return create_reg(st, sfd, dfd, name, sb, 0) < 0 ? -1 : 1;
 }
 
-static int p2_subdir(struct cb_stage *st, int sfd, int dfd, const char *name,
+static int p2_subdir(struct cb_stage *st, int sfd, struct staged_dir *dd, const char *name,
 		     const struct stat *sb, struct stage_ent *o, struct stage_ent *e, int meta)
 {
-	int csfd, cdfd, ret, dirty = 0;
+	struct staged_dir child = { dd, -1, name, st->rel_len };
+	int csfd, dfd, ret, dirty = 0;
 
 	if (sb->st_dev != st->root_dev) {  /* a mount point stays empty */
 		e->sub = o->sub;
 		o->sub = NULL;
-		return meta ? stage_meta(st, -1, -1, dfd, name, sb, 0) : 0;
+		if (!meta)
+			return 0;
+		return (dfd = staged_fd(st, dd)) < 0 ? -1 : stage_meta(st, -1, -1, dfd, name, sb, 0);
 	}
 	csfd = stage_open_src(st, sfd, name, O_RDONLY | O_DIRECTORY);
 	if (csfd < 0)
 		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
-	cdfd = openat(dfd, name, DIR_FLAGS);
-	ret = cdfd < 0 ? stage_fail(st, "cannot open", "in staging") : 0;
-	if (ret == 0) {
-		ret = p2_dir(st, csfd, cdfd, o->sub, &e->sub, &dirty);
-		o->sub = NULL;
-	}
+	ret = p2_dir(st, csfd, &child, o->sub, &e->sub, &dirty);
+	o->sub = NULL;
 	/* children made or removed bump the staged dir's times: set them again */
-	if (ret == 0 && (meta || dirty))
-		ret = stage_meta(st, csfd, cdfd, dfd, name, sb, 0);
-	if (cdfd >= 0)
-		close(cdfd);
+	if (ret == 0 && (meta || dirty)) {
+		dfd = staged_fd(st, dd);
+		ret = dfd < 0 || staged_fd(st, &child) < 0
+			      ? -1 : stage_meta(st, csfd, child.fd, dfd, name, sb, 0);
+	}
+	if (child.fd >= 0)
+		close(child.fd);
 	close(csfd);
 	return ret;
 }
 
-static int p2_changed(struct cb_stage *st, int sfd, int dfd, const char *name,
+static int p2_changed(struct cb_stage *st, int sfd, struct staged_dir *dd, const char *name,
 		      const struct stat *sb, struct stage_ent *o, struct stage_ent *e, int *dirty)
 {
 	enum cb_delta delta = cb_stage_decide(&o->rec, sb);
 	uint64_t n = 0;
-	int r;
+	int dfd, r;
 
 	e->sub = NULL;
+	if (S_ISDIR(sb->st_mode) && delta != CB_DELTA_REPLACE)
+		return p2_subdir(st, sfd, dd, name, sb, o, e, delta != CB_DELTA_SAME);
+	/* unchanged: nothing to do in staging, but for a file with several
+	 * links, whose staged names must still share one inode */
+	if (delta == CB_DELTA_SAME && !(S_ISREG(sb->st_mode) && sb->st_nlink > 1))
+		return 0;
+	if ((dfd = staged_fd(st, dd)) < 0)
+		return -1;
 	if (delta != CB_DELTA_REPLACE && S_ISREG(sb->st_mode) &&
 	    (r = p2_linked(st, sfd, dfd, name, sb, dirty)) != 0)
 		return r < 0 ? -1 : 0;
@@ -561,8 +612,6 @@ static int p2_changed(struct cb_stage *st, int sfd, int dfd, const char *name,
 			return -1;
 		return create_entry(st, sfd, dfd, name, sb, 0, e);
 	}
-	if (S_ISDIR(sb->st_mode))
-		return p2_subdir(st, sfd, dfd, name, sb, o, e, delta != CB_DELTA_SAME);
 	if (delta == CB_DELTA_DATA)
 		return rewrite_reg(st, sfd, dfd, name, sb);
 	if (delta == CB_DELTA_META && stage_meta(st, -1, -1, dfd, name, sb, 0) < 0)
@@ -587,19 +636,21 @@ static int p2_new(struct cb_stage *st, int sfd, int dfd, const char *name,
 /* One source entry against its index record o (NULL: new). Entries the
  * index has were not excluded; the rule is only run again if a directory
  * became a file or the other way round ("dir/" patterns). */
-static int p2_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
+static int p2_entry(struct cb_stage *st, int sfd, struct staged_dir *dd, const char *name,
 		    struct stage_ent *o, struct stage_dir *nd, int *dirty)
 {
 	struct stage_ent *e = &nd->ents[nd->n];
 	struct stat sb;
-	int r;
+	int dfd, r;
 
 	if (fstatat(sfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
 		r = errno == ENOENT ? vanished(st) : stage_fail(st, "cannot stat", "in source");
 	else
 		r = source_count(st, &sb, !o || S_ISDIR(o->rec.mode) != S_ISDIR(sb.st_mode));
-	if (r == 0)
-		r = o ? p2_changed(st, sfd, dfd, name, &sb, o, e, dirty) : p2_new(st, sfd, dfd, name, &sb, e);
+	if (r == 0 && o)
+		r = p2_changed(st, sfd, dd, name, &sb, o, e, dirty);
+	else if (r == 0)
+		r = (dfd = staged_fd(st, dd)) < 0 ? -1 : p2_new(st, sfd, dfd, name, &sb, e);
 	if (r == 0) {
 		e->name = name;
 		stage_rec_fill(&e->rec, &sb);
@@ -607,14 +658,14 @@ static int p2_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
 		*dirty |= !o;
 	} else if (r == 1 && o) {
 		*dirty = 1;
-		r = p2_gone(st, dfd, o);
+		r = (dfd = staged_fd(st, dd)) < 0 ? -1 : p2_gone(st, dfd, o);
 	}
 	return r < 0 ? -1 : 0;
 }
 
 /* Sweep 1 removes (or parks) what vanished before sweep 2 adds anything,
  * so that a file renamed within a directory finds its parked copy. */
-static int p2_sweep_gone(struct cb_stage *st, int dfd, struct stage_dir *old,
+static int p2_sweep_gone(struct cb_stage *st, struct staged_dir *dd, struct stage_dir *old,
 			 const struct listing *l, int *dirty)
 {
 	size_t j = 0;
@@ -626,13 +677,13 @@ static int p2_sweep_gone(struct cb_stage *st, int dfd, struct stage_dir *old,
 		if (j < l->n && c == 0)
 			continue;
 		*dirty = 1;
-		if (p2_gone(st, dfd, &old->ents[i]) < 0)
+		if (staged_fd(st, dd) < 0 || p2_gone(st, dd->fd, &old->ents[i]) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-static int p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
+static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct stage_dir *old,
 		  struct stage_dir **out, int *dirty)
 {
 	struct listing l;
@@ -646,7 +697,7 @@ static int p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
 		return -1;
 	}
 	nd = dir_from_listing(&l);
-	ret = p2_sweep_gone(st, dfd, old, &l, dirty);
+	ret = p2_sweep_gone(st, dd, old, &l, dirty);
 	for (size_t i = 0; i < l.n && ret == 0; i++) {
 		struct stage_ent *o = NULL;
 		size_t saved;
@@ -655,7 +706,7 @@ static int p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
 		if (old && j < old->n && !strcmp(old->ents[j].name, l.v[i]))
 			o = &old->ents[j];
 		stage_rel_push(st, l.v[i], &saved);
-		ret = p2_entry(st, sfd, dfd, l.v[i], o, nd, dirty);
+		ret = p2_entry(st, sfd, dd, l.v[i], o, nd, dirty);
 		stage_rel_pop(st, saved);
 	}
 	stage_listing_release(&l);
@@ -797,7 +848,8 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	stats->files++;
 	delta = cb_stage_decide(&st->root_rec, &sb);
 	st->hold_ok = !stage_dir_find(st->root, STAGE_HOLD_NAME);
-	ret = p2_dir(st, sfd, st->dst_fd, st->root, &st->root, &dirty);
+	ret = p2_dir(st, sfd, &(struct staged_dir){ NULL, st->dst_fd, ".", 0 }, st->root, &st->root,
+		     &dirty);
 	dirty |= st->hold_fd >= 0;
 	hold_release(st);
 	/* the root's own metadata last: its children are done */

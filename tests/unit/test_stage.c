@@ -470,6 +470,70 @@ static void test_roundtrip(void **state)
 }
 
 /* keep-staging: a second pass 1 over a kept copy is a delta. */
+/*
+ * Pass 2 opens a staged directory only when something in it must change
+ * (src/stage.c, staged_dir): changes deep below directories that did not
+ * change themselves (a file's data, a file's mode, a file removed, a file
+ * added to a directory whose times are then put back) must still land,
+ * through a chain of directories opened on demand; an unchanged hardlinked
+ * file still has its staged names checked. A staged directory gone under
+ * the pass makes it fail, naming that directory.
+ */
+static void test_deep_changes(void **state)
+{
+	struct tree *t = *state;
+	const char *s = t->src;
+	struct cb_stage_opts o = { .src = t->src, .dst = t->dst };
+	struct cb_stage_stats stats;
+	struct cb_stage *st;
+	struct stat sb;
+	char *tmp;
+
+	assert_int_equal(mkdir(pathf("%s/a", s), 0755), 0);
+	assert_int_equal(mkdir(pathf("%s/a/b", s), 0755), 0);
+	assert_int_equal(mkdir(pathf("%s/a/b/c", s), 0755), 0);
+	assert_int_equal(mkdir(pathf("%s/a/b/d", s), 0755), 0);
+	assert_int_equal(mkdir(pathf("%s/x", s), 0755), 0);
+	put(pathf("%s/a/b/c/data", s), "old contents\n");
+	put(pathf("%s/a/b/c/mode", s), "mode\n");
+	put(pathf("%s/a/b/d/gone", s), "gone\n");
+	put(pathf("%s/x/h1", s), "linked\n");
+	assert_int_equal(link(pathf("%s/x/h1", s), pathf("%s/a/h2", s)), 0);
+	assert_int_equal(cb_stage_new(&st, &o, &t->log), 0);
+	run_pass(st, 1, &stats);
+
+	usleep(20000);  /* coarse timestamps: make ctime move for sure */
+	put(pathf("%s/a/b/c/data", s), "new contents\n");
+	assert_int_equal(chmod(pathf("%s/a/b/c/mode", s), 0600), 0);
+	assert_int_equal(unlink(pathf("%s/a/b/d/gone", s)), 0);
+	/* a new file in a/b/c whose directory times are then put back */
+	assert_int_equal(stat(pathf("%s/a/b/c", s), &sb), 0);
+	put(pathf("%s/a/b/c/added", s), "added\n");
+	set_mtime(pathf("%s/a/b/c", s), sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec);
+	run_pass(st, 2, &stats);
+	assert_int_equal(tree_diff(t->src, t->dst), 0);
+	/* data, added, and mode: its ctime moved, which could hide a write
+	 * with the mtime put back, so it is copied again */
+	assert_int_equal(stats.files_transferred, 3);
+	assert_int_equal(stats.deleted, 1);
+	assert_int_equal(lstat(pathf("%s/x/h1", t->dst), &sb), 0);
+	{
+		struct stat h2;
+		assert_int_equal(lstat(pathf("%s/a/h2", t->dst), &h2), 0);
+		assert_int_equal(h2.st_ino, sb.st_ino);
+	}
+
+	/* the staged a/b vanishes (moved away), then a/b/c changes */
+	tmp = cb_xasprintf("%s/moved-away", t->base);
+	assert_int_equal(rename(pathf("%s/a/b", t->dst), tmp), 0);
+	usleep(20000);
+	put(pathf("%s/a/b/c/data", s), "newer contents\n");
+	assert_int_equal(cb_stage_pass2(st, &stats), -1);
+	assert_non_null(strstr(cb_last_error(), "cannot open 'a/b' in staging"));
+	cb_stage_free(st);
+	free(tmp);
+}
+
 static void test_keep_staging(void **state)
 {
 	struct tree *t = *state;
@@ -600,6 +664,7 @@ int main(void)
 		cmocka_unit_test(test_excluded),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_staging, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_deep_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_excludes_estimate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mounts_enospc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_interrupt, setup, teardown),
