@@ -100,14 +100,16 @@ int cb_codec_cores(void)
 
 struct cb_trial {
 	ZSTD_CCtx *cctx;
+	unsigned min_gain_pct;
 	unsigned char sample[TRIAL_SAMPLE];
 	unsigned char out[ZSTD_COMPRESSBOUND(TRIAL_SAMPLE)];
 };
 
-struct cb_trial *cb_trial_new(void)
+struct cb_trial *cb_trial_new(unsigned min_gain_pct)
 {
 	struct cb_trial *t = cb_xcalloc(1, sizeof(*t));
 
+	t->min_gain_pct = min_gain_pct;
 	t->cctx = ZSTD_createCCtx();
 	if (!t->cctx) {
 		/* only fails when out of memory, like cb_xmalloc */
@@ -142,7 +144,7 @@ int cb_trial_store(struct cb_trial *t, const unsigned char *buf, size_t len)
 	r = ZSTD_compressCCtx(t->cctx, t->out, sizeof(t->out), src, n, 1);
 	if (ZSTD_isError(r))
 		return 0;
-	return r * 100 >= n * 97;
+	return r * 100 >= n * (100 - t->min_gain_pct);
 }
 
 /* ---- none: bytes pass through ---- */

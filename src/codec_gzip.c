@@ -347,7 +347,7 @@ static void *gzip_scratch_new(void *ctx)
 
 	/* raw deflate (-15): the member header and trailer are ours */
 	sc->ready = deflateInit2(&sc->zs, g->level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK;
-	sc->trial = cb_trial_new();
+	sc->trial = cb_trial_new(CB_TRIAL_GAIN_GZIP);
 	return sc;
 }
 
@@ -455,7 +455,7 @@ static int gzip_classic_init(struct gzip_writer *g)
 	g->cur_level = g->level;
 	g->obuf = cb_xmalloc(CB_CODEC_OUTBUF);
 	g->ibuf = cb_xmalloc(CB_CODEC_CHUNK);
-	g->trial = cb_trial_new();
+	g->trial = cb_trial_new(CB_TRIAL_GAIN_GZIP);
 	g->zs.next_out = g->obuf;
 	g->zs.avail_out = CB_CODEC_OUTBUF;
 	return 0;

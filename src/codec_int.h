@@ -75,7 +75,13 @@ struct cb_codec_wops {
 
 /* The trial: zstd level 1 on a few samples of a chunk. */
 struct cb_trial;
-struct cb_trial *cb_trial_new(void);
+/* The least a chunk must shrink, in percent, to be compressed: what the
+ * codec's CPU time is worth. zstd and lzo compress hundreds of MiB/s, so
+ * 3% pays; gzip -6 about 20 MiB/s on one core, so a chunk that would save
+ * less than a tenth of its size is stored (the archive grows by that). */
+#define CB_TRIAL_GAIN_FAST 3
+#define CB_TRIAL_GAIN_GZIP 10
+struct cb_trial *cb_trial_new(unsigned min_gain_pct);
 void cb_trial_free(struct cb_trial *t);
 /* 1 if the chunk would not shrink enough to be worth compressing. */
 int cb_trial_store(struct cb_trial *t, const unsigned char *buf, size_t len);

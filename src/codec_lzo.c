@@ -206,7 +206,7 @@ static void *lzo_scratch_new(void *ctx)
 
 	(void)ctx;
 	sc->wrkmem = cb_xmalloc(LZO1X_1_MEM_COMPRESS);
-	sc->trial = cb_trial_new();
+	sc->trial = cb_trial_new(CB_TRIAL_GAIN_FAST);
 	return sc;
 }
 

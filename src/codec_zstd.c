@@ -194,7 +194,7 @@ int cb_codec_zstd_writer(void **st, const struct cb_codec_wops **ops,
 	if (threads > 1)
 		ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_nbWorkers, threads);
 	z->ibuf = cb_xmalloc(CB_CODEC_CHUNK);
-	z->trial = cb_trial_new();
+	z->trial = cb_trial_new(CB_TRIAL_GAIN_FAST);
 	*st = z;
 	*ops = &zstd_wops;
 	return 0;

@@ -423,6 +423,53 @@ static void test_random_stored(void **state)
 	free(comp);
 }
 
+/*
+ * What a chunk must save to be compressed depends on what the codec's CPU
+ * costs (CB_TRIAL_GAIN_*): random bytes whose every KiB ends with a repeat
+ * of 80 earlier bytes shrink by about 6% (zstd -1 and gzip -6 alike),
+ * enough for zstd and lzo, not for gzip, which stores them; bytes of 100
+ * equally likely values shrink by about 15%, and zstd and gzip compress
+ * them (lzo, without an entropy coder, cannot).
+ */
+static void test_trial_gain_by_codec(void **state)
+{
+	struct fixture *f = *state;
+	size_t len = 3 * 1024 * 1024;
+	unsigned char *meh = cb_xmalloc(len), *good = cb_xmalloc(len);
+	char *comp = path_in(f, "gain");
+	unsigned seed = 4242;
+
+	for (size_t i = 0; i < len; i++) {
+		meh[i] = i % 1024 >= 1024 - 80 ? meh[i - (1024 - 80)] : xorshift(&seed) & 0xff;
+		good[i] = xorshift(&seed) % 100;
+	}
+	for (size_t i = 0; i < sizeof(policy_cases) / sizeof(policy_cases[0]); i++) {
+		enum cb_compress type = policy_cases[i].type;
+		struct cb_codec_stats st;
+		off_t size;
+
+		size = compress_full(comp, type, CB_POLICY_AUTO, policy_cases[i].threads, meh, len, 0, &st);
+		if (type == CB_COMPRESS_GZIP) {
+			assert_int_equal(st.bytes_stored_trial, len);
+			assert_true((double)size <= 1.01 * len);
+		} else {
+			assert_int_equal(st.bytes_stored_trial, 0);   /* the trial said: compress */
+		}
+		if (type == CB_COMPRESS_ZSTD)
+			assert_true((double)size <= 0.97 * len);
+		check_back(f, comp, type, meh, len);
+
+		size = compress_full(comp, type, CB_POLICY_AUTO, policy_cases[i].threads, good, len, 0, &st);
+		assert_int_equal(st.bytes_stored_trial, 0);
+		if (type != CB_COMPRESS_LZO)   /* no entropy coder: lzo stores them anyway */
+			assert_true((double)size <= 0.9 * len);
+		check_back(f, comp, type, good, len);
+	}
+	free(meh);
+	free(good);
+	free(comp);
+}
+
 /* Bytes hinted as compressed are stored even if they are text; the rest is
  * compressed; always policy ignores the hint. */
 static void test_hint_stores(void **state)
@@ -661,6 +708,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gzip_members, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_stored, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hint_stores, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trial_gain_by_codec, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_in_place_writes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_error_named, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_deterministic, setup, teardown),
