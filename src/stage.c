@@ -330,6 +330,9 @@ static int p1_entry(struct cb_stage *st, int sfd, int dfd, const char *name, int
 		e->name = name;
 		stage_rec_fill(&e->rec, &sb);
 		d->n++;
+	} else {   /* not counted: what a failed or vanished directory built */
+		stage_dir_free(e->sub);
+		e->sub = NULL;
 	}
 	stage_rel_pop(st, saved);
 	return r < 0 ? -1 : 0;
@@ -656,7 +659,12 @@ static int p2_entry(struct cb_stage *st, int sfd, struct staged_dir *dd, const c
 		stage_rec_fill(&e->rec, &sb);
 		nd->n++;
 		*dirty |= !o;
-	} else if (r == 1 && o) {
+		return 0;
+	}
+	/* not counted: what a failed or vanished directory built */
+	stage_dir_free(e->sub);
+	e->sub = NULL;
+	if (r == 1 && o) {
 		*dirty = 1;
 		r = (dfd = staged_fd(st, dd)) < 0 ? -1 : p2_gone(st, dfd, o);
 	}
