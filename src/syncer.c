@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "cb_syncer.h"
@@ -44,7 +43,8 @@ static void *syncer_main(void *arg)
 			posix_fadvise(y->fd, (off_t)from, (off_t)(upto - from), POSIX_FADV_DONTNEED);
 		pthread_mutex_lock(&y->mu);
 		if (rc != 0) {
-			/* fdatasync not offered here: the final fsync does it all */
+			/* an error is the writer's to report; fdatasync not
+			 * offered (EINVAL, ENOTSUP): the final fsync does it all */
 			if (rc != EINVAL && rc != ENOTSUP)
 				y->err = rc;
 			y->synced = UINT64_MAX;   /* never wait for it again */
@@ -58,6 +58,14 @@ static void *syncer_main(void *arg)
 	return NULL;
 }
 
+static void syncer_free(struct cb_syncer *y)
+{
+	pthread_cond_destroy(&y->cv);
+	pthread_mutex_destroy(&y->mu);
+	free(y->name);
+	free(y);
+}
+
 struct cb_syncer *cb_syncer_start(int fd, const char *name)
 {
 	struct cb_syncer *y = cb_xcalloc(1, sizeof(*y));
@@ -67,10 +75,7 @@ struct cb_syncer *cb_syncer_start(int fd, const char *name)
 	pthread_mutex_init(&y->mu, NULL);
 	pthread_cond_init(&y->cv, NULL);
 	if (cb_thread_start(&y->th, syncer_main, y) < 0) {
-		pthread_cond_destroy(&y->cv);
-		pthread_mutex_destroy(&y->mu);
-		free(y->name);
-		free(y);
+		syncer_free(y);
 		return NULL;
 	}
 	return y;
@@ -99,43 +104,32 @@ int cb_syncer_written(struct cb_syncer *y, uint64_t written)
 	return failed ? sync_error(y) : 0;
 }
 
-/* Stop and free; the errno of a failed sync, 0 if none. */
-static int stop_thread(struct cb_syncer *y)
+/* Let a sync in progress end, then stop the thread. */
+static void stop_thread(struct cb_syncer *y)
 {
-	int err;
-
 	pthread_mutex_lock(&y->mu);
 	y->quit = 1;
 	pthread_cond_broadcast(&y->cv);
 	pthread_mutex_unlock(&y->mu);
 	pthread_join(y->th, NULL);
-	err = y->err;
-	pthread_cond_destroy(&y->cv);
-	pthread_mutex_destroy(&y->mu);
-	free(y->name);
-	free(y);
-	return err;
 }
 
 int cb_syncer_stop(struct cb_syncer *y)
 {
-	char *name;
-	int err;
+	int ret;
 
 	if (!y)
 		return 0;
-	name = cb_xstrdup(y->name);
-	err = stop_thread(y);
-	if (err) {
-		errno = err;
-		cb_error_errno("cannot write '%s'", name);
-	}
-	free(name);
-	return err ? -1 : 0;
+	stop_thread(y);
+	ret = y->err ? sync_error(y) : 0;
+	syncer_free(y);
+	return ret;
 }
 
 void cb_syncer_cancel(struct cb_syncer *y)
 {
-	if (y)
-		stop_thread(y);
+	if (!y)
+		return;
+	stop_thread(y);
+	syncer_free(y);
 }
