@@ -95,20 +95,50 @@ static int teardown(void **state)
 /* Compress len bytes into path, in uneven pieces; fills *stp; returns the
  * file size. hint_len > 0: the first hint_len bytes are hinted as known
  * compressed data. */
+/* A codec writer into a new file at path, through an fd sink (as with
+ * --stdout). */
+struct coding {
+	int fd;
+	struct cb_sink *s;
+	struct cb_codec_writer *w;
+};
+
+static void coding_start(struct coding *c, const char *path, const struct cb_codec_params *p)
+{
+	c->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(c->fd >= 0);
+	assert_int_equal(cb_sink_open_fd(&c->s, c->fd, path), 0);
+	assert_int_equal(cb_codec_writer_new(&c->w, p, c->s), 0);
+}
+
+/* Finish, free, fill *st; the file's size, which is what the stats say
+ * went out. */
+static off_t coding_end(struct coding *c, const char *path, struct cb_codec_stats *st)
+{
+	struct stat sb;
+
+	assert_int_equal(cb_codec_finish(c->w), 0);
+	cb_codec_writer_stats(c->w, st);
+	cb_codec_writer_free(c->w);
+	cb_sink_free(c->s);
+	close(c->fd);
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(st->bytes_out, (uint64_t)sb.st_size);
+	return sb.st_size;
+}
+
 static off_t compress_full(const char *path, enum cb_compress type, enum cb_policy policy, int threads,
 			   const unsigned char *data, size_t len, size_t hint_len, struct cb_codec_stats *stp)
 {
 	struct cb_codec_params p = { .type = type, .policy = policy, .threads = threads };
-	struct cb_codec_writer *w;
 	struct cb_codec_stats st;
-	struct cb_sink *s;
-	struct stat sb;
+	struct coding c;
+	struct cb_codec_writer *w;
 	size_t pos = 0, piece = 1;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	off_t size;
 
-	assert_true(fd >= 0);
-	assert_int_equal(cb_sink_open_fd(&s, fd, path), 0);
-	assert_int_equal(cb_codec_writer_new(&w, &p, s), 0);
+	coding_start(&c, path, &p);
+	w = c.w;
 	if (hint_len) {
 		cb_codec_begin_file(w);
 		assert_int_equal(cb_codec_hint(w, CB_DATA_COMPRESSED, hint_len), 0);
@@ -119,17 +149,11 @@ static off_t compress_full(const char *path, enum cb_compress type, enum cb_poli
 		pos += k;
 		piece = piece * 7 % 300007 + 1;
 	}
-	assert_int_equal(cb_codec_finish(w), 0);
-	cb_codec_writer_stats(w, &st);
-	cb_codec_writer_free(w);
-	cb_sink_free(s);
-	close(fd);
-	assert_int_equal(stat(path, &sb), 0);
+	size = coding_end(&c, path, &st);
 	assert_int_equal(st.bytes_in, len);
-	assert_int_equal(st.bytes_out, (uint64_t)sb.st_size);
 	if (stp)
 		*stp = st;
-	return sb.st_size;
+	return size;
 }
 
 static off_t compress_to(const char *path, enum cb_compress type, int threads,
@@ -508,14 +532,13 @@ static void test_in_place_writes(void **state)
 	for (size_t i = 0; i < sizeof(policy_cases) / sizeof(policy_cases[0]); i++) {
 		struct cb_codec_params p = { .type = policy_cases[i].type, .policy = CB_POLICY_AUTO,
 					     .threads = policy_cases[i].threads };
+		struct cb_codec_stats st;
+		struct coding c;
 		struct cb_codec_writer *w;
-		struct cb_sink *s;
 		size_t pos = 0, piece = 70000, in_place = 0;
-		int fd = open(comp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 
-		assert_true(fd >= 0);
-		assert_int_equal(cb_sink_open_fd(&s, fd, comp), 0);
-		assert_int_equal(cb_codec_writer_new(&w, &p, s), 0);
+		coding_start(&c, comp, &p);
+		w = c.w;
 		for (int n = 0; pos < DATA_LEN; n++) {
 			size_t k = piece < DATA_LEN - pos ? piece : DATA_LEN - pos, room = 0;
 			unsigned char *dst;
@@ -532,10 +555,7 @@ static void test_in_place_writes(void **state)
 			pos += k;
 			piece = piece * 3 % 300007 + 1;
 		}
-		assert_int_equal(cb_codec_finish(w), 0);
-		cb_codec_writer_free(w);
-		cb_sink_free(s);
-		close(fd);
+		coding_end(&c, comp, &st);
 		assert_true(in_place > DATA_LEN / 3);
 		check_back(f, comp, p.type, f->data, DATA_LEN);
 	}
@@ -610,15 +630,13 @@ static off_t compress_interleaved(const char *path, enum cb_compress type, int t
 {
 	struct cb_codec_params p = { .type = type, .policy = CB_POLICY_AUTO, .threads = threads };
 	static const size_t seg[] = { 2500000, 1300000, 700000, 3100000, 1048576, 900000 };
-	struct cb_codec_writer *w;
 	struct cb_codec_stats st;
-	struct cb_sink *s;
-	struct stat sb;
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	struct coding c;
+	struct cb_codec_writer *w;
+	off_t size;
 
-	assert_true(fd >= 0);
-	assert_int_equal(cb_sink_open_fd(&s, fd, path), 0);
-	assert_int_equal(cb_codec_writer_new(&w, &p, s), 0);
+	coding_start(&c, path, &p);
+	w = c.w;
 	for (size_t pos = 0, i = 0; pos < len; i++) {
 		size_t k = seg[i % 6] < len - pos ? seg[i % 6] : len - pos;
 
@@ -632,14 +650,9 @@ static off_t compress_interleaved(const char *path, enum cb_compress type, int t
 		}
 		pos += k;
 	}
-	assert_int_equal(cb_codec_finish(w), 0);
-	cb_codec_writer_stats(w, &st);
+	size = coding_end(&c, path, &st);
 	assert_true(st.bytes_stored_magic >= 1300000 + 3100000);
-	cb_codec_writer_free(w);
-	cb_sink_free(s);
-	close(fd);
-	assert_int_equal(stat(path, &sb), 0);
-	return sb.st_size;
+	return size;
 }
 
 static void test_threads_deterministic_interleaved(void **state)

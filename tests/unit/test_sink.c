@@ -56,14 +56,19 @@ static int teardown(void **state)
 	return 0;
 }
 
+static void md_hex(const unsigned char md[32], char hex[65])
+{
+	for (unsigned int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+}
+
 static void sha256_hex(const unsigned char *buf, size_t len, char hex[65])
 {
 	unsigned char md[32];
 	unsigned int n = 0;
 
 	assert_int_equal(EVP_Digest(buf, len, md, &n, EVP_sha256(), NULL), 1);
-	for (unsigned int i = 0; i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	md_hex(md, hex);
 }
 
 static void assert_file_is(const char *path, const unsigned char *buf, size_t len)
@@ -268,8 +273,7 @@ static void test_durable_while_written(void **state)
 	assert_int_equal(cb_sink_commit(s), 0);
 	assert_true(resident_pages(path, 0, total) <= total / page / 100);
 	EVP_DigestFinal_ex(want_ctx, md, &mdlen);
-	for (unsigned int i = 0; i < 32; i++)
-		snprintf(want + 2 * i, 3, "%02x", md[i]);
+	md_hex(md, want);
 	assert_string_equal(cb_sink_sha256(s), want);
 	cb_sink_free(s);
 	EVP_MD_CTX_free(want_ctx);
