@@ -115,6 +115,9 @@ bench_input() {
 		"gzip auto $NCPU:gzip (pigz=$NCPU threads)" "zstd always 0:zstd policy=always"
 	case " ${NOSUM_CASES-a} " in *" $name "*) ;; *) return 0 ;; esac
 	mv "$o" "$o.keep"   # measure removes its output before each run
+	# a durable row left the archive out of the page cache: read it back
+	# in, so that this row times the hashing and not the disk
+	cat "$o.keep" > /dev/null
 	set -- $(measure "$o" "openssl sha256 '$o.keep' > '$o'")
 	row "$name" "openssl sha256 of archive" "$1" "$(stat -c %s "$o.keep")" "$in_bytes" "$catsec"
 	rm -f "$o.keep"
