@@ -31,6 +31,12 @@ void *cb_xmalloc(size_t n);
 void *cb_xcalloc(size_t n, size_t size);
 void *cb_xrealloc(void *p, size_t n);
 char *cb_xstrdup(const char *s);
+/* Large buffers (1 MiB and up, reused for a whole archive): aligned to
+ * 2 MiB and offered to transparent huge pages, so that the first touch
+ * costs one page fault per 2 MiB instead of one per 4 KiB. Aborts on
+ * out-of-memory; free with the same size. */
+void *cb_xmalloc_huge(size_t n);
+void cb_free_huge(void *p, size_t n);
 char *cb_xasprintf(const char *fmt, ...) CB_PRINTF(1, 2);
 
 /* A growable NULL-terminated array of owned strings. */

@@ -448,7 +448,7 @@ static void arch_release(struct arch *c)
 	if (c->disk_plain)
 		archive_read_free(c->disk_plain);
 	archive_entry_linkresolver_free(c->links);
-	free(c->buf);
+	cb_free_huge(c->buf, DATA_BUF);
 	free(c->zeros);
 }
 
@@ -460,7 +460,7 @@ int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, si
 	int ret = -1;
 
 	memset(stats, 0, sizeof(*stats));
-	c.buf = cb_xmalloc(DATA_BUF);
+	c.buf = cb_xmalloc_huge(DATA_BUF);
 	c.zeros = cb_xcalloc(1, DATA_BUF);
 	if (arch_open(&c) < 0)
 		goto out;

@@ -203,13 +203,12 @@ static void gzip_async_start(struct gzip_writer *g)
 
 	pthread_mutex_init(&a->mu, NULL);
 	pthread_cond_init(&a->cv, NULL);
-	a->buf[0] = cb_xmalloc(CB_CODEC_CHUNK);
-	a->buf[1] = cb_xmalloc(CB_CODEC_CHUNK);
+	a->buf[0] = cb_xmalloc_huge(2 * CB_CODEC_CHUNK);
+	a->buf[1] = a->buf[0] + CB_CODEC_CHUNK;
 	g->as = a;
 	a->running = cb_thread_start(&a->th, gzip_async_main, g) == 0;
 	if (!a->running) {        /* no thread: deflate inline, as on one core */
-		free(a->buf[0]);
-		free(a->buf[1]);
+		cb_free_huge(a->buf[0], 2 * CB_CODEC_CHUNK);
 		free(a);
 		g->as = NULL;
 	}
@@ -222,8 +221,7 @@ static void gzip_async_free(struct gzip_writer *g)
 	gzip_async_stop(g);
 	pthread_mutex_destroy(&g->as->mu);
 	pthread_cond_destroy(&g->as->cv);
-	free(g->as->buf[0]);
-	free(g->as->buf[1]);
+	cb_free_huge(g->as->buf[0], 2 * CB_CODEC_CHUNK);
 	free(g->as);
 	g->as = NULL;
 }
@@ -436,7 +434,7 @@ static void gzip_wfree(void *st)
 	cb_pool_free(g->pool);
 	cb_trial_free(g->trial);
 	free(g->obuf);
-	free(g->ibuf);
+	cb_free_huge(g->ibuf, CB_CODEC_CHUNK);
 	free(g);
 }
 
@@ -454,7 +452,7 @@ static int gzip_classic_init(struct gzip_writer *g)
 	g->zs_ready = 1;
 	g->cur_level = g->level;
 	g->obuf = cb_xmalloc(CB_CODEC_OUTBUF);
-	g->ibuf = cb_xmalloc(CB_CODEC_CHUNK);
+	g->ibuf = cb_xmalloc_huge(CB_CODEC_CHUNK);
 	g->trial = cb_trial_new(CB_TRIAL_GAIN_GZIP);
 	g->zs.next_out = g->obuf;
 	g->zs.avail_out = CB_CODEC_OUTBUF;

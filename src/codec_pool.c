@@ -22,6 +22,8 @@ struct cb_pool {
 	pthread_t *th;
 	int started;                  /* threads actually running */
 	struct cb_pool_job *jobs;
+	unsigned char *in_mem, *out_mem;  /* the jobs' buffers */
+	size_t out_cap;
 	unsigned char *done;          /* per job slot */
 	size_t njobs;
 	uint64_t head, run, tail;     /* next to emit, next to run, next to fill */
@@ -76,9 +78,13 @@ struct cb_pool *cb_pool_new(int threads, size_t out_cap, size_t extra_size,
 	p->njobs = p->threads == 1 ? 1 : 2 * (size_t)p->threads + 2;
 	p->jobs = cb_xcalloc(p->njobs, sizeof(*p->jobs));
 	p->done = cb_xcalloc(p->njobs, 1);
+	/* two regions, so that huge pages back them (see cb_xmalloc_huge) */
+	p->out_cap = out_cap;
+	p->in_mem = cb_xmalloc_huge(p->njobs * CB_CODEC_CHUNK);
+	p->out_mem = cb_xmalloc_huge(p->njobs * out_cap);
 	for (size_t i = 0; i < p->njobs; i++) {
-		p->jobs[i].in = cb_xmalloc(CB_CODEC_CHUNK);
-		p->jobs[i].out = cb_xmalloc(out_cap);
+		p->jobs[i].in = p->in_mem + i * CB_CODEC_CHUNK;
+		p->jobs[i].out = p->out_mem + i * out_cap;
 		p->jobs[i].extra = extra_size ? cb_xcalloc(1, extra_size) : NULL;
 	}
 	pthread_mutex_init(&p->mu, NULL);
@@ -204,14 +210,13 @@ void cb_pool_free(struct cb_pool *p)
 		pthread_join(p->th[i], NULL);
 	if (p->inline_scratch)
 		p->ops->scratch_free(p->inline_scratch);
-	for (size_t i = 0; i < p->njobs; i++) {
-		free(p->jobs[i].in);
-		free(p->jobs[i].out);
+	for (size_t i = 0; i < p->njobs; i++)
 		free(p->jobs[i].extra);
-	}
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->work_cv);
 	pthread_cond_destroy(&p->done_cv);
+	cb_free_huge(p->in_mem, p->njobs * CB_CODEC_CHUNK);
+	cb_free_huge(p->out_mem, p->njobs * p->out_cap);
 	free(p->th);
 	free(p->jobs);
 	free(p->done);

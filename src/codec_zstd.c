@@ -155,7 +155,7 @@ static void zstd_wfree(void *st)
 
 	ZSTD_freeCCtx(z->cctx);
 	cb_trial_free(z->trial);
-	free(z->ibuf);
+	cb_free_huge(z->ibuf, CB_CODEC_CHUNK);
 	free(z);
 }
 
@@ -193,7 +193,7 @@ int cb_codec_zstd_writer(void **st, const struct cb_codec_wops **ops,
 	 * calling thread then, which is still correct output. */
 	if (threads > 1)
 		ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_nbWorkers, threads);
-	z->ibuf = cb_xmalloc(CB_CODEC_CHUNK);
+	z->ibuf = cb_xmalloc_huge(CB_CODEC_CHUNK);
 	z->trial = cb_trial_new(CB_TRIAL_GAIN_FAST);
 	*st = z;
 	*ops = &zstd_wops;

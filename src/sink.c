@@ -158,8 +158,9 @@ static struct cb_sink *sink_alloc(const char *name)
 		fprintf(stderr, "ERROR: cannot initialise SHA-256\n");
 		abort();
 	}
-	for (int i = 0; i < NSLOTS; i++)
-		s->slot[i] = cb_xmalloc(SLOT_SIZE);
+	s->slot[0] = cb_xmalloc_huge(NSLOTS * SLOT_SIZE);
+	for (int i = 1; i < NSLOTS; i++)
+		s->slot[i] = s->slot[0] + i * SLOT_SIZE;
 	s->slot_ready = 1;
 	s->checksum = 1;
 	return s;
@@ -372,8 +373,7 @@ void cb_sink_free(struct cb_sink *s)
 		unlink(s->tmp_path);
 	cb_cleanup_pop(s->cleanup_handle, 0);
 	hasher_stop(s);
-	for (int i = 0; i < NSLOTS; i++)
-		free(s->slot[i]);
+	cb_free_huge(s->slot[0], NSLOTS * SLOT_SIZE);
 	EVP_MD_CTX_free(s->sha);
 	free(s->final_path);
 	free(s->tmp_path);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,6 +86,60 @@ void *cb_xrealloc(void *p, size_t n)
 	void *q = realloc(p, n ? n : 1);
 	return q ? q : oom(n);
 }
+
+/*
+ * A page fault costs a few microseconds on bare metal and up to ten in
+ * some VMs; a backup's buffers (a dozen MiB) would take thousands of them
+ * on the archive's critical path. The kernel backs an aligned, advised
+ * range with huge pages when it has them (THP "always" or "madvise"), and
+ * with small pages otherwise: the same memory either way.
+ */
+#ifndef __SANITIZE_ADDRESS__
+#define HUGE_PAGE (2UL * 1024 * 1024)
+
+static size_t huge_round(size_t n)
+{
+	return (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+}
+
+void *cb_xmalloc_huge(size_t n)
+{
+	size_t len = huge_round(n ? n : 1);
+	unsigned char *map = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *p;
+	size_t head;
+
+	if (map == MAP_FAILED)
+		return oom(n);
+	p = (unsigned char *)(((uintptr_t)map + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+	head = (size_t)(p - map);
+	if (head)
+		munmap(map, head);
+	if (HUGE_PAGE - head)
+		munmap(p + len, HUGE_PAGE - head);
+	madvise(p, len, MADV_HUGEPAGE);
+	return p;
+}
+
+void cb_free_huge(void *p, size_t n)
+{
+	if (p)
+		munmap(p, huge_round(n ? n : 1));
+}
+#else
+/* ASan checks the bounds of heap blocks, not of mappings: keep them there */
+void *cb_xmalloc_huge(size_t n)
+{
+	return cb_xmalloc(n);
+}
+
+void cb_free_huge(void *p, size_t n)
+{
+	(void)n;
+	free(p);
+}
+#endif
 
 char *cb_xstrdup(const char *s)
 {

@@ -1,5 +1,5 @@
-/* Unit tests: cb_util (errors, strvec, formatting, tree removal) and the
- * cleanup stack. */
+/* Unit tests: cb_util (errors, strvec, formatting, tree removal, big
+ * buffers) and the cleanup stack. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -108,6 +109,35 @@ static void test_cleanup_stack(void **state)
 	assert_non_null(strstr(cb_last_error(), "TERM"));
 }
 
+/* Big buffers are 2 MiB-aligned (what lets huge pages back them), hold
+ * every byte asked for, and free unmaps all of them. */
+static void test_huge_buffers(void **state)
+{
+	static const size_t sizes[] = { 1, 1024 * 1024, 3 * 1024 * 1024 + 1 };
+	unsigned char vec;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		size_t n = sizes[i];
+		unsigned char *p = cb_xmalloc_huge(n);
+
+		memset(p, 0xa5, n);
+		assert_int_equal(p[0], 0xa5);
+		assert_int_equal(p[n - 1], 0xa5);
+#ifndef __SANITIZE_ADDRESS__   /* there they are plain heap blocks */
+		assert_int_equal((uintptr_t)p % (2 * 1024 * 1024), 0);
+		cb_free_huge(p, n);
+		assert_int_equal(mincore(p, 1, &vec), -1);
+		assert_int_equal(errno, ENOMEM);
+		assert_int_equal(mincore(p + n - 1 - (n - 1) % 4096, 1, &vec), -1);
+#else
+		(void)vec;
+		cb_free_huge(p, n);
+#endif
+	}
+	cb_free_huge(NULL, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -116,6 +146,7 @@ int main(void)
 		cmocka_unit_test(test_strvec),
 		cmocka_unit_test(test_remove_tree),
 		cmocka_unit_test(test_cleanup_stack),
+		cmocka_unit_test(test_huge_buffers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
