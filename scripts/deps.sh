@@ -1,9 +1,13 @@
 #!/bin/sh
 # Install every Debian package cbackup needs to build and test.
 # Idempotent and quiet when everything is already there.
+# libisal-dev (Intel ISA-L) is there for one function, its CRC-32: lzop
+# blocks and gzip members checksum every byte, stored ones too, and zlib's
+# CRC-32 (5.8 GB/s here) was 14% of a gzip backup's CPU; ISA-L's runs at
+# 55 GB/s on the same machine and gives the same values.
 set -e
 PKGS="build-essential pkg-config libarchive-dev libzstd-dev liblzo2-dev zlib1g-dev
-      libiniparser-dev libssl-dev libcmocka-dev
+      libiniparser-dev libssl-dev libcmocka-dev libisal-dev
       tar gzip zstd lzop pigz libarchive-tools acl attr rsync e2fsprogs util-linux procps
       qemu-utils qemu-system-x86 groff-base python3"
 missing=""

@@ -10,12 +10,18 @@
 #include <stdio.h>
 #include <unistd.h>
 #include <zstd.h>
+#include <isa-l/crc.h>
 
 #include "cb_codec.h"
 #include "cb_util.h"
 #include "codec_int.h"
 
 #define IN_BUF_SIZE (256 * 1024)
+
+uint32_t cb_crc32(uint32_t crc, const void *buf, size_t len)
+{
+	return len ? crc32_gzip_refl(crc, buf, len) : crc;
+}
 
 struct cb_codec_writer {
 	enum cb_compress type;

@@ -1,7 +1,9 @@
 /*
- * gzip codec. Writer, classic (threads 0): one zlib deflate stream with the
- * gzip wrapper; the policy switches it to level 0 (stored blocks) and back
- * with deflateParams(). Writer, threaded: one gzip member whose deflate data
+ * gzip codec. Writer, classic (threads 0): one raw zlib deflate stream in
+ * one gzip member, written straight into the sink's buffer; the policy
+ * switches it to level 0 (stored blocks) and back with deflateParams(). The
+ * member's header and trailer are ours, so that the CRC-32 is cb_crc32's
+ * (zlib's own would be the slowest part of storing). Writer, threaded: one gzip member whose deflate data
  * is made of chunks deflated independently on a pool, each primed with the
  * 32 KiB before it and ended by a sync flush (byte-aligned, so they simply
  * concatenate); stored chunks are written as stored blocks by hand; the
@@ -28,7 +30,7 @@ struct gzip_writer {
 	/* classic: one deflate stream; the policy switches it to level 0 */
 	z_stream zs;
 	int zs_ready, cur_level;
-	unsigned char *obuf, *ibuf;
+	unsigned char *ibuf;
 	struct cb_trial *trial;
 	struct gzip_async *as;           /* classic in a worker thread, or NULL */
 	/* threaded: chunks deflated in parallel into one member */
@@ -36,6 +38,7 @@ struct gzip_writer {
 	size_t out_cap;
 	unsigned char hist[DICT_SIZE];   /* the last bytes before the next chunk */
 	size_t hist_len;
+	/* both: the member's data so far, and whether its header is out */
 	uint32_t crc;
 	uint64_t total;
 	int started;
@@ -74,29 +77,71 @@ struct gzip_async {
 	char err[512];         /* the worker's cb_error() message */
 };
 
-/* ---- classic: a single deflate stream ---- */
+/* ---- the member around the deflate data (both writers) ---- */
 
-static int gzip_flush(struct gzip_writer *g)
+/* What zlib would write (no name, mtime 0 for reproducible bytes, OS unix):
+ * the archive stays byte-identical to a zlib gzip stream. */
+static int gzip_header(struct gzip_writer *g)
 {
-	size_t n = CB_CODEC_OUTBUF - g->zs.avail_out;
+	unsigned char h[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 };
 
-	g->zs.next_out = g->obuf;
-	g->zs.avail_out = CB_CODEC_OUTBUF;
-	return cb_codec_out_write(g->out, g->obuf, n);
+	g->started = 1;
+	h[8] = g->level == 9 ? 2 : g->level == 1 ? 4 : 0;
+	return cb_codec_out_write(g->out, h, sizeof(h));
 }
 
-/* Deflate the pending input; with Z_FINISH until the trailer is out. */
+/* CRC-32 and size (mod 2^32) of the member's data, little-endian. */
+static int gzip_trailer(struct gzip_writer *g)
+{
+	unsigned char t[8];
+
+	for (int i = 0; i < 4; i++) {
+		t[i] = (g->crc >> (8 * i)) & 0xff;
+		t[4 + i] = (g->total >> (8 * i)) & 0xff;
+	}
+	return cb_codec_out_write(g->out, t, sizeof(t));
+}
+
+/* ---- classic: a single deflate stream ---- */
+
+/* Point zlib's output at the room left in the sink's buffer. */
+static int gzip_out_begin(struct gzip_writer *g)
+{
+	size_t avail;
+
+	if (!g->started && gzip_header(g) < 0)
+		return -1;
+	g->zs.next_out = cb_codec_out_buffer(g->out, &avail);
+	if (!g->zs.next_out)
+		return -1;
+	g->zs.avail_out = avail > UINT32_MAX ? UINT32_MAX : (uInt)avail;
+	return 0;
+}
+
+/* Count what zlib wrote there. */
+static int gzip_out_end(struct gzip_writer *g, const unsigned char *start)
+{
+	return cb_codec_out_advance(g->out, (size_t)(g->zs.next_out - start));
+}
+
+/* Deflate the pending input; with Z_FINISH until the stream is ended. */
 static int gzip_run(struct gzip_writer *g, int flush)
 {
 	for (;;) {
-		double t0 = cb_now();
-		int rc = deflate(&g->zs, flush);
+		unsigned char *start;
+		double t0;
+		int rc;
 
+		if (gzip_out_begin(g) < 0)
+			return -1;
+		start = g->zs.next_out;
+		t0 = cb_now();
+		rc = deflate(&g->zs, flush);
 		g->out->compress_seconds += cb_now() - t0;
+		if (gzip_out_end(g, start) < 0)
+			return -1;
 		if (rc == Z_STREAM_ERROR)
 			return cb_error("gzip compression failed: %s", g->zs.msg ? g->zs.msg : "stream error");
-		if (g->zs.avail_out == 0 && gzip_flush(g) < 0)
-			return -1;
 		if (flush == Z_FINISH ? rc == Z_STREAM_END : (g->zs.avail_in == 0 && g->zs.avail_out > 0))
 			return 0;
 	}
@@ -110,9 +155,16 @@ static int gzip_set_level(struct gzip_writer *g, int level)
 
 	if (level == g->cur_level)
 		return 0;
-	while ((rc = deflateParams(&g->zs, level, Z_DEFAULT_STRATEGY)) == Z_BUF_ERROR)
-		if (gzip_flush(g) < 0)
+	do {
+		unsigned char *start;
+
+		if (gzip_out_begin(g) < 0)
 			return -1;
+		start = g->zs.next_out;
+		rc = deflateParams(&g->zs, level, Z_DEFAULT_STRATEGY);
+		if (gzip_out_end(g, start) < 0)
+			return -1;
+	} while (rc == Z_BUF_ERROR);
 	if (rc != Z_OK)
 		return cb_error("gzip: cannot change the level to %d", level);
 	g->cur_level = level;
@@ -127,6 +179,8 @@ static unsigned char *gzip_classic_buf(void *st)
 
 static int gzip_deflate_chunk(struct gzip_writer *g, unsigned char *in, size_t len, int level)
 {
+	g->crc = cb_crc32(g->crc, in, len);
+	g->total += len;
 	if (gzip_set_level(g, level) < 0)
 		return -1;
 	g->zs.next_in = in;
@@ -178,6 +232,21 @@ static int gzip_async_submit(struct gzip_writer *g, size_t len, int level)
 	failed = a->failed;
 	pthread_mutex_unlock(&a->mu);
 	a->fill = k ^ 1;
+	return failed ? cb_error("%s", a->err) : 0;
+}
+
+/* Wait until the worker has deflated everything handed to it: the stream
+ * is then the caller's until the next submit. */
+static int gzip_async_idle(struct gzip_writer *g)
+{
+	struct gzip_async *a = g->as;
+	int failed;
+
+	pthread_mutex_lock(&a->mu);
+	while ((a->full[0] || a->full[1]) && !a->failed)
+		pthread_cond_wait(&a->cv, &a->mu);
+	failed = a->failed;
+	pthread_mutex_unlock(&a->mu);
 	return failed ? cb_error("%s", a->err) : 0;
 }
 
@@ -238,8 +307,12 @@ static int gzip_classic_chunk(void *st, const struct cb_chunk_meta *m)
 	} else if (store) {
 		cb_codec_out_stored(g->out, m, m->reason, m->len);
 	}
-	if (g->as)
-		return gzip_async_submit(g, m->len, store ? 0 : g->level);
+	/* storing is a copy: done here, it saves a hand-over and keeps a third
+	 * busy thread from competing with the sink's hasher for the cores */
+	if (g->as && !store)
+		return gzip_async_submit(g, m->len, g->level);
+	if (g->as && gzip_async_idle(g) < 0)
+		return -1;
 	return gzip_deflate_chunk(g, in, m->len, store ? 0 : g->level);
 }
 
@@ -253,7 +326,7 @@ static int gzip_classic_finish(void *st)
 	g->zs.avail_in = 0;
 	if (gzip_run(g, Z_FINISH) < 0)
 		return -1;
-	return gzip_flush(g);
+	return gzip_trailer(g);
 }
 
 /* ---- threaded: raw deflate per chunk, one gzip member around them ---- */
@@ -299,7 +372,7 @@ static int gzip_par_run(void *ctx, struct cb_pool_job *j, void *scratch)
 	struct gzip_scratch *sc = scratch;
 	struct gzip_job *gj = j->extra;
 
-	gj->crc = crc32(0, j->in, j->m.len);
+	gj->crc = cb_crc32(0, j->in, j->m.len);
 	gj->trial_store = j->m.cls == CB_CHUNK_TRIAL && cb_trial_store(sc->trial, j->in, j->m.len);
 	if (j->m.cls == CB_CHUNK_STORE || gj->trial_store) {
 		j->out_len = 0;          /* emit writes j->in: no copy here */
@@ -308,16 +381,6 @@ static int gzip_par_run(void *ctx, struct cb_pool_job *j, void *scratch)
 	if (!sc->ready)
 		return -1;
 	return deflate_chunk(sc, j, g->out_cap);
-}
-
-static int gzip_header(struct gzip_writer *g)
-{
-	/* no name, mtime 0 (reproducible), OS unix */
-	unsigned char h[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 };
-
-	g->started = 1;
-	h[8] = g->level == 9 ? 2 : g->level == 1 ? 4 : 0;
-	return cb_codec_out_write(g->out, h, sizeof(h));
 }
 
 static int gzip_par_emit(void *ctx, struct cb_pool_job *j)
@@ -409,17 +472,15 @@ static int gzip_par_finish(void *st)
 {
 	struct gzip_writer *g = st;
 	/* an empty final fixed-Huffman block ends the deflate stream */
-	unsigned char t[10] = { 0x03, 0x00 };
+	static const unsigned char last_block[2] = { 0x03, 0x00 };
 	int ret = cb_pool_drain(g->pool);
 
 	g->out->compress_seconds += cb_pool_seconds(g->pool);
 	if (ret < 0 || (!g->started && gzip_header(g) < 0))
 		return -1;
-	for (int i = 0; i < 4; i++) {
-		t[2 + i] = (g->crc >> (8 * i)) & 0xff;
-		t[6 + i] = (g->total >> (8 * i)) & 0xff;
-	}
-	return cb_codec_out_write(g->out, t, sizeof(t));
+	if (cb_codec_out_write(g->out, last_block, sizeof(last_block)) < 0)
+		return -1;
+	return gzip_trailer(g);
 }
 
 /* ---- common ---- */
@@ -433,7 +494,6 @@ static void gzip_wfree(void *st)
 		deflateEnd(&g->zs);
 	cb_pool_free(g->pool);
 	cb_trial_free(g->trial);
-	free(g->obuf);
 	cb_free_huge(g->ibuf, CB_CODEC_CHUNK);
 	free(g);
 }
@@ -447,15 +507,13 @@ static const struct cb_codec_wops gzip_par_wops = {
 
 static int gzip_classic_init(struct gzip_writer *g)
 {
-	if (deflateInit2(&g->zs, g->level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	/* raw deflate (-15): the member header and trailer are ours */
+	if (deflateInit2(&g->zs, g->level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return cb_error("gzip: cannot initialise compressor (level %d)", g->level);
 	g->zs_ready = 1;
 	g->cur_level = g->level;
-	g->obuf = cb_xmalloc(CB_CODEC_OUTBUF);
 	g->ibuf = cb_xmalloc_huge(CB_CODEC_CHUNK);
 	g->trial = cb_trial_new(CB_TRIAL_GAIN_GZIP);
-	g->zs.next_out = g->obuf;
-	g->zs.avail_out = CB_CODEC_OUTBUF;
 	return 0;
 }
 
@@ -495,7 +553,6 @@ int cb_codec_gzip_writer(void **st, const struct cb_codec_wops **ops,
 			gzip_async_start(g);
 		*ops = &gzip_classic_wops;
 	} else {
-		g->crc = crc32(0, NULL, 0);
 		g->out_cap = par_out_cap(g->level);
 		g->pool = cb_pool_new(threads, g->out_cap, sizeof(struct gzip_job), &gzip_pool_ops, g);
 		*ops = &gzip_par_wops;

@@ -11,10 +11,12 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "cb_codec.h"
 #include "cb_sink.h"
 #include "cb_util.h"
+#include "../../src/codec_int.h"
 
 #define DATA_LEN (3 * 1024 * 1024 + 12345)
 
@@ -705,6 +707,28 @@ static void test_summary(void **state)
 	assert_non_null(strstr(buf, "in 5 files"));
 }
 
+/* cb_crc32 (ISA-L) gives zlib's crc32() values, for every length and
+ * alignment (its folding loops have head and tail cases) and chained. */
+static void test_crc32_as_zlib(void **state)
+{
+	unsigned char *buf = cb_xmalloc(70000);
+	unsigned seed = 7;
+
+	(void)state;
+	for (size_t i = 0; i < 70000; i++)
+		buf[i] = xorshift(&seed) & 0xff;
+	for (size_t off = 0; off < 16; off += 3)
+		for (size_t len = 0; len < 600; len++)
+			assert_int_equal(cb_crc32(0, buf + off, len), (uint32_t)crc32(0, buf + off, len));
+	for (size_t len = 600; len + 16 < 70000; len = len * 3 + 1)
+		assert_int_equal(cb_crc32(0, buf + 5, len), (uint32_t)crc32(0, buf + 5, len));
+	/* chained: the CRC of a whole = the CRC of its parts, fed in order */
+	assert_int_equal(cb_crc32(cb_crc32(0, buf, 12345), buf + 12345, 70000 - 12345),
+			 (uint32_t)crc32(0, buf, 70000));
+	assert_int_equal(cb_crc32(0x12345678, buf, 0), 0x12345678);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -728,6 +752,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_threads_deterministic_interleaved, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gzip_parallel_ratio, setup, teardown),
 		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_crc32_as_zlib),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
