@@ -3,12 +3,13 @@
  * one gzip member, written straight into the sink's buffer; the policy
  * switches it to level 0 (stored blocks) and back with deflateParams(). The
  * member's header and trailer are ours, so that the CRC-32 is cb_crc32's
- * (zlib's own would be the slowest part of storing). Writer, threaded: one gzip member whose deflate data
- * is made of chunks deflated independently on a pool, each primed with the
- * 32 KiB before it and ended by a sync flush (byte-aligned, so they simply
- * concatenate); stored chunks are written as stored blocks by hand; the
- * member's CRC is combined from the chunks' CRCs. Chunk boundaries depend on
- * the input only, so the bytes do not depend on the thread count.
+ * (zlib's own would be the slowest part of storing). Writer, threaded: one
+ * gzip member whose deflate data is made of chunks deflated independently
+ * on a pool, each primed with the 32 KiB before it and ended by a sync
+ * flush (byte-aligned, so they simply concatenate); stored chunks are
+ * written as stored blocks by hand; the member's CRC is combined from the
+ * chunks' CRCs. Chunk boundaries depend on the input only, so the bytes do
+ * not depend on the thread count.
  *
  * Reader: inflates, accepting concatenated members (`cat a.gz b.gz`).
  */
@@ -79,8 +80,8 @@ struct gzip_async {
 
 /* ---- the member around the deflate data (both writers) ---- */
 
-/* What zlib would write (no name, mtime 0 for reproducible bytes, OS unix):
- * the archive stays byte-identical to a zlib gzip stream. */
+/* What zlib's gzip wrapper writes, with no name and mtime 0 (reproducible
+ * bytes), OS unix. */
 static int gzip_header(struct gzip_writer *g)
 {
 	unsigned char h[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 };

@@ -153,9 +153,6 @@ struct cb_codec_rops {
  * every byte, stored ones included. */
 uint32_t cb_crc32(uint32_t crc, const void *buf, size_t len);
 
-/* Output buffer size for writers: the sink gets chunks at least this big. */
-#define CB_CODEC_OUTBUF (256 * 1024)
-
 int cb_codec_zstd_writer(void **st, const struct cb_codec_wops **ops,
 			 const struct cb_codec_params *p, struct cb_codec_out *o);
 int cb_codec_lzo_writer(void **st, const struct cb_codec_wops **ops,
