@@ -25,7 +25,7 @@ LIBOBJS := $(filter-out $(BUILD)/main.o,$(OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all deps check unit e2e demo install clean bench fuzz fuzz-deps fuzz-build
+.PHONY: all deps check unit e2e demo install clean bench fuzz fuzz-deps fuzz-build print-libflags
 all: cbackup
 
 cbackup: $(BUILD)/cbackup
@@ -62,6 +62,11 @@ demo: deps
 
 bench: all
 	sh bench/stage.sh
+
+# What a program built on the library objects needs (bench/compress.sh's
+# driver): the one list of libraries, kept here.
+print-libflags:
+	@echo $(PKG_CFLAGS) -I/usr/include/iniparser $(LDLIBS)
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man5 \

@@ -37,9 +37,8 @@ build() {
 	objs=$(ls "$ROOT"/build/rel/*.o | grep -v '/main\.o$')
 	# shellcheck disable=SC2086
 	cc -O2 -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -I"$ROOT/include" \
-		$(pkg-config --cflags libarchive libzstd lzo2 zlib libcrypto libisal) -I/usr/include/iniparser \
 		-o "$BIN" "$ROOT/bench/compress_bench.c" $objs \
-		$(pkg-config --libs libarchive libzstd lzo2 zlib libcrypto libisal) -liniparser -lpthread
+		$(make -s --no-print-directory -C "$ROOT" print-libflags)
 }
 
 # Real files, up to $1 MiB, as one stream (binaries, libraries, docs).
