@@ -19,9 +19,12 @@ else
 BUILD   := build/rel
 endif
 
-SRCS    := $(wildcard src/*.c)
+# src/ is laid out by stage of the data flow (DESIGN §1): core/, stage/,
+# guest/, archive/, codec/, sink/, cmd/. Headers stay flat in include/: they
+# are the modules' contracts, included by name from every folder.
+SRCS    := $(wildcard src/*/*.c)
 OBJS    := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
-LIBOBJS := $(filter-out $(BUILD)/main.o,$(OBJS))
+LIBOBJS := $(filter-out $(BUILD)/core/main.o,$(OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
@@ -34,8 +37,11 @@ cbackup: $(BUILD)/cbackup
 $(BUILD)/cbackup: $(OBJS)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/%.o: src/%.c $(wildcard include/*.h src/*.h) | $(BUILD)
-	$(CC) $(CFLAGS) -c -o $@ $<
+$(BUILD)/%.o: src/%.c | $(BUILD)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+
+-include $(OBJS:.o=.d)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) $(wildcard include/*.h tests/unit/*.h) | $(BUILD)/tests
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS) -lcmocka
@@ -90,7 +96,7 @@ FUZZ_BINS    := $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 FUZZ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
                 -DCB_VERSION='"$(VERSION)"' -Iinclude -I/usr/include/iniparser $(PKG_CFLAGS) \
                 -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_OBJS    := $(patsubst src/%.c,build/fuzz/obj/%.o,$(filter-out src/main.c,$(SRCS)))
+FUZZ_OBJS    := $(patsubst src/%.c,build/fuzz/obj/%.o,$(filter-out src/core/main.c,$(SRCS)))
 
 fuzz-deps:
 	@for p in clang libclang-rt-14-dev; do \
@@ -99,7 +105,8 @@ fuzz-deps:
 	if [ -n "$$missing" ]; then echo "fuzz: installing:$$missing"; \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; fi
 
-build/fuzz/obj/%.o: src/%.c $(wildcard include/*.h src/*.h) | build/fuzz/obj
+build/fuzz/obj/%.o: src/%.c $(wildcard include/*.h src/*/*.h) | build/fuzz/obj
+	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS) | build/fuzz/obj

@@ -29,11 +29,11 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 median() { sort -n "$1" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 build_driver() {
-	make -s build/rel/stage.o build/rel/stage_copy.o build/rel/stage_index.o \
-		build/rel/util.o build/rel/log.o build/rel/cleanup.o build/rel/throttle.o build/rel/progress.o
+	make -s build/rel/stage/stage.o build/rel/stage/stage_copy.o build/rel/stage/stage_index.o \
+		build/rel/core/util.o build/rel/core/log.o build/rel/core/cleanup.o build/rel/sink/throttle.o build/rel/core/progress.o
 	cc -O2 -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude -o "$work/stage_bench" \
-		bench/stage_bench.c build/rel/stage.o build/rel/stage_copy.o build/rel/stage_index.o \
-		build/rel/util.o build/rel/log.o build/rel/cleanup.o build/rel/throttle.o build/rel/progress.o \
+		bench/stage_bench.c build/rel/stage/stage.o build/rel/stage/stage_copy.o build/rel/stage/stage_index.o \
+		build/rel/core/util.o build/rel/core/log.o build/rel/core/cleanup.o build/rel/sink/throttle.o build/rel/core/progress.o \
 		-lpthread
 }
 

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The archive is made durable while it is written (src/syncer.c): a thread
+# The archive is made durable while it is written (src/sink/syncer.c): a thread
 # fdatasyncs the storage file every 32 MiB and drops what is on disk from
 # the page cache, so the final fsync is short, dirty memory stays bounded
 # and a backup does not push the guests' data out of the cache. A write

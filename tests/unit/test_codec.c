@@ -16,7 +16,7 @@
 #include "cb_codec.h"
 #include "cb_sink.h"
 #include "cb_util.h"
-#include "../../src/codec_int.h"
+#include "../../src/codec/codec_int.h"
 
 #define DATA_LEN (3 * 1024 * 1024 + 12345)
 
