@@ -25,15 +25,19 @@ void cb_cleanup_pop(int handle, int run_it);
 void cb_cleanup_run_all(void);
 
 /*
- * A deadline (max-freeze): after `seconds`, SIGALRM runs the action
- * `handle` at once (the thaw) and cb_check_interrupt() fails with `why`
- * until cb_cleanup_deadline(0, ...) disarms it. The job itself goes on.
- * Returns 1 if the deadline had fired when disarmed, else 0.
+ * A deadline (max-freeze) for long loops: once the monotonic clock
+ * (cb_now()) reaches `at`, cb_check_interrupt() fails with `why` until
+ * cb_cleanup_deadline(0, NULL) clears it. It runs no action: the thaw at
+ * the deadline is the freeze watchdog's (cb_guest), which holds it even
+ * while this process is stopped.
  */
-int cb_cleanup_deadline(unsigned seconds, int handle, const char *why);
+void cb_cleanup_deadline(double at, const char *why);
 
 /* Non-zero once SIGINT/SIGTERM/SIGHUP arrived: the signal number. */
 int cb_interrupted(void);
+/* How many of them arrived so far (a wait that began after the first one
+ * ends on the next). */
+int cb_signal_count(void);
 /* -1 with "interrupted by signal INT" if cb_interrupted() (or the deadline's
  * message once it fired), else 0. */
 int cb_check_interrupt(void);

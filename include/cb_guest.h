@@ -7,21 +7,29 @@
  *   cgroup v1  — FROZEN/THAWED into PATH/freezer.state, wait for FROZEN;
  *   pid        — SIGSTOP/SIGCONT to the process group of the pid (only the
  *                pid itself if that group is ours);
- *   cmd        — run freeze-cmd / thaw-cmd with /bin/sh -c; exit 0 = done;
- *   qmp        — later issue (stop/cont over a QMP socket).
+ *   cmd        — freeze-cmd / thaw-cmd with /bin/sh -c, each in its own
+ *                process group with a time limit (cb_run); exit 0 = done;
+ *   qmp        — "stop" / "cont" over the VM's QMP socket, status checked.
  * A relative freeze-cgroup PATH is looked up under the cgroup2 mount, then
  * the v1 freezer mount (found in /proc/self/mounts).
  *
- * Safety: cb_guest_freeze() first forks a watchdog that holds the read end
- * of a pipe; if cbackup dies (even SIGKILL) the pipe closes and the
- * watchdog thaws the guest. cb_guest_thaw() thaws and dismisses the
- * watchdog. The freeze also pushes a thaw onto the cleanup stack, so a
- * SIGINT/SIGTERM/SIGHUP thaws at once.
+ * Safety (cbackup(8), "How the guest is kept safe"): cb_guest_freeze()
+ * first forks a watchdog in its own session that holds two pipes to
+ * cbackup. The watchdog does every thaw: when asked ('T': cb_guest_thaw or
+ * the SIGINT/SIGTERM/SIGHUP handler), when the pipe closes (cbackup died,
+ * even by SIGKILL), and on its own when the deadline passes (the freeze
+ * wait until the freeze is confirmed, then max-freeze), whatever cbackup is
+ * doing then (stopped, stuck in a hook). It retries a failed thaw with
+ * backoff (0.1 s doubling to 2 s) for thaw-timeout, and stays until a thaw
+ * is confirmed (cgroup "frozen 0", QMP status running, the pid no longer
+ * stopped, thaw-cmd exit 0).
  */
 #ifndef CB_GUEST_H
 #define CB_GUEST_H
 
+#include <signal.h>
 #include <sys/types.h>
+#include "cb_log.h"
 #include "cb_opts.h"
 
 enum cb_freezer_kind { CB_FREEZER_NONE, CB_FREEZER_CGROUP2, CB_FREEZER_CGROUP1,
@@ -36,8 +44,17 @@ struct cb_guest {
 	int frozen;
 	int kept_paused;       /* qmp: the VM was paused already at the freeze;
 				* nothing was stopped, nothing is resumed */
+	int thaw_timeout_ms;   /* how long a failed thaw is retried */
+	struct cb_log *log;    /* for the WARN lines of failed thaws; may be NULL */
+	int max_freeze_ms;     /* the deadline the watchdog holds (0 = none) */
+	double frozen_since;   /* cb_now() at the freeze request */
+	int deadline_hit;      /* the watchdog thawed at the deadline */
+	volatile sig_atomic_t thaw_asked;  /* 'T' sent (maybe by the handler) */
 	pid_t watchdog;        /* 0 when none */
-	int watchdog_fd;       /* write end of the pipe, -1 when none */
+	int watchdog_fd;       /* commands to the watchdog, -1 when none */
+	int report_fd;         /* its reports (one line each), -1 when none */
+	char rep_buf[2048];    /* a report line being read */
+	size_t rep_len;
 	int cleanup_handle;    /* cb_cleanup handle of the thaw action, -1 */
 };
 
@@ -52,8 +69,16 @@ void cb_guest_release(struct cb_guest *g);   /* thaws if still frozen */
 
 const char *cb_guest_kind_name(enum cb_freezer_kind k);  /* "cgroup2", ... */
 
-/* timeout_ms bounds the wait for the freezer to report frozen. */
-int cb_guest_freeze(struct cb_guest *g, int timeout_ms);
+/* wait_ms bounds the freeze itself (freeze-cmd, the wait for "frozen";
+ * at most max_ms): a guest not frozen by then is thawed and the call fails
+ * naming what did not freeze. max_ms (0 = none) is the deadline of the
+ * whole frozen time, counted from now and held by the watchdog. Fails at
+ * once on a signal (thawed). */
+int cb_guest_freeze(struct cb_guest *g, int wait_ms, int max_ms);
+/* Thaw through the watchdog and wait up to 5 s for the confirmation. -1
+ * if a thaw attempt failed (even if a retry worked), if it is not confirmed
+ * (the watchdog goes on trying), or if the watchdog had to thaw at the
+ * deadline ("max-freeze (N s) exceeded"). */
 int cb_guest_thaw(struct cb_guest *g);
 /* 1 if the backend reports the guest frozen now, 0 if not, -1 unknown. */
 int cb_guest_is_frozen(const struct cb_guest *g);

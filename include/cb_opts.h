@@ -50,6 +50,8 @@ struct cb_opts {
 	int verbose;
 	int dry_run;
 	int max_freeze;           /* seconds */
+	int freeze_wait;          /* seconds, at most max_freeze */
+	int thaw_timeout;         /* seconds a failed thaw is retried */
 	int keep_staging;
 
 	/* freeze backends (at most one) */

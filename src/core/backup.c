@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,17 +122,25 @@ static void find_hostname(struct guest_run *r)
 		snprintf(r->hostname, sizeof(r->hostname), "%s%s", type_upper(r), r->opts.id);
 }
 
-static int guest_hook(struct guest_run *r, const char *phase)
+/* timeout_ms: 0 for none; a hook run while the guest is frozen gets what is
+ * left of max-freeze (the watchdog thaws at that deadline anyway). */
+static int guest_hook_bounded(struct guest_run *r, const char *phase, int timeout_ms)
 {
 	struct cb_hook_env env = {
 		.dumpdir = r->opts.dumpdir, .storeid = r->opts.storage,
 		.vmtype = r->opts.type == CB_GUEST_VM ? "qemu" : "lxc",
 		.target = r->archive_path, .logfile = r->log_path, .hostname = r->hostname,
+		.timeout_ms = timeout_ms,
 	};
 
 	if (r->opts.dry_run)
 		return 0;   /* a dry run runs nothing */
 	return cb_hook_run(r->opts.script, phase, cb_mode_name(r->opts.mode), r->opts.id, &env, r->log);
+}
+
+static int guest_hook(struct guest_run *r, const char *phase)
+{
+	return guest_hook_bounded(r, phase, 0);
 }
 
 /* Options whose feature is not built yet: say so once per guest. */
@@ -245,7 +254,43 @@ static int check_source(const struct guest_run *r)
 	return 0;
 }
 
-/* NAME.tmp, or NAME.sha256 whose archive never got its name. */
+/* 1 if some file named BASE.tar* is in DIR (an archive, finished or not). */
+static int has_archive(const char *dir, const char *base, size_t blen)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int found = 0;
+
+	while (d && !found && (de = readdir(d)))
+		found = !strncmp(de->d_name, base, blen) && !strncmp(de->d_name + blen, ".tar", 4);
+	if (d)
+		closedir(d);
+	return found;
+}
+
+/* The log of a run that ended (finished or failed) says so in its last
+ * lines; a run killed with SIGKILL never wrote them. */
+static int log_has_end(const char *path)
+{
+	char tail[4096];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+	ssize_t n = -1;
+
+	if (size >= 0) {
+		off_t from = size > (off_t)sizeof(tail) - 1 ? size - (off_t)sizeof(tail) + 1 : 0;
+		n = pread(fd, tail, sizeof(tail) - 1, from);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (n < 0)
+		return 1;   /* cannot tell: keep it */
+	tail[n] = '\0';
+	return strstr(tail, "INFO: Finished Backup of ") || strstr(tail, "ERROR: Backup of ");
+}
+
+/* NAME.tmp; NAME.sha256 whose archive never got its name; NAME.log of a
+ * killed run (no archive beside it, no end line in it). */
 static int is_leftover(const char *dir, const char *name, size_t n)
 {
 	char *archive;
@@ -253,6 +298,12 @@ static int is_leftover(const char *dir, const char *name, size_t n)
 
 	if (n > 4 && !strcmp(name + n - 4, ".tmp"))
 		return 1;
+	if (n > 4 && !strcmp(name + n - 4, ".log")) {
+		char *path = cb_xasprintf("%s/%s", dir, name);
+		orphan = !has_archive(dir, name, n - 4) && !log_has_end(path);
+		free(path);
+		return orphan;
+	}
 	if (n <= 7 || strcmp(name + n - 7, ".sha256"))
 		return 0;
 	archive = cb_xasprintf("%s/%.*s", dir, (int)(n - 7), name);
@@ -270,9 +321,12 @@ static void remove_stale_tmp(struct guest_run *r)
 	struct dirent *de;
 	size_t plen = strlen(pattern);
 
+	const char *own_log = r->log_path ? strrchr(r->log_path, '/') + 1 : "";
+
 	while (d && (de = readdir(d))) {
 		size_t n = strlen(de->d_name);
-		if (strncmp(de->d_name, pattern, plen) || !is_leftover(r->opts.dumpdir, de->d_name, n))
+		if (strncmp(de->d_name, pattern, plen) || !strcmp(de->d_name, own_log) ||
+		    !is_leftover(r->opts.dumpdir, de->d_name, n))
 			continue;
 		char *path = cb_xasprintf("%s/%s", r->opts.dumpdir, de->d_name);
 		cb_info(r->log, "removing '%s' left by an interrupted run", path);
@@ -358,7 +412,8 @@ static int sync_pass(struct guest_run *r, int final)
 	return 0;
 }
 
-static int freeze(struct guest_run *r)
+/* max_ms: the deadline of the frozen time (0 = none, stop mode). */
+static int freeze(struct guest_run *r, int max_ms)
 {
 	if (guest_hook(r, "pre-stop") < 0)
 		return -1;
@@ -366,17 +421,28 @@ static int freeze(struct guest_run *r)
 		return 0;
 	cb_info(r->log, "%s guest (%s)", r->opts.mode == CB_MODE_STOP ? "stopping" : "suspending",
 		cb_guest_kind_name(r->guest.kind));
-	if (cb_guest_freeze(&r->guest, 30000) < 0)
+	r->guest.log = r->log;
+	if (cb_guest_freeze(&r->guest, r->opts.freeze_wait * 1000, max_ms) < 0)
 		return cb_error_prefix("freeze");
 	if (r->guest.kept_paused)
 		cb_info(r->log, "VM was paused already: backed up as it is, it stays paused");
 	return 0;
 }
 
-/* Thaws even when the pre-restart hook fails: the guest must run again. */
-static int thaw(struct guest_run *r, double frozen_at)
+/* What is left of the frozen time for the pre-restart hook (0 = no limit). */
+static int frozen_time_left_ms(const struct guest_run *r, int max_ms)
 {
-	int ret = guest_hook(r, "pre-restart");
+	double left = r->guest.frozen_since + max_ms / 1000.0 - cb_now();
+
+	if (!max_ms || r->guest.kind == CB_FREEZER_NONE || r->guest.kept_paused)
+		return 0;
+	return left > 0.001 ? (int)(left * 1000) : 1;
+}
+
+/* Thaws even when the pre-restart hook fails: the guest must run again. */
+static int thaw(struct guest_run *r, double frozen_at, int max_ms)
+{
+	int ret = guest_hook_bounded(r, "pre-restart", frozen_time_left_ms(r, max_ms));
 
 	if (r->guest.kind != CB_FREEZER_NONE && !r->guest.kept_paused) {
 		cb_info(r->log, "resuming guest");
@@ -390,12 +456,12 @@ static int thaw(struct guest_run *r, double frozen_at)
 }
 
 /* Thaw after the frozen part; the first error is the one reported. */
-static int finish_freeze(struct guest_run *r, double frozen_at, int ret)
+static int finish_freeze(struct guest_run *r, double frozen_at, int max_ms, int ret)
 {
-	char first[1024];
+	char first[2048];
 
 	snprintf(first, sizeof(first), "%s", cb_last_error());
-	if (thaw(r, frozen_at) < 0)
+	if (thaw(r, frozen_at, max_ms) < 0)
 		return ret < 0 ? cb_error("%s", first) : -1;
 	return ret;
 }
@@ -405,7 +471,7 @@ static int stage_guest(struct guest_run *r)
 {
 	char why[128];
 	double frozen_at;
-	int ret;
+	int max_ms = r->opts.max_freeze * 1000, ret;
 
 	if (r->guest.kind == CB_FREEZER_NONE)
 		cb_warn(r->log, "no freeze control configured for %s %s: backing up while it runs "
@@ -414,24 +480,24 @@ static int stage_guest(struct guest_run *r)
 		return -1;
 	if (r->opts.mode == CB_MODE_STOP) {
 		frozen_at = cb_now();
-		if (freeze(r) < 0)
+		if (freeze(r, 0) < 0)
 			return -1;
 		ret = sync_pass(r, 0);
-		return finish_freeze(r, frozen_at, ret);
+		return finish_freeze(r, frozen_at, 0, ret);
 	}
 	if (sync_pass(r, 0) < 0)
 		return -1;
 	frozen_at = cb_now();
-	if (freeze(r) < 0)
+	if (freeze(r, max_ms) < 0)
 		return -1;
-	snprintf(why, sizeof(why), "took longer than max-freeze (%d seconds): guest thawed",
+	/* the watchdog thaws at the deadline; this stops the copy there too */
+	snprintf(why, sizeof(why), "took longer than max-freeze (%d s): guest thawed",
 		 r->opts.max_freeze);
 	if (r->guest.kind != CB_FREEZER_NONE)
-		cb_cleanup_deadline((unsigned)r->opts.max_freeze, r->guest.cleanup_handle, why);
+		cb_cleanup_deadline(r->guest.frozen_since + r->opts.max_freeze, why);
 	ret = sync_pass(r, 1);
-	if (cb_cleanup_deadline(0, -1, NULL) && ret == 0)
-		ret = cb_error("final sync %s", why);
-	return finish_freeze(r, frozen_at, ret);
+	cb_cleanup_deadline(0, NULL);
+	return finish_freeze(r, frozen_at, max_ms, ret);
 }
 
 static void log_archive_stats(struct guest_run *r, const struct cb_archive_stats *as,
@@ -661,7 +727,7 @@ int cb_backup_guest(struct cb_opts *resolved, struct cb_log *log)
 	r.log = log;
 	r.started = cb_now();
 	r.started_wall = time(NULL);
-	r.guest.watchdog_fd = -1;
+	r.guest.watchdog_fd = r.guest.report_fd = -1;
 	r.guest.cleanup_handle = -1;
 	r.guest_lock.fd = r.store_lock.fd = -1;
 	prepare_paths(&r);

@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/time.h>
 #include <unistd.h>
 
 #include "cb_cleanup.h"
@@ -23,8 +22,8 @@ struct cleanup_slot {
 static struct cleanup_slot slots[CB_CLEANUP_MAX];
 static pid_t owner_pid;
 static volatile sig_atomic_t got_signal;
-static volatile sig_atomic_t deadline_handle = -1;
-static volatile sig_atomic_t deadline_fired;
+static volatile sig_atomic_t signal_count;
+static double deadline_at;      /* monotonic seconds, 0 = none */
 static char deadline_why[256];
 
 static void run_all(void)
@@ -44,43 +43,17 @@ static void on_signal(int sig)
 {
 	int saved = errno;
 	got_signal = sig;
+	signal_count++;
 	run_all();
 	errno = saved;
 }
 
-static void on_alarm(int sig)
+void cb_cleanup_deadline(double at, const char *why)
 {
-	int saved = errno, h = deadline_handle;
-
-	(void)sig;
-	if (getpid() != owner_pid || h < 0)
-		return;
-	deadline_fired = 1;
-	if (slots[h].fn) {
-		cb_cleanup_fn fn = slots[h].fn;
-		slots[h].fn = NULL;
-		fn(slots[h].arg);
-	}
-	errno = saved;
-}
-
-int cb_cleanup_deadline(unsigned seconds, int handle, const char *why)
-{
-	struct itimerval it = { { 0, 0 }, { seconds, 0 } };
-	int fired = deadline_fired;
-
-	if (seconds == 0) {
-		setitimer(ITIMER_REAL, &it, NULL);
-		deadline_handle = -1;
-		deadline_fired = 0;
-		return fired;
-	}
-	snprintf(deadline_why, sizeof(deadline_why), "%s", why);
-	deadline_fired = 0;
-	deadline_handle = handle;
-	signal(SIGALRM, on_alarm);
-	setitimer(ITIMER_REAL, &it, NULL);
-	return 0;
+	deadline_at = 0;
+	if (at > 0)
+		snprintf(deadline_why, sizeof(deadline_why), "%s", why);
+	deadline_at = at;
 }
 
 void cb_cleanup_install(void)
@@ -148,9 +121,14 @@ int cb_interrupted(void)
 	return got_signal;
 }
 
+int cb_signal_count(void)
+{
+	return signal_count;
+}
+
 int cb_check_interrupt(void)
 {
-	if (deadline_fired)
+	if (deadline_at > 0 && cb_now() >= deadline_at)
 		return cb_error("%s", deadline_why);
 	if (!got_signal)
 		return 0;

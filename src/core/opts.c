@@ -88,8 +88,14 @@ const struct cb_opt_schema cb_opt_table[] = {
 	{ "dry-run", CB_OPT_BOOL, "0", C, "0|1",
 	  "check configuration and space, change nothing", 0, OFF(dry_run), 0, 1, NULL },
 	{ "max-freeze", CB_OPT_INT, "60", G | S | U | C, "SECONDS",
-	  "thaw and fail the guest when the final sync takes longer", 0, OFF(max_freeze), 1,
-	  INT_MAX, NULL },
+	  "thaw and fail the guest when it stays frozen longer (final sync and pre-restart hook); "
+	  "held by the watchdog", 0, OFF(max_freeze), 1, INT_MAX, NULL },
+	{ "freeze-wait", CB_OPT_INT, "10", G | S | U | C, "SECONDS",
+	  "how long a freeze may take (freeze-cmd, the freezer); a guest not frozen by then is "
+	  "thawed at once and fails; at most max-freeze", 12, OFF(freeze_wait), 1, 3600, NULL },
+	{ "thaw-timeout", CB_OPT_INT, "60", G | S | U | C, "SECONDS",
+	  "how long a failed thaw is retried (0.1 s doubling to 2 s) before the watchdog gives up",
+	  12, OFF(thaw_timeout), 1, 86400, NULL },
 	{ "keep-staging", CB_OPT_BOOL, "0", G | U | C, "0|1",
 	  "keep the staging copy so that the next first sync is a delta", 0, OFF(keep_staging), 0,
 	  1, NULL },

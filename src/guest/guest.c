@@ -1,10 +1,14 @@
 /*
  * cb_guest: freeze/thaw backends and the watchdog. See include/cb_guest.h.
  *
- * Everything that thaws (the cleanup-stack action, the watchdog child, the
- * normal path) goes through thaw_now(), which only uses async-signal-safe
- * calls: it runs inside a signal handler and inside a child forked from a
- * process that may have threads.
+ * Every thaw is done by the watchdog, a child forked before the freeze:
+ * the main process asks for it over a pipe ('T') and reads the outcome
+ * back ("O", "W why", "G why", "X"). So one piece of code retries a failed
+ * thaw, whoever asked; a signal handler only writes one byte to a pipe; and
+ * the deadline holds while the main process is stopped, stuck or dead.
+ * The fork happens while cbackup has no helper thread (staging runs on the
+ * main thread, the archive's threads start after the thaw), so the child
+ * may use the whole library.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,17 +23,27 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <pthread.h>
 
 #include "cb_cleanup.h"
 #include "cb_guest.h"
+#include "cb_log.h"
 #include "cb_qmp.h"
+#include "cb_run.h"
 #include "cb_util.h"
 
 #define V2_FREEZE "cgroup.freeze"
 #define V2_EVENTS "cgroup.events"
 #define V1_STATE  "freezer.state"
-#define THAW_WAIT_MS 5000
 #define QMP_TIMEOUT_MS 5000
+/* one thaw attempt waits this long for the backend to report it thawed */
+#define THAW_CONFIRM_MS 1000
+/* a failed thaw is retried after 0.1 s, doubling up to 2 s */
+#define RETRY_FIRST_S 0.1
+#define RETRY_MAX_S 2.0
+/* the main process waits this long for a confirmed thaw; then it fails the
+ * guest and goes on, and the watchdog keeps trying (thaw-timeout) */
+#define THAW_FOREGROUND_MS 5000
 
 static const char *const kind_names[] = {
 	"none", "cgroup2", "cgroup1", "pid", "cmd", "qmp"
@@ -61,58 +75,40 @@ static int write_ctl(const char *dir, const char *name, const char *val)
 	return ret;
 }
 
-/* fork + /bin/sh -c CMD + waitpid; returns the wait status or -1. */
-static int run_sh(const char *cmd)
+/* Ask the backend to thaw; does not wait for it. -1 with the error set. */
+static int thaw_request(const struct cb_guest *g)
 {
-	int status;
-	pid_t pid = fork();
+	/* one attempt may not eat the whole retry time */
+	struct cb_run run = { .timeout_ms = g->thaw_timeout_ms < 10000 ? g->thaw_timeout_ms : 10000,
+			      .ignore_interrupt = 1 };
+	char what[512];
+	int st;
 
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		struct sigaction sa;
-		sigset_t none;
-
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = SIG_DFL;
-		sigaction(SIGPIPE, &sa, NULL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
-	}
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return status;
-}
-
-/* Ask the backend to thaw; does not wait. Safe in a signal handler. */
-static int thaw_now(const struct cb_guest *g)
-{
 	switch (g->kind) {
 	case CB_FREEZER_CGROUP2:
-		return write_ctl(g->path, V2_FREEZE, "0");
+		if (write_ctl(g->path, V2_FREEZE, "0") < 0)
+			return cb_error_errno("cannot write '%s/%s'", g->path, V2_FREEZE);
+		return 0;
 	case CB_FREEZER_CGROUP1:
-		return write_ctl(g->path, V1_STATE, "THAWED");
+		if (write_ctl(g->path, V1_STATE, "THAWED") < 0)
+			return cb_error_errno("cannot write '%s/%s'", g->path, V1_STATE);
+		return 0;
 	case CB_FREEZER_PID:
-		return kill(g->pgid ? -g->pgid : g->pid, SIGCONT);
-	case CB_FREEZER_CMD: {
-		int st = run_sh(g->thaw_cmd);
-		return (st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0) ? 0 : -1;
-	}
+		if (kill(g->pgid ? -g->pgid : g->pid, SIGCONT) < 0 && errno != ESRCH)
+			return cb_error_errno("cannot continue pid %d", (int)g->pid);
+		return 0;
+	case CB_FREEZER_CMD:
+		snprintf(what, sizeof(what), "thaw-cmd '%s'", g->thaw_cmd);
+		run.what = what;
+		return cb_run_sh(&run, g->thaw_cmd);
 	case CB_FREEZER_QMP:
-		return cb_qmp_execute(g->path, "cont", NULL, 0, QMP_TIMEOUT_MS) == CB_QMP_OK ? 0 : -1;
+		st = cb_qmp_execute(g->path, "cont", NULL, 0, QMP_TIMEOUT_MS);
+		if (st != CB_QMP_OK)
+			return cb_error("qmp socket '%s': cont failed: %s", g->path, cb_qmp_strerror(st));
+		return 0;
 	default:
 		return 0;
 	}
-}
-
-static void thaw_action(void *arg)
-{
-	int saved = errno;
-	thaw_now(arg);
-	errno = saved;
 }
 
 /* ---- state reading ---------------------------------------------------- */
@@ -177,11 +173,12 @@ int cb_guest_is_frozen(const struct cb_guest *g)
 }
 
 /*
- * Wait until the backend reports frozen == want. cgroup v2 notifies
- * changes of cgroup.events with POLLPRI; the short poll timeout covers
- * backends without notification and any missed wakeup.
+ * Wait until the backend reports frozen == want: 0, or -1 on timeout (no
+ * error set) or, with stop_on_signal, as soon as a signal arrived (error
+ * set). cgroup v2 notifies changes of cgroup.events with POLLPRI; the short
+ * poll timeout covers backends without notification and missed wakeups.
  */
-static int wait_state(const struct cb_guest *g, int want, int timeout_ms)
+static int wait_state(const struct cb_guest *g, int want, int timeout_ms, int stop_on_signal)
 {
 	double end = cb_now() + timeout_ms / 1000.0;
 	struct pollfd pfd = { .fd = -1, .events = POLLPRI };
@@ -201,6 +198,10 @@ static int wait_state(const struct cb_guest *g, int want, int timeout_ms)
 		}
 		if (cb_now() >= end)
 			break;
+		if (stop_on_signal && cb_check_interrupt() < 0) {
+			ret = -2;
+			break;
+		}
 		if (pfd.fd >= 0)
 			poll(&pfd, 1, 1);
 		else
@@ -348,8 +349,9 @@ int cb_guest_init(struct cb_guest *g, const struct cb_opts *o)
 	int n;
 
 	memset(g, 0, sizeof(*g));
-	g->watchdog_fd = -1;
+	g->watchdog_fd = g->report_fd = -1;
 	g->cleanup_handle = -1;
+	g->thaw_timeout_ms = (o->thaw_timeout > 0 ? o->thaw_timeout : 60) * 1000;
 	n = count_backends(o, names, sizeof(names));
 	if (n > 1)
 		return cb_error("more than one freeze backend configured: %s", names);
@@ -384,20 +386,128 @@ void cb_guest_release(struct cb_guest *g)
 	g->kind = CB_FREEZER_NONE;
 }
 
-/* ---- watchdog --------------------------------------------------------- */
+/* ---- the watchdog (child side) ---------------------------------------- */
+
+struct wdog {
+	struct cb_guest *g;
+	int cmd_fd, rep_fd;
+	double wait_end, max_end;   /* monotonic seconds; 0 = none */
+	int frozen_seen, thawed, gave_up;
+};
+
+/* One line to the main process: "C message\n" (the message on one line). */
+static void report(const struct wdog *w, char code, const char *msg)
+{
+	char line[1024];
+	int n = snprintf(line, sizeof(line) - 1, "%c %s", code, msg ? msg : "");
+
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	for (int i = 0; i < n; i++)
+		if (line[i] == '\n')
+			line[i] = ' ';
+	line[n++] = '\n';
+	cb_write_all(w->rep_fd, line, (size_t)n);
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* One attempt: ask the backend, then wait for it to report the guest runs.
+ * A thaw-cmd's exit 0 is its confirmation. */
+static int thaw_once(const struct cb_guest *g)
+{
+	if (thaw_request(g) < 0)
+		return -1;
+	if (g->kind == CB_FREEZER_CMD || wait_state(g, 0, THAW_CONFIRM_MS, 0) == 0)
+		return 0;
+	return cb_error("the guest is still frozen %d ms after the thaw (%s)", THAW_CONFIRM_MS,
+			cb_guest_kind_name(g->kind));
+}
+
+/* Thaw, retrying with backoff until confirmed or thaw-timeout is over. */
+static void wdog_thaw(struct wdog *w)
+{
+	double give_up = cb_now() + w->g->thaw_timeout_ms / 1000.0, pause = RETRY_FIRST_S;
+
+	if (w->thawed || w->gave_up)
+		return;
+	while (thaw_once(w->g) < 0) {
+		if (cb_now() + pause > give_up) {
+			report(w, 'G', cb_last_error());
+			w->gave_up = 1;
+			return;
+		}
+		report(w, 'W', cb_last_error());
+		sleep_s(pause);
+		pause = pause * 2 < RETRY_MAX_S ? pause * 2 : RETRY_MAX_S;
+	}
+	w->thawed = 1;
+	report(w, 'O', NULL);
+}
+
+/* The deadline now in force: the freeze wait's until 'F', then max-freeze. */
+static double wdog_deadline(const struct wdog *w)
+{
+	if (w->thawed || w->gave_up)
+		return 0;
+	if (w->frozen_seen || !w->wait_end)
+		return w->max_end;
+	return w->max_end && w->max_end < w->wait_end ? w->max_end : w->wait_end;
+}
+
+/* Commands: 'F' frozen, 'T' thaw now, 'D' done; EOF: cbackup is gone. */
+static void wdog_loop(struct wdog *w)
+{
+	for (;;) {
+		struct pollfd pf = { w->cmd_fd, POLLIN, 0 };
+		double end = wdog_deadline(w);
+		int timeout = -1, n;
+		char c;
+
+		if (end > 0)
+			timeout = end > cb_now() ? (int)((end - cb_now()) * 1000) + 1 : 0;
+		n = poll(&pf, 1, timeout);
+		if (n == 0) {
+			report(w, 'X', NULL);
+			wdog_thaw(w);
+			continue;
+		}
+		if (n < 0)
+			continue;
+		n = (int)read(w->cmd_fd, &c, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			wdog_thaw(w);
+			return;
+		}
+		if (c == 'F')
+			w->frozen_seen = 1;
+		else if (c == 'T')
+			wdog_thaw(w);
+		else if (c == 'D')
+			return;
+	}
+}
 
 /*
  * The child: its own session (a signal to cbackup's process group must not
- * take it along), no inherited descriptors but the pipe, and blocked in
- * read() until the parent says 'D' (done) or dies (EOF).
+ * take it along), no descriptor of cbackup's but its two pipes (a lock or
+ * an archive held open here would outlive cbackup), deaf to INT/TERM/HUP.
  */
 static void __attribute__((noreturn))
-watchdog_main(const struct cb_guest *g, int rfd, int ready_fd)
+watchdog_main(struct wdog *w)
 {
 	struct sigaction sa;
-	char c = 0;
-	ssize_t n;
-	int fd;
+	int low, high;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = SIG_IGN;
@@ -409,103 +519,202 @@ watchdog_main(const struct cb_guest *g, int rfd, int ready_fd)
 	sigaction(SIGCHLD, &sa, NULL);
 	setsid();
 	prctl(PR_SET_NAME, "cbackup-wdog", 0, 0, 0);
-	if (write(ready_fd, "R", 1) < 0)
-		_exit(1);
-	fd = fcntl(rfd, F_DUPFD, 3);
-	if (fd < 0)
-		_exit(1);
-	close_range(0, fd - 1, 0);
-	close_range(fd + 1, ~0U, 0);
-	/* 0, 1, 2 are free now: give the thaw command harmless ones */
+	low = w->cmd_fd < w->rep_fd ? w->cmd_fd : w->rep_fd;
+	high = w->cmd_fd < w->rep_fd ? w->rep_fd : w->cmd_fd;
+	close_range(0, (unsigned)low - 1, 0);
+	close_range((unsigned)low + 1, (unsigned)high - 1, 0);
+	close_range((unsigned)high + 1, ~0U, 0);
+	/* 0, 1, 2 are free now (both pipes are above 2): harmless ones for
+	 * the thaw-cmd */
 	for (int i = 0; i < 3; i++)
 		if (open("/dev/null", O_RDWR) < 0)
 			break;
-	do
-		n = read(fd, &c, 1);
-	while (n < 0 && errno == EINTR);
-	if (n == 1 && c == 'D')
-		_exit(0);
-	thaw_now(g);
+	report(w, 'R', NULL);
+	wdog_loop(w);
 	_exit(0);
 }
 
-/* Start the watchdog and return once it is in its own session. */
-static int watchdog_start(struct cb_guest *g)
+/* ---- the watchdog (cbackup's side) ------------------------------------ */
+
+/* One report line into buf: 1, 0 when `end` passed first, -1 at EOF. */
+static int read_report(struct cb_guest *g, char *buf, size_t len, double end)
 {
-	int p[2], ready[2];
-	char c;
-	ssize_t n;
+	for (;;) {
+		char *nl = memchr(g->rep_buf, '\n', g->rep_len);
+		struct pollfd pf = { g->report_fd, POLLIN, 0 };
+		double left = end - cb_now();
+		ssize_t n;
+
+		if (nl) {
+			size_t l = (size_t)(nl - g->rep_buf);
+			snprintf(buf, len, "%.*s", (int)l, g->rep_buf);
+			memmove(g->rep_buf, nl + 1, g->rep_len - l - 1);
+			g->rep_len -= l + 1;
+			return 1;
+		}
+		if (g->rep_len == sizeof(g->rep_buf))
+			g->rep_len = 0;      /* a line that long is no report */
+		if (left <= 0)
+			return 0;
+		if (poll(&pf, 1, (int)(left * 1000) + 1) <= 0)
+			continue;
+		n = read(g->report_fd, g->rep_buf + g->rep_len, sizeof(g->rep_buf) - g->rep_len);
+		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+			return -1;
+		if (n > 0)
+			g->rep_len += (size_t)n;
+	}
+}
+
+static int watchdog_start(struct cb_guest *g, double wait_end, double max_end)
+{
+	int cmd[2], rep[2];
+	char line[64];
+	struct wdog w;
 	pid_t pid;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
+	if (pipe2(cmd, O_CLOEXEC) < 0)
 		return cb_error_errno("watchdog pipe");
-	if (pipe2(ready, O_CLOEXEC) < 0) {
-		close(p[0]);
-		close(p[1]);
+	if (pipe2(rep, O_CLOEXEC) < 0) {
+		close(cmd[0]);
+		close(cmd[1]);
 		return cb_error_errno("watchdog pipe");
 	}
 	pid = fork();
-	if (pid == 0)
-		watchdog_main(g, p[0], ready[1]);
-	close(p[0]);
-	close(ready[1]);
+	if (pid == 0) {
+		w = (struct wdog){ g, cmd[0], rep[1], wait_end, max_end, 0, 0, 0 };
+		watchdog_main(&w);
+	}
+	close(cmd[0]);
+	close(rep[1]);
 	if (pid < 0) {
-		close(p[1]);
-		close(ready[0]);
+		close(cmd[1]);
+		close(rep[0]);
 		return cb_error_errno("cannot fork the freeze watchdog");
 	}
-	do
-		n = read(ready[0], &c, 1);
-	while (n < 0 && errno == EINTR);
-	close(ready[0]);
 	g->watchdog = pid;
-	g->watchdog_fd = p[1];
-	if (n != 1)
+	g->watchdog_fd = cmd[1];
+	g->report_fd = rep[0];
+	g->rep_len = 0;
+	if (read_report(g, line, sizeof(line), cb_now() + 5) != 1 || line[0] != 'R')
 		return cb_error("the freeze watchdog did not start");
 	return 0;
 }
 
-/* Tell the watchdog we are done (no thaw from it) and reap it. */
-static void watchdog_dismiss(struct cb_guest *g)
+/* Send one command byte; the watchdog may be gone: no SIGPIPE for that. */
+static void watchdog_send(const struct cb_guest *g, char c)
 {
 	sigset_t pipe_set, old;
 
-	if (g->watchdog_fd >= 0) {
-		/* the watchdog may be gone already: no SIGPIPE for that */
-		sigemptyset(&pipe_set);
-		sigaddset(&pipe_set, SIGPIPE);
-		pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-		if (write(g->watchdog_fd, "D", 1) < 0 && errno == EPIPE)
-			sigtimedwait(&pipe_set, NULL, &(struct timespec){ 0, 0 });
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (g->watchdog_fd < 0)
+		return;
+	sigemptyset(&pipe_set);
+	sigaddset(&pipe_set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+	if (write(g->watchdog_fd, &c, 1) < 0 && errno == EPIPE)
+		sigtimedwait(&pipe_set, NULL, &(struct timespec){ 0, 0 });
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void watchdog_close_fds(struct cb_guest *g)
+{
+	if (g->watchdog_fd >= 0)
 		close(g->watchdog_fd);
-		g->watchdog_fd = -1;
-	}
-	if (g->watchdog > 0) {
+	if (g->report_fd >= 0)
+		close(g->report_fd);
+	g->watchdog_fd = g->report_fd = -1;
+}
+
+/* The thaw is confirmed: let the watchdog go and reap it. */
+static void watchdog_dismiss(struct cb_guest *g)
+{
+	watchdog_send(g, 'D');
+	watchdog_close_fds(g);
+	if (g->watchdog > 0)
 		while (waitpid(g->watchdog, NULL, 0) < 0 && errno == EINTR)
 			;
-		g->watchdog = 0;
+	g->watchdog = 0;
+}
+
+/* The thaw is not confirmed: the watchdog, in its own session, goes on
+ * retrying after we close our ends (EOF means "you are on your own"). */
+static void watchdog_leave(struct cb_guest *g)
+{
+	watchdog_close_fds(g);
+	g->watchdog = 0;
+}
+
+/* Async-signal-safe (the signal handler's action): one byte to a pipe. */
+static void ask_thaw(struct cb_guest *g)
+{
+	if (g->thaw_asked)
+		return;
+	g->thaw_asked = 1;
+	watchdog_send(g, 'T');
+}
+
+static void thaw_action(void *arg)
+{
+	int saved = errno;
+
+	ask_thaw(arg);
+	errno = saved;
+}
+
+/* A failed attempt, once per distinct message. */
+static void note_failure(struct cb_guest *g, const char *msg, char *last, size_t len, int *fails)
+{
+	(*fails)++;
+	if (!strcmp(last, msg))
+		return;
+	snprintf(last, len, "%s", msg);
+	if (g->log)
+		cb_warn(g->log, "thaw failed, retrying: %s", msg);
+}
+
+/* Read reports until the thaw is confirmed (0) or not within timeout_ms. */
+static int await_thaw(struct cb_guest *g, int timeout_ms)
+{
+	double end = cb_now() + timeout_ms / 1000.0;
+	char line[1100], last[1100] = "";
+	int fails = 0;
+
+	for (;;) {
+		int r = read_report(g, line, sizeof(line), end);
+
+		if (r == 0)
+			return cb_error("thaw failed: %s; the watchdog (pid %d) keeps retrying for up to "
+					"%d s", last[0] ? last : "no answer", (int)g->watchdog,
+					g->thaw_timeout_ms / 1000);
+		if (r < 0)
+			return cb_error("thaw failed: the freeze watchdog ended without a confirmed thaw%s%s",
+					last[0] ? ": " : "", last);
+		if (line[0] == 'X')
+			g->deadline_hit = 1;
+		else if (line[0] == 'W')
+			note_failure(g, line + 2, last, sizeof(last), &fails);
+		else if (line[0] == 'G')
+			return cb_error("thaw failed, gave up after thaw-timeout (%d s): %s",
+					g->thaw_timeout_ms / 1000, line + 2);
+		else if (line[0] == 'O' && fails)
+			return cb_error("thaw failed %d time(s) before it worked: %s", fails, last);
+		else if (line[0] == 'O')
+			return 0;
 	}
 }
 
 /* ---- freeze / thaw ---------------------------------------------------- */
 
-static int freeze_cmd(struct cb_guest *g)
+static int freeze_cmd(struct cb_guest *g, int wait_ms)
 {
-	int st = run_sh(g->freeze_cmd);
+	char what[512];
+	struct cb_run run = { .what = what, .timeout_ms = wait_ms };
 
-	if (st < 0)
-		return cb_error_errno("cannot run freeze-cmd '%s'", g->freeze_cmd);
-	if (WIFSIGNALED(st))
-		return cb_error("freeze-cmd '%s' killed by signal %d", g->freeze_cmd,
-				WTERMSIG(st));
-	if (WEXITSTATUS(st) != 0)
-		return cb_error("freeze-cmd '%s' failed with exit status %d", g->freeze_cmd,
-				WEXITSTATUS(st));
-	return 0;
+	snprintf(what, sizeof(what), "freeze-cmd '%s'", g->freeze_cmd);
+	return cb_run_sh(&run, g->freeze_cmd);
 }
 
-static int freeze_request(struct cb_guest *g)
+static int freeze_request(struct cb_guest *g, int wait_ms)
 {
 	switch (g->kind) {
 	case CB_FREEZER_CGROUP2:
@@ -521,7 +730,7 @@ static int freeze_request(struct cb_guest *g)
 			return cb_error_errno("cannot stop pid %d", (int)g->pid);
 		return 0;
 	case CB_FREEZER_CMD:
-		return freeze_cmd(g);
+		return freeze_cmd(g, wait_ms);
 	case CB_FREEZER_QMP: {
 		char reply[512] = "";
 		int st = cb_qmp_execute(g->path, "stop", reply, sizeof(reply), QMP_TIMEOUT_MS);
@@ -535,24 +744,77 @@ static int freeze_request(struct cb_guest *g)
 	}
 }
 
-static int freeze_wait(struct cb_guest *g, int timeout_ms)
+/* "pid 12 (cat) state D in request_wait_answer" for each task of the
+ * cgroup that is not parked in the freezer (wchan __refrigerator in v1;
+ * do_freezer_trap, seen as get_signal, in v2). */
+static void describe_unfrozen(const struct cb_guest *g, char *out, size_t len)
 {
-	if (g->kind == CB_FREEZER_CMD)
-		return 0;
-	if (wait_state(g, 1, timeout_ms) == 0)
-		return 0;
-	if (g->kind == CB_FREEZER_PID)
-		return cb_error("pid %d did not stop within %d ms", (int)g->pid, timeout_ms);
-	if (g->kind == CB_FREEZER_QMP)
-		return cb_error("qmp socket '%s': the VM did not stop within %d ms", g->path, timeout_ms);
-	return cb_error("cgroup '%s' did not freeze within %d ms", g->path, timeout_ms);
+	char list[8192], dir[32], stat[512], wchan[128], *save = NULL;
+	int shown = 0;
+
+	out[0] = '\0';
+	if (read_small(g->path, g->kind == CB_FREEZER_CGROUP2 ? "cgroup.procs" : "tasks", list,
+		       sizeof(list)) < 0)
+		return;
+	for (char *t = strtok_r(list, "\n", &save); t && shown < 8; t = strtok_r(NULL, "\n", &save)) {
+		char *comm, *end;
+		snprintf(dir, sizeof(dir), "/proc/%s", t);
+		if (read_small(dir, "stat", stat, sizeof(stat)) < 0)
+			continue;
+		if (read_small(dir, "wchan", wchan, sizeof(wchan)) < 0)
+			wchan[0] = '\0';
+		if (strstr(wchan, "refrigerator") || strstr(wchan, "freezer") ||
+		    !strcmp(wchan, "get_signal"))
+			continue;
+		comm = strchr(stat, '(');
+		end = strrchr(stat, ')');
+		if (!comm || !end || end[1] != ' ')
+			continue;
+		snprintf(out + strlen(out), len - strlen(out), "%spid %s %.*s state %c%s%s",
+			 shown ? ", " : "", t, (int)(end - comm + 1), comm, end[2],
+			 wchan[0] && strcmp(wchan, "0") ? " in " : "", strcmp(wchan, "0") ? wchan : "");
+		shown++;
+	}
 }
 
-int cb_guest_freeze(struct cb_guest *g, int timeout_ms)
+static int freeze_wait(struct cb_guest *g, int wait_ms)
 {
-	if (g->kind == CB_FREEZER_NONE)
+	char tasks[1024];
+	int r;
+
+	if (g->kind == CB_FREEZER_CMD)
 		return 0;
-	if (g->frozen)
+	r = wait_state(g, 1, wait_ms, 1);
+	if (r == 0 || r == -2)
+		return r == 0 ? 0 : -1;
+	if (g->kind == CB_FREEZER_PID)
+		return cb_error("pid %d did not stop within %.1f s", (int)g->pid, wait_ms / 1000.0);
+	if (g->kind == CB_FREEZER_QMP)
+		return cb_error("qmp socket '%s': the VM did not stop within %.1f s", g->path,
+				wait_ms / 1000.0);
+	describe_unfrozen(g, tasks, sizeof(tasks));
+	return cb_error("cgroup '%s' did not freeze within %.1f s (freeze-wait): thawed; tasks that "
+			"did not freeze: %s", g->path, wait_ms / 1000.0, tasks[0] ? tasks : "unknown");
+}
+
+/* Thaw after a failed freeze; the freeze's error stays the one reported. */
+static int freeze_failed(struct cb_guest *g)
+{
+	char first[2048], then[1024];
+
+	snprintf(first, sizeof(first), "%s", cb_last_error());
+	if (cb_guest_thaw(g) < 0 && !g->deadline_hit) {
+		snprintf(then, sizeof(then), "%s", cb_last_error());
+		return cb_error("%s; %s", first, then);
+	}
+	return cb_error("%s", first);
+}
+
+int cb_guest_freeze(struct cb_guest *g, int wait_ms, int max_ms)
+{
+	double t0;
+
+	if (g->kind == CB_FREEZER_NONE || g->frozen)
 		return 0;
 	/* A VM its admin paused is as still as a stopped one: back it up as
 	 * it is and leave it paused (asked now, not at init: it may have been
@@ -560,42 +822,55 @@ int cb_guest_freeze(struct cb_guest *g, int timeout_ms)
 	g->kept_paused = g->kind == CB_FREEZER_QMP && cb_qmp_is_paused(g->path, QMP_TIMEOUT_MS) == 1;
 	if (g->kept_paused)
 		return 0;
-	if (watchdog_start(g) < 0)
-		goto fail;
-	if (freeze_request(g) < 0 || freeze_wait(g, timeout_ms) < 0 ||
-	    cb_check_interrupt() < 0)
-		goto fail;
+	if (max_ms > 0 && wait_ms > max_ms)
+		wait_ms = max_ms;
+	g->max_freeze_ms = max_ms;
+	g->deadline_hit = 0;
+	g->thaw_asked = 0;
+	t0 = g->frozen_since = cb_now();
+	/* the watchdog's own bound on the wait: the main process's plus 1 s */
+	if (watchdog_start(g, t0 + wait_ms / 1000.0 + 1, max_ms > 0 ? t0 + max_ms / 1000.0 : 0) < 0) {
+		watchdog_dismiss(g);
+		return -1;
+	}
+	g->frozen = 1;
 	g->cleanup_handle = cb_cleanup_push(thaw_action, g);
 	if (g->cleanup_handle < 0) {
 		cb_error("cleanup stack full, cannot protect the frozen guest");
-		goto fail;
+		return freeze_failed(g);
 	}
-	g->frozen = 1;
+	if (freeze_request(g, wait_ms) < 0 || freeze_wait(g, wait_ms) < 0 ||
+	    cb_check_interrupt() < 0)
+		return freeze_failed(g);
+	watchdog_send(g, 'F');
 	return 0;
-fail:
-	/* thawing an unfrozen guest is harmless; leave it frozen never */
-	thaw_now(g);
-	watchdog_dismiss(g);
-	return -1;
 }
 
 int cb_guest_thaw(struct cb_guest *g)
 {
-	int ret = 0;
+	int ret;
 
 	if (!g->frozen && !g->watchdog)
 		return 0;
-	if (thaw_now(g) < 0) {
-		ret = g->kind == CB_FREEZER_CMD
-			? cb_error("thaw-cmd '%s' failed", g->thaw_cmd)
-			: cb_error_errno("cannot thaw %s guest", cb_guest_kind_name(g->kind));
-	} else if (g->kind != CB_FREEZER_CMD && wait_state(g, 0, THAW_WAIT_MS) < 0) {
-		ret = cb_error("guest still frozen %d ms after thaw", THAW_WAIT_MS);
+	if (g->watchdog) {
+		ask_thaw(g);
+		ret = await_thaw(g, g->thaw_timeout_ms < THAW_FOREGROUND_MS ? g->thaw_timeout_ms
+									   : THAW_FOREGROUND_MS);
+		if (ret == 0)
+			watchdog_dismiss(g);
+		else
+			watchdog_leave(g);
+	} else {
+		ret = thaw_once(g);   /* no watchdog: its start failed; try ourselves */
 	}
 	if (g->cleanup_handle >= 0)
 		cb_cleanup_pop(g->cleanup_handle, 0);
 	g->cleanup_handle = -1;
-	watchdog_dismiss(g);
 	g->frozen = 0;
+	if (ret == 0 && g->deadline_hit)
+		ret = g->max_freeze_ms
+			? cb_error("max-freeze (%d s) exceeded: the watchdog thawed the guest",
+				   g->max_freeze_ms / 1000)
+			: cb_error("the freeze did not complete in time: the watchdog thawed the guest");
 	return ret;
 }

@@ -209,7 +209,8 @@ static int write_through(struct cb_sink *s, const void *buf, size_t len)
 {
 	double t0;
 
-	cb_throttle_account(&s->throttle, len);
+	if (cb_throttle_account(&s->throttle, len) < 0)
+		return -1;
 	t0 = cb_now();
 	if (cb_write_all(s->fd, buf, len) < 0)
 		return cb_error_errno("cannot write '%s'", s->tmp_path ? s->tmp_path : s->name);

@@ -171,7 +171,8 @@ static int sync_chunk(struct cb_imgstage *st, const struct image *im, int in, in
 		if (!is_zero(s, bl))
 			st->stats->transferred_size += bl;
 	}
-	cb_throttle_account(&st->throttle, (size_t)n);
+	if (cb_throttle_account(&st->throttle, (size_t)n) < 0)
+		return -1;
 	st->bytes_read += (uint64_t)n;
 	cb_progress_update(st->progress, st->bytes_read);
 	return cb_check_interrupt();

@@ -38,7 +38,8 @@ int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags)
 static int copy_tick(struct cb_stage *st, size_t n)
 {
 	st->stats->transferred_size += n;
-	cb_throttle_account(&st->throttle, n);
+	if (cb_throttle_account(&st->throttle, n) < 0)
+		return -1;
 	cb_progress_update(st->progress, st->stats->transferred_size);
 	st->since_check += n;
 	if (st->since_check < COPY_CHUNK)

@@ -128,6 +128,21 @@ test_must_fail() {
 	return 0
 }
 
+# test_has FILE ERE: a line of FILE matches ERE
+test_has() {
+	grep -Eq -- "$2" "$1" && return 0
+	echo "no line matching '$2' in $1:"
+	cat "$1"
+	return 1
+}
+
+# test_lacks FILE ERE: no line of FILE matches ERE
+test_lacks() {
+	grep -E -- "$2" "$1" || return 0
+	echo "^ lines matching '$2' in $1"
+	return 1
+}
+
 # ---- prerequisites -------------------------------------------------------
 
 cgroup2_mount() { awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts; }

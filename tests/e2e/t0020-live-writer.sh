@@ -12,6 +12,10 @@ test_expect_success ROOT 'setup: a tree with some bulk' '
 	mkdir -p "$SRC/data" "$SCRATCH/tmp"
 	make_many_files "$SRC" 3000
 	head -c 4M /dev/urandom >"$SRC/data/blob"
+	# the freeze of an unchanged tree lasts milliseconds: a pre-restart
+	# hook holds it for 0.3 s, so that the watcher sees it on a loaded host
+	printf "#!/bin/sh\n[ \"\$1\" = pre-restart ] && sleep 0.3\nexit 0\n" >"$SCRATCH/hold-hook"
+	chmod +x "$SCRATCH/hold-hook"
 '
 
 # check_frozen_window EVENTS ARCHIVED_LINES: one freeze, one thaw, in that
@@ -44,7 +48,8 @@ live_backup() {
 	[ "$1" = --freeze-pid ] && set -- --freeze-pid "$GUEST_PID"
 	"$HELPERS/killer-on-freeze" $watch -o "$ev" -s "$side" -l 300 -- \
 		"$CBACKUP" backup --root "$SRC" --id "$id" --tmpdir "$SCRATCH/tmp" \
-		--dumpdir "$dump" --compress zstd --mode suspend "$@" >"$CB_OUT" 2>"$CB_ERR" ||
+		--dumpdir "$dump" --compress zstd --mode suspend --script "$SCRATCH/hold-hook" "$@" \
+		>"$CB_OUT" 2>"$CB_ERR" ||
 		{ echo "cbackup failed"; cat "$CB_ERR"; return 1; }
 	cat "$CB_ERR"
 	grep "INFO: final sync finished" "$CB_ERR"

@@ -80,7 +80,11 @@ test_expect_success ROOT,CGROUP2 'SIGKILL during a slow freeze-cmd: watchdog run
 
 test_expect_success ROOT,CGROUP2 'SIGTERM while frozen: thawed at once, clean failure' '
 	cg=$(make_cgroup v2)
-	kill_in_freeze 304 15 0 "$cg" --freeze-cgroup "$cg"
+	# a pre-restart hook keeps the guest frozen for 3 s: the signal lands
+	# inside the freeze however late a loaded machine lets the killer run
+	printf "#!/bin/sh\n[ \"\$1\" = pre-restart ] && exec sleep 3\nexit 0\n" >"$SCRATCH/frozen-hook"
+	chmod +x "$SCRATCH/frozen-hook"
+	kill_in_freeze 304 15 0 "$cg" --freeze-cgroup "$cg" --script "$SCRATCH/frozen-hook"
 	[ "$RC" != 0 ]
 	check_thawed_after_kill "$SCRATCH/events-304"
 	guest_runs_again "$cg"

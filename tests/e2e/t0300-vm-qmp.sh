@@ -54,6 +54,17 @@ test_expect_success 'setup: images, guest config, a recording hook' '
 	# records PHASE and the VM status it sees over QMP; HOOK_ACTION
 	# "PHASE:ACTION ..." makes it act at PHASE
 	qmp() { "$QMP_PYTHON" "$QMP_PY" "$@"; }
+	if [ "$1" = watch-resume ]; then
+		# watch the VM come back (while cbackup may still run), from a
+		# session of its own: a signal to cbackup kills the group of the hook
+		: >"$KILL_TIME.watching"
+		end=$((SECONDS + 4))
+		while [ $SECONDS -lt $end ]; do
+			[ "$(qmp "$VM_SOCK" status)" = running ] || continue
+			date +%s.%N >"$KILL_TIME.resumed"; break
+		done
+		exit 0
+	fi
 	st=$(qmp "$VM_SOCK" status 2>&1) || st="qmp-failed($st)"
 	echo "$1 $st" >>"$HOOK_LOG"
 	for a in $HOOK_ACTION; do
@@ -70,14 +81,11 @@ test_expect_success 'setup: images, guest config, a recording hook' '
 			if [ "$comm" != cbackup ]; then
 				echo "parent-is-$comm" >>"$HOOK_LOG"; exit 0
 			fi
+			setsid "$0" watch-resume </dev/null >/dev/null 2>&1 &
+			while [ ! -e "$KILL_TIME.watching" ]; do sleep 0.01; done
 			date +%s.%N >"$KILL_TIME"
 			[ "${a#*:}" = kill9 ] && kill -KILL $PPID || kill -TERM $PPID
-			# watch the VM come back (while cbackup may still run)
-			end=$((SECONDS + 4))
-			while [ $SECONDS -lt $end ]; do
-				[ "$(qmp "$VM_SOCK" status)" = running ] || continue
-				date +%s.%N >"$KILL_TIME.resumed"; break
-			done ;;
+			wait ;;
 		esac
 	done
 	exit 0
@@ -274,7 +282,7 @@ cbackup_gone() {
 unpause_vm() { vm_status_is "$SOCK" running || qmp "$SOCK" cont >/dev/null; }
 
 test_expect_success 'SIGKILL while paused (pre-restart hook): the watchdog resumes within 2 s' '
-	rm -f "$SCRATCH/kill-time" "$SCRATCH/kill-time.resumed"
+	rm -f "$SCRATCH/kill-time" "$SCRATCH/kill-time.resumed" "$SCRATCH/kill-time.watching"
 	KILL_TIME=$SCRATCH/kill-time HOOK_ACTION=pre-restart:kill9 backup_vm 137 kill9 || rc=$?
 	cat "$HOOKLOG"
 	grep -qx "pre-restart paused" "$HOOKLOG"
@@ -285,7 +293,7 @@ test_expect_success 'SIGKILL while paused (pre-restart hook): the watchdog resum
 '
 
 test_expect_success 'SIGTERM while paused: resumed at once, clean failure' '
-	rm -f "$SCRATCH/kill-time" "$SCRATCH/kill-time.resumed"
+	rm -f "$SCRATCH/kill-time" "$SCRATCH/kill-time.resumed" "$SCRATCH/kill-time.watching"
 	KILL_TIME=$SCRATCH/kill-time HOOK_ACTION=pre-restart:term backup_vm "!0" term || rc=$?
 	cat "$HOOKLOG"
 	grep -qx "pre-restart paused" "$HOOKLOG"

@@ -215,7 +215,7 @@ static void freeze_thaw_cycle(struct fixture *fx, const char *cgpath,
 	assert_int_equal(cb_guest_init(&g, &o), 0);
 	assert_int_equal(g.kind, want_kind);
 	assert_int_equal(cb_guest_is_frozen(&g), 0);
-	assert_int_equal(cb_guest_freeze(&g, 5000), 0);
+	assert_int_equal(cb_guest_freeze(&g, 5000, 0), 0);
 	assert_int_equal(g.frozen, 1);
 	assert_true(g.watchdog > 0);
 	assert_int_equal(cb_guest_is_frozen(&g), 1);
@@ -265,7 +265,7 @@ static void test_pid(void **state)
 	assert_int_equal(cb_guest_init(&g, &o), 0);
 	assert_int_equal(g.kind, CB_FREEZER_PID);
 	assert_int_equal(g.pgid, fx->child);
-	assert_int_equal(cb_guest_freeze(&g, 5000), 0);
+	assert_int_equal(cb_guest_freeze(&g, 5000, 0), 0);
 	assert_int_equal(cb_guest_is_frozen(&g), 1);
 	assert_false(counter_moves(fx->counter, 200));
 	assert_int_equal(cb_guest_thaw(&g), 0);
@@ -287,7 +287,7 @@ static void test_pid_own_group(void **state)
 	o.freeze_pid = fx->child;
 	assert_int_equal(cb_guest_init(&g, &o), 0);
 	assert_int_equal(g.pgid, 0);
-	assert_int_equal(cb_guest_freeze(&g, 5000), 0);
+	assert_int_equal(cb_guest_freeze(&g, 5000, 0), 0);
 	assert_false(counter_moves(fx->counter, 100));
 	cb_guest_release(&g);   /* thaws */
 	assert_true(counter_runs(fx->counter));
@@ -310,7 +310,7 @@ static void test_cmd(void **state)
 	o.thaw_cmd = cb_xasprintf("touch '%s'", t);
 	assert_int_equal(cb_guest_init(&g, &o), 0);
 	assert_int_equal(g.kind, CB_FREEZER_CMD);
-	assert_int_equal(cb_guest_freeze(&g, 5000), 0);
+	assert_int_equal(cb_guest_freeze(&g, 5000, 0), 0);
 	assert_int_equal(access(f, F_OK), 0);
 	assert_int_not_equal(access(t, F_OK), 0);
 	assert_int_equal(cb_guest_thaw(&g), 0);
@@ -322,8 +322,8 @@ static void test_cmd(void **state)
 	free(o.freeze_cmd);
 	o.freeze_cmd = cb_xstrdup("exit 3");
 	assert_int_equal(cb_guest_init(&g, &o), 0);
-	assert_int_equal(cb_guest_freeze(&g, 5000), -1);
-	assert_non_null(strstr(cb_last_error(), "exit status 3"));
+	assert_int_equal(cb_guest_freeze(&g, 5000, 0), -1);
+	assert_non_null(strstr(cb_last_error(), "exit code 3"));
 	assert_int_equal(g.frozen, 0);
 	assert_int_equal(g.watchdog, 0);
 	assert_int_equal(access(t, F_OK), 0);
@@ -352,7 +352,7 @@ static void test_init_errors(void **state)
 	cb_opts_init(&o);
 	assert_int_equal(cb_guest_init(&g, &o), 0);
 	assert_int_equal(g.kind, CB_FREEZER_NONE);
-	assert_int_equal(cb_guest_freeze(&g, 100), 0);  /* nothing to do */
+	assert_int_equal(cb_guest_freeze(&g, 100, 0), 0);  /* nothing to do */
 	cb_guest_release(&g);
 
 	o.freeze_cgroup = cb_xstrdup("no-such-cgroup-cbtest");
@@ -388,7 +388,7 @@ static void test_cleanup_action(void **state)
 	cb_opts_init(&o);
 	o.freeze_cgroup = cb_xstrdup(fx->dir);
 	assert_int_equal(cb_guest_init(&g, &o), 0);
-	assert_int_equal(cb_guest_freeze(&g, 5000), 0);
+	assert_int_equal(cb_guest_freeze(&g, 5000, 0), 0);
 	assert_false(counter_moves(fx->counter, 50));
 	cb_cleanup_run_all();
 	assert_true(counter_runs(fx->counter));
@@ -417,7 +417,7 @@ static void watchdog_case(struct fixture *fx, int how)
 		close(p[0]);
 		cb_opts_init(&o);
 		o.freeze_cgroup = fx->dir;
-		if (cb_guest_init(&g, &o) < 0 || cb_guest_freeze(&g, 5000) < 0)
+		if (cb_guest_init(&g, &o) < 0 || cb_guest_freeze(&g, 5000, 0) < 0)
 			_exit(1);
 		if (write(p[1], "F", 1) != 1)
 			_exit(1);
@@ -467,7 +467,7 @@ static void test_sigterm(void **state)
 		cb_cleanup_install();
 		cb_opts_init(&o);
 		o.freeze_cgroup = fx->dir;
-		if (cb_guest_init(&g, &o) < 0 || cb_guest_freeze(&g, 5000) < 0)
+		if (cb_guest_init(&g, &o) < 0 || cb_guest_freeze(&g, 5000, 0) < 0)
 			_exit(1);
 		a = *fx->counter;
 		msleep(50);

@@ -1,0 +1,233 @@
+#!/bin/bash
+# The guest is thawed on every path (issue 12): a failed thaw is retried
+# (by cbackup, then by its watchdog), a freeze-cmd that hangs is bounded, a
+# signal ends any wait at once, the watchdog holds max-freeze while cbackup
+# is stopped, a cgroup freeze that cannot complete is not held, and runs
+# killed with SIGKILL leave no orphan .log behind the next run.
+. "$(dirname "$0")/lib.sh"
+
+SRC=$SCRATCH/src DUMP=$SCRATCH/dump TMPD=$SCRATCH/tmp
+
+# cg_thawed DIR: the cgroup is not frozen
+cg_thawed() { test_must_fail cg_frozen "$1" >/dev/null; }
+
+# seconds_between A B (epoch seconds with fractions): B - A
+seconds_between() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", b - a }'; }
+
+# at_most X LIMIT: X <= LIMIT, saying both
+at_most() {
+	echo "$1 s (limit $2 s)"
+	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'
+}
+
+# new_guest NAME: a writer in a fresh cgroup; sets CG and SIDE
+new_guest() {
+	CG=$(make_cgroup v2)
+	SIDE=$SCRATCH/side-$1
+	start_writer "$CG" "$SRC/log-$1.txt" "$SIDE"
+}
+
+# conf ID KEY=VALUE...: a config with one guest section (values cannot
+# hold a ';': the INI comment character)
+conf() {
+	local id=$1 kv
+	shift
+	{
+		echo "tmpdir = $TMPD"
+		echo "dumpdir = $DUMP"
+		echo "compress = zstd"
+		echo
+		echo "[ct $id]"
+		echo "root = $SRC"
+		for kv in "$@"; do echo "$kv"; done
+	} >"$SCRATCH/cb-$id.conf"
+	echo "$SCRATCH/cb-$id.conf"
+}
+
+# start_bg ARGS...: cbackup in the background; sets CB_PID
+start_bg() {
+	"$CBACKUP" "$@" >"$CB_OUT" 2>"$CB_ERR" &
+	CB_PID=$!
+	cleanup_pid "$CB_PID"
+}
+
+# wait_rc: wait for CB_PID; sets RC
+wait_rc() {
+	RC=0
+	wait "$CB_PID" || RC=$?
+	echo "cbackup exited with $RC"
+	cat "$CB_ERR"
+}
+
+test_expect_success ROOT 'setup: a small tree' '
+	mkdir -p "$SRC" "$DUMP" "$TMPD"
+	make_many_files "$SRC" 300
+'
+
+test_expect_success ROOT,CGROUP2 'thaw-cmd failing once: retried, guest thawed, WARN, ERROR naming the thaw, exit 1' '
+	new_guest once
+	c=$(conf 311 "freeze-cmd = echo 1 >$CG/cgroup.freeze" \
+		"thaw-cmd = test -e $SCRATCH/failed-once && echo 0 >$CG/cgroup.freeze || (touch $SCRATCH/failed-once && exit 1)")
+	cbackup_run 1 311 --config "$c"
+	cat "$CB_ERR"
+	test_has "$CB_ERR" "^WARN: thaw failed, retrying: thaw-cmd .* failed with exit code 1"
+	error_names 311 "thaw: " "thaw failed 1 time"
+	guest_thawed "$CG" "$SIDE"
+'
+
+test_expect_success ROOT,CGROUP2 'thaw-cmd failing until it works: cbackup gives up after 5 s, the watchdog keeps trying and thaws' '
+	new_guest always
+	c=$(conf 312 "freeze-cmd = echo 1 >$CG/cgroup.freeze" "thaw-timeout = 60" \
+		"thaw-cmd = test -e $SCRATCH/thaw-works && echo 0 >$CG/cgroup.freeze")
+	cbackup_run 1 312 --config "$c"
+	cat "$CB_ERR"
+	error_names 312 "thaw: " "watchdog \(pid [0-9]+\) keeps retrying"
+	# cbackup is gone, the guest is still frozen: only the watchdog is left
+	cg_frozen "$CG"
+	wd=$(sed -nE "s/.*watchdog \(pid ([0-9]+)\).*/\1/p" "$CB_ERR" | head -n 1)
+	test "$(cat /proc/$wd/comm)" = cbackup-wdog
+	touch "$SCRATCH/thaw-works"
+	wait_for 4 cg_thawed "$CG"
+	guest_thawed "$CG" "$SIDE"
+	wait_for 4 test_must_fail test -e /proc/$wd
+'
+
+test_expect_success ROOT,CGROUP2 'freeze-cmd that freezes, then hangs: thawed within max-freeze + 2 s, exit 1' '
+	new_guest hang
+	c=$(conf 313 "freeze-cmd = echo 1 >$CG/cgroup.freeze && sleep 60.31" \
+		"thaw-cmd = echo 0 >$CG/cgroup.freeze" "max-freeze = 2")
+	t0=$EPOCHREALTIME
+	cbackup_run 1 313 --config "$c"
+	t1=$EPOCHREALTIME
+	cat "$CB_ERR"
+	at_most "$(seconds_between "$t0" "$t1")" 4
+	error_names 313 "freeze: " "freeze-cmd .* timed out after 2.0 s"
+	guest_thawed "$CG" "$SIDE"
+	test_must_fail pgrep -f "sleep 60.31"
+'
+
+test_expect_success ROOT,CGROUP2 'SIGTERM while freeze-cmd hangs: exit within 1 s, thawed, ERROR names the signal' '
+	new_guest term
+	c=$(conf 314 "freeze-cmd = echo 1 >$CG/cgroup.freeze && sleep 60.31" \
+		"thaw-cmd = echo 0 >$CG/cgroup.freeze" "freeze-wait = 30" "max-freeze = 60")
+	start_bg 314 --config "$c"
+	wait_for 10 cg_frozen "$CG"
+	t0=$EPOCHREALTIME
+	kill -TERM "$CB_PID"
+	wait_rc
+	t1=$EPOCHREALTIME
+	at_most "$(seconds_between "$t0" "$t1")" 1
+	test "$RC" != 0
+	error_names 314 "freeze: " "interrupted by signal TERM"
+	guest_thawed "$CG" "$SIDE"
+'
+
+test_expect_success ROOT,CGROUP2 'SIGTERM in a hook and in a bwlimit wait: exit within 1 s each' '
+	new_guest hook
+	cat >"$SCRATCH/sleepy-hook" <<-\EOF
+	#!/bin/sh
+	[ "$1" = pre-stop ] && exec sleep 60.31
+	exit 0
+	EOF
+	chmod +x "$SCRATCH/sleepy-hook"
+	c=$(conf 315 "freeze-cgroup = $CG" "script = $SCRATCH/sleepy-hook")
+	start_bg 315 --config "$c"
+	wait_for 10 pgrep -f "sleep 60.31"
+	t0=$EPOCHREALTIME
+	kill -TERM "$CB_PID"
+	wait_rc
+	at_most "$(seconds_between "$t0" "$EPOCHREALTIME")" 1
+	test "$RC" != 0
+	error_names 315 "" "signal TERM"
+	test_must_fail pgrep -f "sleep 60.31"
+	guest_thawed "$CG" "$SIDE"
+	# bwlimit: a 20 MB file at 100 KiB/s
+	mkdir -p "$SCRATCH/big"
+	head -c 20M /dev/urandom >"$SCRATCH/big/blob"
+	start_bg backup --root "$SCRATCH/big" --id 316 --tmpdir "$TMPD" --dumpdir "$DUMP" --bwlimit 100
+	wait_for 10 grep -q "starting first sync" "$CB_ERR"
+	sleep 1
+	t0=$EPOCHREALTIME
+	kill -TERM "$CB_PID"
+	wait_rc
+	at_most "$(seconds_between "$t0" "$EPOCHREALTIME")" 1
+	test "$RC" != 0
+	test_has "$CB_ERR" "^ERROR: .*signal TERM"
+	no_tmp_files "$DUMP"
+'
+
+test_expect_success ROOT,CGROUP2 'cbackup stopped in the pre-restart hook: the watchdog thaws at max-freeze, exit 1 after SIGCONT' '
+	new_guest stop
+	cat >"$SCRATCH/stop-hook" <<-EOF
+	#!/bin/sh
+	[ "\$1" = pre-restart ] || exit 0
+	date +%s.%N >$SCRATCH/stopped-at
+	kill -STOP \$PPID
+	EOF
+	chmod +x "$SCRATCH/stop-hook"
+	c=$(conf 317 "freeze-cgroup = $CG" "script = $SCRATCH/stop-hook" "max-freeze = 2")
+	start_bg 317 --config "$c"
+	wait_for 10 test -s "$SCRATCH/stopped-at"
+	wait_for 4 cg_thawed "$CG"
+	# thawed while cbackup is still stopped
+	test "$(ps -o stat= -p "$CB_PID" | cut -c1)" = T
+	counter_advances "$SIDE"
+	kill -CONT "$CB_PID"
+	wait_rc
+	test "$RC" = 1
+	error_names 317 "thaw: " "max-freeze \(2 s\) exceeded"
+	guest_thawed "$CG" "$SIDE"
+'
+
+if [ -c /dev/fuse ] && grep -qw fuse /proc/filesystems; then
+test_expect_success ROOT,CGROUP2 'a task that cannot freeze (blocked on FUSE): the rest is thawed within freeze-wait, the task named' '
+	new_guest fuse
+	mkdir "$SCRATCH/fuse"
+	"$HELPERS/fuse-hang" "$SCRATCH/fuse" >"$SCRATCH/fuse.out" &
+	cleanup_pid $!
+	wait_for 5 grep -q ready "$SCRATCH/fuse.out"
+	cleanup_mount "$SCRATCH/fuse"
+	start_guest "$CG" cat "$SCRATCH/fuse/hang"
+	wait_for 5 grep -q request_wait_answer /proc/$GUEST_PID/wchan
+	c=$(conf 318 "freeze-cgroup = $CG" "freeze-wait = 2")
+	t0=$EPOCHREALTIME
+	cbackup_run 1 318 --config "$c"
+	at_most "$(seconds_between "$t0" "$EPOCHREALTIME")" 4
+	cat "$CB_ERR"
+	error_names 318 "freeze: " "did not freeze within 2.0 s.*pid $GUEST_PID \(cat\) state D"
+	guest_thawed "$CG" "$SIDE"
+'
+else
+test_skip 'a task that cannot freeze (blocked on FUSE)' 'no /dev/fuse or no fuse in this kernel'
+fi
+
+test_expect_success ROOT 'SIGKILLed runs leave no orphan .log after the next run' '
+	rm -rf "$DUMP"/*
+	cat >"$SCRATCH/slow-hook" <<-\EOF
+	#!/bin/sh
+	[ "$1" = pre-stop ] && sleep 60.31
+	exit 0
+	EOF
+	chmod +x "$SCRATCH/slow-hook"
+	for i in 1 2 3; do
+		mkdir -p "$TMPD/k$i"
+		start_bg backup --root "$SRC" --id 319 --tmpdir "$TMPD/k$i" --dumpdir "$DUMP" \
+			--script "$SCRATCH/slow-hook"
+		wait_for 10 pgrep -f "sleep 60.31"
+		kill -KILL "$CB_PID"
+		wait "$CB_PID" || :
+		pkill -f "sleep 60.31"
+		sleep 1.1   # the next run gets a name of its own
+	done
+	# each killed run removed the orphan of the run before it
+	ls "$DUMP"
+	test "$(ls "$DUMP" | grep -c "\.log$")" = 1
+	cbackup_run 0 backup --root "$SRC" --id 319 --tmpdir "$TMPD" --dumpdir "$DUMP"
+	ls "$DUMP"
+	test "$(ls "$DUMP" | grep -c "\.log$")" = 1
+	a=$(find_archive "$DUMP" ct 319 .zst)
+	test -f "${a%.tar.zst}.log"
+	test_has "$CB_ERR" "removing .*\.log. left by an interrupted run"
+'
+
+test_done
