@@ -61,6 +61,9 @@ double cb_now(void);
 /* write() all of buf, retrying on EINTR/short writes; -1 with errno set. */
 int cb_write_all(int fd, const void *buf, size_t len);
 
+/* This host's name without its domain (vzdump's node name). */
+void cb_node_name(char *buf, size_t len);
+
 /* Create NAME in directory fd DIRFD (O_CREAT|O_EXCL|O_NOFOLLOW: never an
  * existing file or a planted symlink), mode 0644 whatever the umask, with
  * DATA, fsynced. On error nothing is left behind. 0 or -1. */

@@ -588,13 +588,12 @@ static int create_beside(struct guest_run *r, const char *suffix, const char *te
  * would treat it as any other). */
 static int mark_archive(struct guest_run *r)
 {
-	char node[256] = "localhost";
+	char node[256];
 
 	if (r->opts.to_stdout)
 		return 0;
 	if (r->opts.notes_template) {
-		gethostname(node, sizeof(node) - 1);
-		node[strcspn(node, ".")] = '\0';
+		cb_node_name(node, sizeof(node));
 		struct cb_notes_vars v = { node, r->hostname, node, r->opts.id,
 					   cb_guest_type_name(r->opts.type) };
 		char *text = cb_notes_render(r->opts.notes_template, &v);

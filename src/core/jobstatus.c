@@ -15,9 +15,7 @@ void cb_jobstatus_init(struct cb_job_status *js, const char *cmdline)
 	memset(js, 0, sizeof(*js));
 	js->start = time(NULL);
 	js->cmdline = cb_xstrdup(cmdline ? cmdline : "cbackup");
-	if (gethostname(js->host, sizeof(js->host) - 1) < 0 || !js->host[0])
-		snprintf(js->host, sizeof(js->host), "localhost");
-	js->host[strcspn(js->host, ".")] = '\0';   /* the node name, as vzdump's */
+	cb_node_name(js->host, sizeof(js->host));
 }
 
 void cb_jobstatus_release(struct cb_job_status *js)

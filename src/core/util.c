@@ -311,6 +311,14 @@ int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
 	return rc == 0 ? 0 : -1;
 }
 
+void cb_node_name(char *buf, size_t len)
+{
+	if (gethostname(buf, len - 1) < 0 || !buf[0])
+		snprintf(buf, len, "localhost");
+	buf[len - 1] = '\0';
+	buf[strcspn(buf, ".")] = '\0';
+}
+
 int cb_create_file_at(int dirfd, const char *name, const void *data, size_t len)
 {
 	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
