@@ -141,6 +141,15 @@ test_expect_success 'a guest log over 1 MiB is replaced by a note' '
 	test "$(stat -c %s "$MAIL/1.msg")" -lt 65536
 '
 
+test_expect_success 'the mail program runs without a shell (a path with a blank and a ;)' '
+	reset_mail
+	mkdir -p "$SCRATCH/odd dir;x"
+	cp "$SCRATCH/bin/sendmail" "$SCRATCH/odd dir;x/send mail"
+	cbackup_run 0 101 --config "$CONF" --sendmail "$SCRATCH/odd dir;x/send mail"
+	test "$(mails)" = 1
+	test_has "$MAIL/1.msg" "^Subject: cbackup backup status .*: backup successful\$"
+'
+
 test_expect_success 'a bad mailto is a configuration error with file:line (exit 2)' '
 	reset_mail
 	printf "dumpdir = %s\nmailto = root@example.com, <evil>\n[ct 101]\nroot = %s\n" "$D" "$SCRATCH/ct101" >bad.conf
