@@ -24,6 +24,7 @@ struct cb_backup_file {
 	int is_protected;      /* NAME.protected exists */
 	int has_checksum;      /* NAME.sha256 exists */
 	int verified;          /* NAME.verified exists (written by cbackup verify) */
+	char *notes;           /* NAME.notes (at most 64 KiB of it), or NULL */
 };
 
 struct cb_catalog {

@@ -1,12 +1,15 @@
 /*
  * cb_list: `cbackup list [ID]`: a table per guest of the backups in a dump
- * directory: date, size, codec, protected, checksum, verified, name.
+ * directory: date, size, codec, protected, checksum, verified, name and
+ * the first line of its notes; with json one JSON array of objects (id,
+ * type, time, epoch, size, codec, protected, checksum, verified, archive,
+ * notes), documented in cbackup(8).
  */
 #ifndef CB_LIST_H
 #define CB_LIST_H
 
 #include <stdio.h>
 
-int cb_list_run(const char *dumpdir, const char *id, FILE *out);
+int cb_list_run(const char *dumpdir, const char *id, int json, FILE *out);
 
 #endif

@@ -17,6 +17,8 @@ enum cb_mode { CB_MODE_SUSPEND, CB_MODE_STOP, CB_MODE_SNAPSHOT };
 enum cb_compress { CB_COMPRESS_NONE, CB_COMPRESS_LZO, CB_COMPRESS_GZIP, CB_COMPRESS_ZSTD };
 enum cb_policy { CB_POLICY_AUTO, CB_POLICY_ALWAYS };
 enum cb_guest_type { CB_GUEST_CT, CB_GUEST_VM };
+enum cb_mailnotification { CB_MAIL_ALWAYS, CB_MAIL_FAILURE };
+enum cb_output_format { CB_OUTPUT_TEXT, CB_OUTPUT_JSON };
 
 struct cb_opts {
 	/* what to back up */
@@ -53,6 +55,15 @@ struct cb_opts {
 	int freeze_wait;          /* seconds, at most max_freeze */
 	int thaw_timeout;         /* seconds a failed thaw is retried */
 	int keep_staging;
+
+	/* reporting (issue 19) */
+	char *mailto;             /* "a@x, b@y" or NULL: no mail */
+	enum cb_mailnotification mailnotification;
+	char *sendmail;           /* mail program */
+	char *notes_template;     /* ARCHIVE.notes, NULL = none */
+	int protected_;           /* create ARCHIVE.protected */
+	enum cb_output_format output_format;
+	char *json_status;        /* directory for cbackup-job-<start>.json */
 
 	/* freeze backends (at most one) */
 	char *freeze_cgroup;

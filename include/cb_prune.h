@@ -39,7 +39,7 @@ void cb_prune_mark(struct cb_prune_item *items, size_t n, const struct cb_prune_
 
 /*
  * Apply `spec` to the backups of guest (type, id) in dumpdir. Removes each
- * pruned archive with its .log, .sha256 and .verified; with dry_run only
+ * pruned archive with its .log, .sha256, .verified and .notes; with dry_run only
  * prints "keep|remove|protected NAME (rule)" lines on stdout.
  * *removed (may be NULL) counts what was (or would be) removed.
  */

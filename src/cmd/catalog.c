@@ -1,5 +1,6 @@
 /* cb_catalog: backups in a dump directory. See include/cb_catalog.h. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +74,26 @@ static int exists_beside(const char *path, const char *suffix)
 	return ok;
 }
 
+/* NAME.notes, if any: a regular file, read without following a symlink. */
+static char *read_notes(const char *path)
+{
+	enum { MAX_NOTES = 64 * 1024 };
+	char *p = cb_xasprintf("%s.notes", path), *text = NULL;
+	int fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	struct stat st;
+	ssize_t n;
+
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		text = cb_xmalloc(MAX_NOTES + 1);
+		n = read(fd, text, MAX_NOTES);
+		text[n > 0 ? n : 0] = '\0';
+	}
+	if (fd >= 0)
+		close(fd);
+	free(p);
+	return text;
+}
+
 static int by_id_newest_first(const void *a, const void *b)
 {
 	const struct cb_backup_file *x = a, *y = b;
@@ -100,6 +121,7 @@ static void add_file(struct cb_catalog *cat, size_t *alloc, const char *dumpdir,
 	f->is_protected = exists_beside(f->path, ".protected");
 	f->has_checksum = exists_beside(f->path, ".sha256");
 	f->verified = exists_beside(f->path, ".verified");
+	f->notes = read_notes(f->path);
 }
 
 int cb_catalog_scan(struct cb_catalog *cat, const char *dumpdir, const char *id)
@@ -133,6 +155,7 @@ void cb_catalog_release(struct cb_catalog *cat)
 		free(cat->files[i].path);
 		free(cat->files[i].name);
 		free(cat->files[i].id);
+		free(cat->files[i].notes);
 	}
 	free(cat->files);
 	memset(cat, 0, sizeof(*cat));

@@ -26,7 +26,9 @@
 #include "cb_guest.h"
 #include "cb_hook.h"
 #include "cb_imgstage.h"
+#include "cb_jobstatus.h"
 #include "cb_lock.h"
+#include "cb_notes.h"
 #include "cb_prune.h"
 #include "cb_sink.h"
 #include "cb_stage.h"
@@ -49,6 +51,7 @@ struct guest_run {
 	uint64_t estimate;           /* bytes the staging copy needs */
 	struct cb_lock guest_lock;   /* host-local, per guest */
 	struct cb_lock store_lock;   /* on the storage, per guest */
+	struct cb_guest_result *res; /* what the job reports (mail, JSON) */
 };
 
 static const char *const std_excludes[] = { "/tmp/?*", "/var/tmp/?*", "/var/run/?*.pid", NULL };
@@ -409,6 +412,7 @@ static int sync_pass(struct guest_run *r, int final)
 	if (ret < 0)
 		return cb_error_prefix("%s sync", final ? "final" : "first");
 	log_sync_stats(r, final ? "final" : "first", &stats);
+	*(final ? &r->res->final_sync : &r->res->first_sync) = stats.seconds;
 	return 0;
 }
 
@@ -448,7 +452,8 @@ static int thaw(struct guest_run *r, double frozen_at, int max_ms)
 		cb_info(r->log, "resuming guest");
 		if (cb_guest_thaw(&r->guest) < 0)
 			return cb_error_prefix("thaw");
-		cb_info(r->log, "guest is online again after %.2f seconds", cb_now() - frozen_at);
+		r->res->freeze = cb_now() - frozen_at;
+		cb_info(r->log, "guest is online again after %.2f seconds", r->res->freeze);
 	}
 	if (guest_hook(r, "post-restart") < 0)
 		ret = -1;
@@ -531,6 +536,9 @@ static void log_archive_stats(struct guest_run *r, const struct cb_archive_stats
 		wr, slowest);
 	cb_fmt_vzsize(size, sizeof(size), cb_sink_bytes(sink));
 	cb_info(r->log, "archive file size: %s", size);
+	r->res->stored_raw = cs.bytes_stored;
+	r->res->size = cb_sink_bytes(sink);
+	snprintf(r->res->sha256, sizeof(r->res->sha256), "%s", cb_sink_sha256(sink));
 }
 
 /* DUMPDIR/NAME.sha256 for `sha256sum -c` (run from dumpdir), via .tmp + rename. */
@@ -571,6 +579,7 @@ static int write_archive(struct guest_run *r)
 	struct cb_archive_stats as = { 0 };
 	struct cb_codec_writer *codec = NULL;
 	struct cb_sink *sink = NULL;
+	double started = cb_now();
 	int ret = -1;
 
 	cb_codec_params_for(&r->opts, r->opts.compress, &cp);
@@ -600,6 +609,7 @@ static int write_archive(struct guest_run *r)
 		goto out;
 	}
 	log_archive_stats(r, &as, codec, sink);
+	r->res->archive_seconds = cb_now() - started;
 out:
 	if (ret < 0)
 		cb_error_prefix("archive");
@@ -623,6 +633,46 @@ static void prune_old(struct guest_run *r)
 	cb_info(r->log, "pruned %u backup(s)", removed);
 }
 
+/* NAME (ARCHIVE.notes, ARCHIVE.protected) beside the archive, created as
+ * safely as the archive itself. */
+static int create_beside(struct guest_run *r, const char *suffix, const char *text)
+{
+	char *name = cb_xasprintf("%s%s", strrchr(r->archive_path, '/') + 1, suffix);
+	int dfd = open(r->opts.dumpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+
+	ret = dfd < 0 ? cb_error_errno("dumpdir '%s'", r->opts.dumpdir)
+		      : cb_create_file_at(dfd, name, text, strlen(text));
+	if (dfd >= 0)
+		close(dfd);
+	free(name);
+	return ret;
+}
+
+/* notes-template and protected. A note that cannot be written is a
+ * warning; a backup that should be protected and is not fails (prune
+ * would treat it as any other). */
+static int mark_archive(struct guest_run *r)
+{
+	char node[256];
+
+	if (r->opts.to_stdout)
+		return 0;
+	if (r->opts.notes_template) {
+		cb_node_name(node, sizeof(node));
+		struct cb_notes_vars v = { node, r->hostname, node, r->opts.id,
+					   cb_guest_type_name(r->opts.type) };
+		char *text = cb_notes_render(r->opts.notes_template, &v);
+		if (create_beside(r, ".notes", text) < 0)
+			cb_warn(r->log, "notes: %s", cb_last_error());
+		free(text);
+	}
+	if (r->opts.protected_ && create_beside(r, ".protected", "") < 0)
+		return cb_error_prefix("protected");
+	if (r->opts.protected_)
+		cb_info(r->log, "marked protected: '%s.protected'", r->archive_path);
+	return 0;
+}
+
 static int run_guest_phases(struct guest_run *r)
 {
 	warn_unimplemented(r);
@@ -632,7 +682,8 @@ static int run_guest_phases(struct guest_run *r)
 		cb_info(r->log, "dry run: configuration, paths and space are fine; nothing copied");
 		return 0;
 	}
-	if (guest_hook(r, "backup-start") < 0 || stage_guest(r) < 0 || write_archive(r) < 0)
+	if (guest_hook(r, "backup-start") < 0 || stage_guest(r) < 0 || write_archive(r) < 0 ||
+	    mark_archive(r) < 0)
 		return -1;
 	prune_old(r);
 	return guest_hook(r, "backup-end");
@@ -715,7 +766,20 @@ static void end_hook(struct guest_run *r, const char *phase)
 		cb_warn(r->log, "%s", cb_last_error());
 }
 
-int cb_backup_guest(struct cb_opts *resolved, struct cb_log *log)
+/* The guest's part of the job's report. */
+static void report_result(struct guest_run *r, int ret)
+{
+	struct cb_guest_result *res = r->res;
+
+	res->result = ret < 0 ? CB_RESULT_FAILED : CB_RESULT_OK;
+	res->error = ret < 0 ? cb_xstrdup(cb_last_error()) : NULL;
+	res->name = cb_xstrdup(r->hostname);
+	res->archive = r->opts.dry_run ? NULL : cb_xstrdup(r->archive_path);
+	res->log_path = r->log_path ? cb_xstrdup(r->log_path) : NULL;
+	res->seconds = cb_now() - r->started;
+}
+
+int cb_backup_guest(struct cb_opts *resolved, struct cb_log *log, struct cb_guest_result *res)
 {
 	struct guest_run r;
 	char hms[16];
@@ -725,6 +789,7 @@ int cb_backup_guest(struct cb_opts *resolved, struct cb_log *log)
 	r.opts = *resolved;          /* takes ownership */
 	memset(resolved, 0, sizeof(*resolved));
 	r.log = log;
+	r.res = res;
 	r.started = cb_now();
 	r.started_wall = time(NULL);
 	r.guest.watchdog_fd = r.guest.report_fd = -1;
@@ -735,6 +800,7 @@ int cb_backup_guest(struct cb_opts *resolved, struct cb_log *log)
 	find_hostname(&r);
 	start_guest_log(&r);
 	ret = run_guest_phases(&r);
+	report_result(&r, ret);
 	if (ret < 0) {
 		cb_err(log, "Backup of %s %s failed - %s", type_upper(&r), r.opts.id, cb_last_error());
 		end_hook(&r, "backup-abort");

@@ -196,6 +196,9 @@ int cb_cli_parse(struct cb_cli *cli, int argc, char **argv)
 		first = 0;
 	}
 	cb_opts_release(&scratch);
+	if (ret == 0 && cb_cli_get(cli, "maxfiles") && cb_cli_get(cli, "prune-backups"))
+		ret = cb_error("options --maxfiles and --prune-backups are both given; keep only "
+			       "--prune-backups");
 	if (ret == 0 && !cli->help && !cli->version)
 		ret = check_arity(cli);
 	return ret;

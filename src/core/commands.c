@@ -57,7 +57,7 @@ int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb
 		cb_err(log, "%s", cb_last_error());
 		return CB_EXIT_USAGE;
 	}
-	if (cb_list_run(o.dumpdir, id, stdout) < 0) {
+	if (cb_list_run(o.dumpdir, id, o.output_format == CB_OUTPUT_JSON, stdout) < 0) {
 		cb_err(log, "%s", cb_last_error());
 		status = CB_EXIT_FAILED;
 	}

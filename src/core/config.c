@@ -27,18 +27,26 @@
 #define MAX_VALUE 1000         /* iniparser reads lines of at most 1023 bytes */
 #define SHOW_LINE 60           /* how much of a bad line an error quotes */
 
-/* vzdump.conf keys that mean nothing to cbackup: a warning, not "unknown". */
+/* vzdump.conf keys that mean nothing to cbackup: a warning saying why, not
+ * "unknown". cbackup.conf(5) has the same list in its vzdump table. */
 static const struct {
 	const char *key;
-	const char *hint;
+	const char *why;
 } vzdump_ignored[] = {
-	{ "mailto", NULL }, { "mailnotification", NULL },
-	{ "notification-mode", NULL }, { "notification-policy", NULL },
-	{ "notification-target", NULL }, { "node", NULL }, { "pool", NULL },
-	{ "notes-template", NULL }, { "performance", NULL }, { "fleecing", NULL },
-	{ "pbs-change-detection-mode", NULL }, { "protected", NULL },
-	{ "maxfiles", "use prune-backups = keep-last=N" }, { "size", NULL },
-	{ "all", NULL }, { "exclude", NULL }, { "stop", NULL }, { "job-id", NULL },
+	{ "notification-mode", "cbackup mails through sendmail only: set mailto" },
+	{ "notification-policy", "Proxmox notification system; cbackup uses mailnotification" },
+	{ "notification-target", "Proxmox notification system; cbackup uses mailto" },
+	{ "node", "cbackup backs up guests of this host only" },
+	{ "pool", "no Proxmox resource pools: give guest IDs or --all" },
+	{ "performance", "cbackup sizes its own copy and compression workers" },
+	{ "fleecing", "cbackup copies to a staging directory instead of fleecing images" },
+	{ "pbs-change-detection-mode", "no Proxmox Backup Server target" },
+	{ "size", "LVM snapshot size: cbackup takes no LVM snapshots" },
+	{ "all", "give --all on the command line" },
+	{ "exclude", "give --exclude ID,... on the command line" },
+	{ "vmid", "give guest IDs on the command line" },
+	{ "stop", "stops a running vzdump job; no meaning in a configuration" },
+	{ "job-id", "set by the Proxmox scheduler" },
 };
 #define N_VZDUMP_IGNORED (sizeof(vzdump_ignored) / sizeof(vzdump_ignored[0]))
 
@@ -400,12 +408,9 @@ static void warn_unknown(struct cb_config *cfg, const struct cb_config_entry *e)
 
 	if (i < 0)
 		w = cb_xasprintf("%s:%d: unknown key '%s'", cfg->path, e->line, e->key);
-	else if (vzdump_ignored[i].hint)
-		w = cb_xasprintf("%s:%d: key '%s' is a vzdump option cbackup ignores (%s)",
-				 cfg->path, e->line, e->key, vzdump_ignored[i].hint);
 	else
-		w = cb_xasprintf("%s:%d: key '%s' is a vzdump option cbackup ignores",
-				 cfg->path, e->line, e->key);
+		w = cb_xasprintf("%s:%d: key '%s' is a vzdump option cbackup ignores (%s)",
+				 cfg->path, e->line, e->key, vzdump_ignored[i].why);
 	cb_strvec_push(&cfg->warnings, w);
 	free(w);
 }
@@ -483,6 +488,35 @@ static int check_entry(struct cb_config *cfg, const struct cb_config_section *se
 	return 0;
 }
 
+static const struct cb_config_entry *section_entry(const struct cb_config_section *sec,
+						    const char *key)
+{
+	for (size_t i = 0; i < sec->n_entries; i++)
+		if (!strcmp(sec->entries[i].key, key))
+			return &sec->entries[i];
+	return NULL;
+}
+
+/* vzdump's deprecated maxfiles: a warning alone, an error beside prune-backups. */
+static int check_maxfiles(struct cb_config *cfg, const struct cb_config_section *sec)
+{
+	const struct cb_config_entry *m = section_entry(sec, "maxfiles");
+	const struct cb_config_entry *p = section_entry(sec, "prune-backups");
+	char *w;
+
+	if (!m)
+		return 0;
+	if (p)
+		return cb_error("%s:%d: keys 'maxfiles' and 'prune-backups' are both set (the other "
+				"at line %d); keep only prune-backups", cfg->path, m->line > p->line ? m->line : p->line,
+				m->line > p->line ? p->line : m->line);
+	w = cb_xasprintf("%s:%d: key 'maxfiles' is deprecated: it means prune-backups = keep-last=%s; "
+			 "write that instead", cfg->path, m->line, m->value);
+	cb_strvec_push(&cfg->warnings, w);
+	free(w);
+	return 0;
+}
+
 static int validate_section(struct cb_config *cfg, struct cb_config_section *sec)
 {
 	struct cb_opts scratch;
@@ -509,6 +543,8 @@ static int validate_section(struct cb_config *cfg, struct cb_config_section *sec
 		sec->entries[kept++] = sec->entries[j];
 	sec->n_entries = kept;
 	cb_opts_release(&scratch);
+	if (ret == 0)
+		ret = check_maxfiles(cfg, sec);
 	return ret;
 }
 
@@ -665,7 +701,8 @@ static int pick_sections(const struct cb_config *cfg, const char *id, const stru
 		name = section_get(*guest, "storage");
 	if (!name && cfg->n_sections)
 		name = section_get(&cfg->sections[0], "storage");
-	if (name && !(*storage = cfg->n_sections ? cb_config_storage(cfg, name) : NULL))
+	if (name && !(*storage = cfg->n_sections ? cb_config_storage(cfg, name) : NULL) &&
+	    !cli_get(cli_kv, "dumpdir"))   /* a vzdump.conf's Proxmox storage: --dumpdir replaces it */
 		return not_defined(cfg, "storage", name);
 	return 0;
 }

@@ -14,7 +14,9 @@
 #include "cb_guest.h"
 #include "cb_hook.h"
 #include "cb_job.h"
+#include "cb_jobstatus.h"
 #include "cb_lock.h"
+#include "cb_notify.h"
 
 /* Default ID of an ad hoc backup: the root directory's base name. */
 static char *adhoc_id(const struct cb_opts *o)
@@ -126,8 +128,9 @@ static int job_hook(const struct cb_opts *o, const char *phase, struct cb_log *l
 }
 
 /* A job hook failed (the message is set): vzdump's job-abort path. */
-static int abort_job(const struct cb_opts *o, struct cb_log *log)
+static int abort_job(const struct cb_opts *o, struct cb_log *log, struct cb_job_status *js)
 {
+	cb_jobstatus_set_error(js, cb_last_error());
 	cb_err(log, "Backup job failed - %s", cb_last_error());
 	if (job_hook(o, "job-abort", log) < 0)
 		cb_warn(log, "%s", cb_last_error());
@@ -147,14 +150,16 @@ static int take_global_lock(struct cb_lock *lock, const struct cb_opts *o, struc
 			cb_info(log, "got global lock");
 	}
 	if (ret == 1)
-		cb_err(log, "can't acquire lock '%s' - got timeout", path);
-	else if (ret < 0)
+		cb_error("can't acquire lock '%s' - got timeout", path);
+	if (ret != 0)
 		cb_err(log, "%s", cb_last_error());
 	free(path);
 	return ret;
 }
 
-static size_t run_guests(struct cb_opts *guests, size_t n, struct cb_log *log)
+/* js->guests[i] is guests[i]'s result. */
+static size_t run_guests(struct cb_opts *guests, size_t n, struct cb_log *log,
+			 struct cb_job_status *js)
 {
 	size_t failed = 0;
 
@@ -162,20 +167,60 @@ static size_t run_guests(struct cb_opts *guests, size_t n, struct cb_log *log)
 		if (cb_interrupted()) {
 			cb_err(log, "Backup of %s %s skipped - job interrupted",
 			       cb_guest_type_label(guests[i].type), guests[i].id);
+			js->guests[i].error = cb_xstrdup("job interrupted");
 			failed++;
 			cb_opts_release(&guests[i]);
 			continue;
 		}
-		if (cb_backup_guest(&guests[i], log) < 0)
+		if (cb_backup_guest(&guests[i], log, &js->guests[i]) < 0)
 			failed++;
 	}
 	return failed;
+}
+
+/* The end of every job that got past its configuration: JSON on stdout,
+ * the json-status file, the mail. Neither of the last two can fail the job. */
+static void report_job(struct cb_job_status *js, const struct cb_opts *o, int status,
+		       struct cb_log *log)
+{
+	js->end = time(NULL);
+	js->exit_status = status;
+	if (o->output_format == CB_OUTPUT_JSON) {
+		cb_jobstatus_json(js, stdout);
+		fflush(stdout);
+	}
+	if (o->dry_run)
+		return;   /* a dry run writes and sends nothing */
+	if (o->json_status && cb_jobstatus_write(js, o->json_status) < 0)
+		cb_warn(log, "json-status: %s", cb_last_error());
+	if (cb_notify_mail(o, js, log) < 0)
+		cb_warn(log, "cannot send the mail report: %s", cb_last_error());
+}
+
+/* Usage errors found once every guest is resolved. */
+static int check_job(const struct cb_cli *cli, const struct cb_opts *guests, size_t n,
+		     struct cb_log *log)
+{
+	if (n == 0 || (n > 1 && guests[0].to_stdout)) {
+		cb_err(log, n ? "--stdout writes the archive of exactly one guest (%zu given)"
+			      : "no guest left to back up (all excluded)", n);
+		return -1;
+	}
+	if (guests[0].to_stdout && guests[0].output_format == CB_OUTPUT_JSON) {
+		cb_err(log, "--stdout and --output-format json both want standard output");
+		return -1;
+	}
+	if (cb_cli_get(cli, "maxfiles"))
+		cb_warn(log, "option --maxfiles is deprecated: it means --prune-backups keep-last=%s; "
+			"use that instead", cb_cli_get(cli, "maxfiles"));
+	return 0;
 }
 
 int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_lock lock = CB_LOCK_INIT;
 	struct cb_opts *guests, job_opts;
+	struct cb_job_status js;
 	size_t n, failed;
 	int status, lock_status;
 
@@ -185,9 +230,7 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 	}
 	for (size_t i = 0; i < cfg->warnings.n; i++)
 		cb_warn(log, "%s", cfg->warnings.v[i]);
-	if (n == 0 || (n > 1 && guests[0].to_stdout)) {
-		cb_err(log, n ? "--stdout writes the archive of exactly one guest (%zu given)"
-			      : "no guest left to back up (all excluded)", n);
+	if (check_job(cli, guests, n, log) < 0) {
 		for (size_t i = 0; i < n; i++)
 			cb_opts_release(&guests[i]);
 		free(guests);
@@ -196,34 +239,41 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 	cb_opts_copy(&job_opts, &guests[0]);  /* job-level keys: the first guest's view */
 	log->quiet = job_opts.quiet;
 	log->verbose = job_opts.verbose;
+	cb_jobstatus_init(&js, cli->cmdline);
+	for (size_t i = 0; i < n; i++)
+		cb_jobstatus_add(&js, guests[i].id, guests[i].type);
 	if (job_hook(&job_opts, "job-init", log) < 0) {
+		cb_jobstatus_set_error(&js, cb_last_error());
 		cb_err(log, "Backup job failed - %s", cb_last_error());
 		status = CB_EXIT_FAILED;
 		goto out;
 	}
 	lock_status = take_global_lock(&lock, &job_opts, log);
 	if (lock_status != 0) {
+		cb_jobstatus_set_error(&js, cb_last_error());
 		status = lock_status == 1 ? CB_EXIT_LOCKED : CB_EXIT_FAILED;
 		goto out;
 	}
 	cb_info(log, "starting new backup job: %s", cli->cmdline);
 	if (job_hook(&job_opts, "job-start", log) < 0) {
-		status = abort_job(&job_opts, log);
+		status = abort_job(&job_opts, log, &js);
 		goto out;
 	}
-	failed = run_guests(guests, n, log);
+	failed = run_guests(guests, n, log, &js);
 	/* as vzdump: job-end runs inside the job, so its failure fails the job */
 	if (job_hook(&job_opts, "job-end", log) < 0) {
-		status = abort_job(&job_opts, log);
+		status = abort_job(&job_opts, log, &js);
 		goto out;
 	}
 	cb_info(log, "Backup job finished %s", failed ? "with errors" : "successfully");
 	status = failed ? CB_EXIT_FAILED : CB_EXIT_OK;
 out:
+	cb_lock_release(&lock);   /* the next job need not wait for the mail */
+	report_job(&js, &job_opts, status, log);
+	cb_jobstatus_release(&js);
 	for (size_t i = 0; i < n; i++)
 		cb_opts_release(&guests[i]);
 	free(guests);
 	cb_opts_release(&job_opts);
-	cb_lock_release(&lock);
 	return status;
 }

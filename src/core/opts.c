@@ -5,11 +5,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "cb_opts.h"
+#include "cb_notes.h"
+#include "cb_notify.h"
 #include "cb_prune.h"
 
 #define OFF(field) offsetof(struct cb_opts, field)
@@ -29,6 +32,12 @@ static const struct cb_enum_name compress_names[] = {
 };
 static const struct cb_enum_name policy_names[] = {
 	{ "auto", CB_POLICY_AUTO }, { "always", CB_POLICY_ALWAYS }, { NULL, 0 }
+};
+static const struct cb_enum_name mailnotification_names[] = {
+	{ "always", CB_MAIL_ALWAYS }, { "failure", CB_MAIL_FAILURE }, { NULL, 0 }
+};
+static const struct cb_enum_name output_names[] = {
+	{ "text", CB_OUTPUT_TEXT }, { "json", CB_OUTPUT_JSON }, { NULL, 0 }
 };
 static const struct cb_enum_name type_names[] = {
 	{ "ct", CB_GUEST_CT }, { "vm", CB_GUEST_VM }, { NULL, 0 }
@@ -75,10 +84,34 @@ const struct cb_opt_schema cb_opt_table[] = {
 	{ "prune-backups", CB_OPT_STRING, NULL, G | S | U | C, "keep-last=N,...",
 	  "retention: keep-last, keep-hourly, keep-daily, keep-weekly, keep-monthly, keep-yearly, keep-all",
 	  0, OFF(prune_backups), 0, 0, NULL },
+	{ "maxfiles", CB_OPT_INT, NULL, G | S | U | C, "N",
+	  "deprecated (vzdump): the same as prune-backups = keep-last=N, with a warning", 0,
+	  OFF(prune_backups), 1, INT_MAX, NULL },
 	{ "remove", CB_OPT_BOOL, "1", G | S | U | C, "0|1",
 	  "prune old backups after a successful one", 0, OFF(remove), 0, 1, NULL },
 	{ "script", CB_OPT_STRING, NULL, G | U | C, "FILE",
 	  "hook script called at each phase", 0, OFF(script), 0, 0, NULL },
+	{ "mailto", CB_OPT_STRING, NULL, G | U | C, "ADDRESS,...",
+	  "mail the job report to these addresses (comma- or space-separated)", 0, OFF(mailto), 0,
+	  0, NULL },
+	{ "mailnotification", CB_OPT_ENUM, "always", G | U | C, "always|failure",
+	  "when to mail the report: after every job, or only when something failed", 0,
+	  OFF(mailnotification), 0, 0, mailnotification_names },
+	{ "sendmail", CB_OPT_STRING, "/usr/sbin/sendmail", G | C, "PROGRAM",
+	  "mail program, run without a shell as PROGRAM -t -i (a name without '/' is searched "
+	  "in PATH)", 0, OFF(sendmail), 0, 0, NULL },
+	{ "notes-template", CB_OPT_STRING, NULL, G | S | U | C, "TEMPLATE",
+	  "text of ARCHIVE.notes: {{cluster}} {{guestname}} {{node}} {{vmid}} {{type}}, \\n = "
+	  "new line", 0, OFF(notes_template), 0, 0, NULL },
+	{ "protected", CB_OPT_BOOL, "0", G | S | U | C, "0|1",
+	  "mark the new backup protected (ARCHIVE.protected): prune never removes it", 0,
+	  OFF(protected_), 0, 1, NULL },
+	{ "output-format", CB_OPT_ENUM, "text", G | C, "text|json",
+	  "json: backup prints one JSON job status document, list one JSON array, on stdout", 0,
+	  OFF(output_format), 0, 0, output_names },
+	{ "json-status", CB_OPT_STRING, NULL, G | C, "DIR",
+	  "also write the job status as DIR/cbackup-job-<start>.json", 0, OFF(json_status), 0, 0,
+	  NULL },
 	{ "stdout", CB_OPT_BOOL, "0", C, "0|1",
 	  "write the archive to standard output", 0, OFF(to_stdout), 0, 1, NULL },
 	{ "quiet", CB_OPT_BOOL, "0", G | C, "0|1",
@@ -202,14 +235,32 @@ static int check_prune(const char *value)
 	return cb_prune_parse(value, &rules);
 }
 
+/* prune-backups, or vzdump's deprecated maxfiles N: keep-last=N. */
+static int set_retention(struct cb_opts *o, const struct cb_opt_schema *s, const char *value)
+{
+	char buf[64];
+	long n;
+
+	if (s->type == CB_OPT_STRING)
+		return check_prune(value) < 0 ? -1 : set_string(&o->prune_backups, value);
+	if (parse_long(s, value, &n) < 0)
+		return -1;
+	snprintf(buf, sizeof(buf), "keep-last=%ld", n);
+	return set_string(&o->prune_backups, buf);
+}
+
 static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const char *value)
 {
 	char *field = (char *)o + s->offset;
 	long l;
 
+	if (s->offset == OFF(prune_backups))
+		return set_retention(o, s, value);
 	switch (s->type) {
 	case CB_OPT_STRING:
-		if (s->offset == OFF(prune_backups) && check_prune(value) < 0)
+		if (s->offset == OFF(notes_template) && cb_notes_check(value) < 0)
+			return -1;
+		if (s->offset == OFF(mailto) && cb_notify_check_mailto(value) < 0)
 			return -1;
 		return set_string((char **)field, value);
 	case CB_OPT_INT:

@@ -21,7 +21,7 @@ test_expect_success 'setup: a zstd and an uncompressed archive' '
 test_expect_success 'list before verify: checksum yes, verified no' '
 	cbackup_run 0 list --dumpdir "$D"
 	cat "$CB_OUT"
-	head -n 1 "$CB_OUT" | grep -E "^ID +TYPE +DATE +SIZE +CODEC +PROTECTED +CHECKSUM +VERIFIED +ARCHIVE$"
+	head -n 1 "$CB_OUT" | grep -E "^ID +TYPE +DATE +SIZE +CODEC +PROTECTED +CHECKSUM +VERIFIED +ARCHIVE +NOTES$"
 	grep -E "^101 +ct +[0-9-]{10} [0-9:]{8} +[0-9]+[KMG]?B +zstd +no +yes +no +cbackup-ct-101-" "$CB_OUT"
 	grep -E "^102 +ct .* none +no +yes +no +cbackup-ct-102-" "$CB_OUT"
 '

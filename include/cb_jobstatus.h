@@ -1,0 +1,64 @@
+/*
+ * cb_jobstatus: what one backup job did, kept by the job (cb_job) and
+ * filled by each guest's backup (cb_backup): the source of the mail report
+ * (cb_notify) and of the JSON status document (--output-format json,
+ * json-status = DIR). The document's fields are a documented, stable
+ * interface (cbackup(8), JSON STATUS).
+ */
+#ifndef CB_JOBSTATUS_H
+#define CB_JOBSTATUS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+#include "cb_opts.h"
+
+enum cb_result { CB_RESULT_OK, CB_RESULT_FAILED, CB_RESULT_SKIPPED };
+
+/* One guest. Durations < 0: the phase did not run (JSON null). */
+struct cb_guest_result {
+	char *id;
+	enum cb_guest_type type;
+	char *name;              /* the guest's host name, or NULL */
+	enum cb_result result;
+	char *error;             /* why it failed or was skipped, or NULL */
+	char *archive;           /* path of the archive written, or NULL */
+	char *log_path;          /* its .log, or NULL */
+	uint64_t size;           /* archive bytes */
+	char sha256[65];         /* "" when none */
+	uint64_t stored_raw;     /* bytes the codec stored uncompressed */
+	double seconds;          /* the whole guest */
+	double first_sync, final_sync, archive_seconds, freeze;
+};
+
+struct cb_job_status {
+	time_t start, end;
+	char *cmdline;
+	char host[256];
+	int exit_status;         /* enum cb_exit */
+	char *error;             /* why the job could not start or failed, or NULL */
+	struct cb_guest_result *guests;
+	size_t n;
+};
+
+void cb_jobstatus_init(struct cb_job_status *js, const char *cmdline);
+void cb_jobstatus_release(struct cb_job_status *js);
+/* Append a guest (status skipped until its backup says otherwise). */
+struct cb_guest_result *cb_jobstatus_add(struct cb_job_status *js, const char *id,
+					 enum cb_guest_type type);
+void cb_jobstatus_set_error(struct cb_job_status *js, const char *msg);
+/* Any guest not ok, or a job error. */
+int cb_jobstatus_failed(const struct cb_job_status *js);
+const char *cb_result_name(enum cb_result r);   /* "ok", "failed", "skipped" */
+
+/* The document, pretty-printed, ending with a new line. */
+void cb_jobstatus_json(const struct cb_job_status *js, FILE *out);
+/* DIR/cbackup-job-<YYYY_MM_DD-HH_MM_SS of start>.json, written as a .tmp
+ * beside it and renamed (readers never see half a document). 0 or -1. */
+int cb_jobstatus_write(const struct cb_job_status *js, const char *dir);
+
+/* JSON helpers shared with `cbackup list --output-format json`. */
+void cb_json_string(FILE *out, const char *s);   /* "..." or null for NULL */
+void cb_json_time(FILE *out, time_t t);         /* "2026-12-02T10:14:07+01:00" */
+
+#endif

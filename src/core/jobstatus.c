@@ -1,0 +1,216 @@
+/* cb_jobstatus: the job's results and its JSON document. See include/cb_jobstatus.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cb_jobstatus.h"
+#include "cb_exit.h"
+#include "cb_util.h"
+
+void cb_jobstatus_init(struct cb_job_status *js, const char *cmdline)
+{
+	memset(js, 0, sizeof(*js));
+	js->start = time(NULL);
+	js->cmdline = cb_xstrdup(cmdline ? cmdline : "cbackup");
+	cb_node_name(js->host, sizeof(js->host));
+}
+
+void cb_jobstatus_release(struct cb_job_status *js)
+{
+	for (size_t i = 0; i < js->n; i++) {
+		struct cb_guest_result *g = &js->guests[i];
+		free(g->id);
+		free(g->name);
+		free(g->error);
+		free(g->archive);
+		free(g->log_path);
+	}
+	free(js->guests);
+	free(js->cmdline);
+	free(js->error);
+	memset(js, 0, sizeof(*js));
+}
+
+struct cb_guest_result *cb_jobstatus_add(struct cb_job_status *js, const char *id,
+					 enum cb_guest_type type)
+{
+	struct cb_guest_result *g;
+
+	js->guests = cb_xrealloc(js->guests, (js->n + 1) * sizeof(*g));
+	g = &js->guests[js->n++];
+	memset(g, 0, sizeof(*g));
+	g->id = cb_xstrdup(id ? id : "");
+	g->type = type;
+	g->result = CB_RESULT_SKIPPED;
+	g->first_sync = g->final_sync = g->archive_seconds = g->freeze = g->seconds = -1;
+	return g;
+}
+
+void cb_jobstatus_set_error(struct cb_job_status *js, const char *msg)
+{
+	free(js->error);
+	js->error = cb_xstrdup(msg);
+}
+
+int cb_jobstatus_failed(const struct cb_job_status *js)
+{
+	if (js->error)
+		return 1;
+	for (size_t i = 0; i < js->n; i++)
+		if (js->guests[i].result != CB_RESULT_OK)
+			return 1;
+	return 0;
+}
+
+const char *cb_result_name(enum cb_result r)
+{
+	static const char *const names[] = { "ok", "failed", "skipped" };
+	return names[r];
+}
+
+/* ---- JSON ---- */
+
+void cb_json_string(FILE *out, const char *s)
+{
+	if (!s) {
+		fputs("null", out);
+		return;
+	}
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p == '\n')
+			fputs("\\n", out);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(out, "\\u%04x", *p);
+		else
+			fputc(*p, out);   /* UTF-8 passes through (JSON text is UTF-8) */
+	}
+	fputc('"', out);
+}
+
+void cb_json_time(FILE *out, time_t t)
+{
+	char buf[64], zone[8];
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	strftime(zone, sizeof(zone), "%z", &tm);   /* +0100 -> +01:00 (RFC 3339) */
+	fprintf(out, "\"%s%.3s:%.2s\"", buf, zone, zone + 3);
+}
+
+static void json_seconds(FILE *out, const char *key, double s, const char *sep)
+{
+	if (s < 0)
+		fprintf(out, "      \"%s\": null%s\n", key, sep);
+	else
+		fprintf(out, "      \"%s\": %.3f%s\n", key, s, sep);
+}
+
+static void json_field(FILE *out, const char *key, const char *value)
+{
+	fprintf(out, "      \"%s\": ", key);
+	cb_json_string(out, value);
+	fputs(",\n", out);
+}
+
+static void json_guest(FILE *out, const struct cb_guest_result *g, int last)
+{
+	int has_archive = g->archive && g->result == CB_RESULT_OK;
+
+	fputs("    {\n", out);
+	json_field(out, "id", g->id);
+	json_field(out, "type", cb_guest_type_name(g->type));
+	json_field(out, "name", g->name);
+	json_field(out, "status", cb_result_name(g->result));
+	json_field(out, "error", g->error);
+	json_field(out, "archive", has_archive ? g->archive : NULL);
+	if (has_archive)
+		fprintf(out, "      \"size\": %llu,\n", (unsigned long long)g->size);
+	else
+		fputs("      \"size\": null,\n", out);
+	json_field(out, "sha256", has_archive && g->sha256[0] ? g->sha256 : NULL);
+	json_field(out, "log", g->log_path);
+	json_seconds(out, "seconds", g->seconds, ",");
+	json_seconds(out, "first_sync_seconds", g->first_sync, ",");
+	json_seconds(out, "final_sync_seconds", g->final_sync, ",");
+	json_seconds(out, "freeze_seconds", g->freeze, ",");
+	json_seconds(out, "archive_seconds", g->archive_seconds, ",");
+	if (has_archive)
+		fprintf(out, "      \"stored_raw_bytes\": %llu\n", (unsigned long long)g->stored_raw);
+	else
+		fputs("      \"stored_raw_bytes\": null\n", out);
+	fprintf(out, "    }%s\n", last ? "" : ",");
+}
+
+void cb_jobstatus_json(const struct cb_job_status *js, FILE *out)
+{
+	fprintf(out, "{\n  \"cbackup\": \"%s\",\n  \"host\": ", CB_VERSION);
+	cb_json_string(out, js->host);
+	fputs(",\n  \"command\": ", out);
+	cb_json_string(out, js->cmdline);
+	fputs(",\n  \"start\": ", out);
+	cb_json_time(out, js->start);
+	fprintf(out, ",\n  \"start_epoch\": %lld,\n  \"end\": ", (long long)js->start);
+	cb_json_time(out, js->end);
+	fprintf(out, ",\n  \"end_epoch\": %lld,\n  \"exit_status\": %d,\n", (long long)js->end,
+		js->exit_status);
+	fprintf(out, "  \"status\": \"%s\",\n  \"error\": ",
+		js->exit_status == CB_EXIT_OK ? "ok" : "failed");
+	cb_json_string(out, js->error);
+	fputs(",\n  \"guests\": [\n", out);
+	for (size_t i = 0; i < js->n; i++)
+		json_guest(out, &js->guests[i], i + 1 == js->n);
+	fputs("  ]\n}\n", out);
+}
+
+/* ---- json-status = DIR ---- */
+
+static int write_document(const struct cb_job_status *js, int dfd, const char *name)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	int ret;
+
+	if (!mem)
+		return cb_error_errno("cannot write '%s'", name);
+	cb_jobstatus_json(js, mem);
+	fclose(mem);
+	ret = cb_create_file_at(dfd, name, text, len);
+	free(text);
+	return ret;
+}
+
+int cb_jobstatus_write(const struct cb_job_status *js, const char *dir)
+{
+	char stamp[32], *name, *tmp;
+	struct tm tm;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = -1;
+
+	if (dfd < 0)
+		return cb_error_errno("json-status directory '%s'", dir);
+	localtime_r(&js->start, &tm);
+	strftime(stamp, sizeof(stamp), "%Y_%m_%d-%H_%M_%S", &tm);
+	name = cb_xasprintf("cbackup-job-%s.json", stamp);
+	tmp = cb_xasprintf("%s.tmp", name);
+	unlinkat(dfd, tmp, 0);   /* a killed run's leftover; a symlink is removed, not followed */
+	if (write_document(js, dfd, tmp) == 0) {
+		ret = renameat(dfd, tmp, dfd, name);
+		if (ret < 0) {
+			cb_error_errno("cannot rename '%s/%s'", dir, tmp);
+			unlinkat(dfd, tmp, 0);
+		}
+	} else {
+		cb_error_prefix("json-status directory '%s'", dir);
+	}
+	free(name);
+	free(tmp);
+	close(dfd);
+	return ret;
+}
