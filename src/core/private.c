@@ -30,6 +30,12 @@ static int check_private(int fd, const char *path)
 	return 0;
 }
 
+static int is_symlink(const char *path)
+{
+	struct stat st;
+	return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
 int cb_private_dir_open(const char *path)
 {
 	int created = mkdir(path, 0700) == 0, fd;
@@ -37,7 +43,7 @@ int cb_private_dir_open(const char *path)
 	if (!created && errno != EEXIST)
 		return cb_error_errno("cannot create private directory '%s'", path);
 	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ELOOP)
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && is_symlink(path))
 		return cb_error("'%s' is a symlink, not a directory: refusing to use it", path);
 	if (fd < 0)
 		return cb_error_errno("cannot open private directory '%s'", path);
