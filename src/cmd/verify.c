@@ -64,7 +64,7 @@ static int walk(struct cb_tarread *t, struct cb_verify_stats *st)
 		if (read_entry_data(t, archive_entry_pathname(e), st) < 0)
 			return -1;
 	}
-	return 0;
+	return cb_tarread_finish_stream(t);
 }
 
 /* A failure here is a warning: the archive is good all the same. */
