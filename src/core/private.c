@@ -185,6 +185,8 @@ int cb_stage_dir_prepare(const char *tmpdir, const char *id, int reuse, char **p
 	if (pfd >= 0) {
 		ret = prepare_in(pfd, name, *path_out, reuse, reused);
 		close(pfd);
+		if (ret < 0)
+			rmdir(parent);   /* ours, checked: leave the tmpdir as found */
 	} else {
 		cb_error_prefix("staging");
 	}
