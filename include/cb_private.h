@@ -28,11 +28,13 @@ int cb_private_dir_open(const char *path);
  * The staging directory of guest ID: TMPDIR/cbackup/cbackup-ID.stage
  * (*path_out, caller frees). With reuse (keep-staging), a directory that
  * cbackup created and recorded earlier (its marker beside it names its
- * device and inode) is kept; anything else there is removed first and a
+ * device, inode and ctime at the end of the last run) is kept; anything else there is removed first and a
  * new one made with mkdirat and recorded. *reused says which.
  */
 int cb_stage_dir_prepare(const char *tmpdir, const char *id, int reuse, char **path_out,
 			 int *reused);
+/* Record the staging directory as it is now (end of a keep-staging run). */
+int cb_stage_dir_record(const char *stage_path);
 /* Remove the staging directory and its marker, and the private parent
  * when nothing else is left in it. */
 int cb_stage_dir_remove(const char *stage_path);

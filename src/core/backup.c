@@ -574,6 +574,8 @@ static void cleanup_run(struct guest_run *r)
 	cb_imgstage_free(r->images);
 	if (r->stage_created && !r->opts.keep_staging && cb_stage_dir_remove(r->stage_dir) < 0)
 		cb_warn(r->log, "%s", cb_last_error());
+	if (r->stage_created && r->opts.keep_staging && cb_stage_dir_record(r->stage_dir) < 0)
+		cb_warn(r->log, "%s", cb_last_error());
 	cb_lock_release(&r->store_lock);
 	cb_lock_release(&r->guest_lock);
 }

@@ -98,12 +98,23 @@ int cb_write_file_replace(const char *path, const char *text, mode_t mode)
 
 /* ---- staging directories ---- */
 
-/* The marker beside NAME holds "dev ino" of the directory cbackup made. */
+/*
+ * The marker beside NAME holds the device, inode and ctime of the directory
+ * cbackup made, recorded again at the end of each run: a directory made
+ * later at the same name (even on a recycled inode number) or changed
+ * since has another ctime.
+ */
+static char *marker_text(const struct stat *st)
+{
+	return cb_xasprintf("%llu %llu %lld.%09ld\n", (unsigned long long)st->st_dev,
+			    (unsigned long long)st->st_ino, (long long)st->st_ctim.tv_sec,
+			    st->st_ctim.tv_nsec);
+}
+
 static int marker_matches(int pfd, const char *name, const struct stat *dir)
 {
-	char *marker = cb_xasprintf("%s%s", name, MARKER_SUFFIX), buf[64];
-	int fd = openat(pfd, marker, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	unsigned long long dev, ino;
+	char *marker = cb_xasprintf("%s%s", name, MARKER_SUFFIX), buf[128], *want;
+	int fd = openat(pfd, marker, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), same;
 	struct stat st;
 	ssize_t n = -1;
 
@@ -116,9 +127,10 @@ static int marker_matches(int pfd, const char *name, const struct stat *dir)
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	return sscanf(buf, "%llu %llu", &dev, &ino) == 2 && dev == (unsigned long long)dir->st_dev &&
-	       ino == (unsigned long long)dir->st_ino && S_ISDIR(dir->st_mode) &&
-	       dir->st_uid == geteuid();
+	want = marker_text(dir);
+	same = !strcmp(buf, want) && S_ISDIR(dir->st_mode) && dir->st_uid == geteuid();
+	free(want);
+	return same;
 }
 
 static int write_marker(int pfd, const char *name, const char *path)
@@ -127,15 +139,16 @@ static int write_marker(int pfd, const char *name, const char *path)
 	struct stat st;
 	int fd = -1, ret = 0;
 
-	if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+	if (unlinkat(pfd, marker, 0) < 0 && errno != ENOENT)
+		ret = cb_error_errno("cannot record staging directory '%s'", path);
+	if (ret == 0 && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		ret = cb_error_errno("cannot stat staging directory '%s'", path);
 	if (ret == 0)
 		fd = openat(pfd, marker, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (ret == 0 && fd < 0)
 		ret = cb_error_errno("cannot record staging directory '%s'", path);
 	if (ret == 0) {
-		text = cb_xasprintf("%llu %llu\n", (unsigned long long)st.st_dev,
-				    (unsigned long long)st.st_ino);
+		text = marker_text(&st);
 		if (cb_write_all(fd, text, strlen(text)) < 0)
 			ret = cb_error_errno("cannot record staging directory '%s'", path);
 	}
@@ -192,6 +205,23 @@ int cb_stage_dir_prepare(const char *tmpdir, const char *id, int reuse, char **p
 	}
 	free(parent);
 	free(name);
+	return ret;
+}
+
+int cb_stage_dir_record(const char *stage_path)
+{
+	char *parent = cb_xstrdup(stage_path), *slash = strrchr(parent, '/');
+	int pfd = -1, ret = -1;
+
+	if (slash) {
+		*slash = '\0';
+		pfd = cb_private_dir_open(parent);
+	}
+	if (pfd >= 0) {
+		ret = write_marker(pfd, slash + 1, stage_path);
+		close(pfd);
+	}
+	free(parent);
 	return ret;
 }
 
