@@ -41,5 +41,9 @@ int cb_catalog_parse_name(const char *name, enum cb_guest_type *type, char **id,
 			  enum cb_compress *compress);
 /* NAME without ".tar[.ext]", for the .log beside it: caller frees. */
 char *cb_catalog_base(const char *path);
+/* NAME is an archive of guest (type, id) followed by one of the suffixes
+ * (a NULL-terminated list, e.g. ".tmp", ".sha256"). */
+int cb_catalog_is_guest_file(const char *name, enum cb_guest_type type, const char *id,
+			     const char *const *suffixes);
 
 #endif

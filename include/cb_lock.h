@@ -1,10 +1,14 @@
 /*
  * cb_lock: flock(2)-based locks. A lock held by a dead process is released
  * by the kernel, so a stale lock file never blocks.
- *   global:    /run/lock/cbackup.lock (the directory can be moved with the
+ *   global:    /run/cbackup/cbackup.lock (the directory can be moved with the
  *              CBACKUP_LOCK_DIR environment variable, for tests), waited
  *              for up to lockwait minutes;
- *   per guest: /run/lock/cbackup-<ID>.lock, never waited for;
+ *   per guest: /run/cbackup/cbackup-<ID>.lock, never waited for;
+ * The lock directory is root's alone (created 0700, checked with fstat
+ * before each job: owned by root, no group/other bits, not a symlink), so
+ * no other user can plant a symlink there or hold a lock file open to
+ * block jobs. Lock files are opened O_NOFOLLOW and must be plain files.
  *   storage:   <dumpdir>/.cbackup-<type>-<ID>.lock, so that two hosts that
  *              share an NFS storage never write the same guest at once.
  */
@@ -23,5 +27,7 @@ int cb_lock_acquire(struct cb_lock *l, const char *path, double wait_seconds);
 void cb_lock_release(struct cb_lock *l);
 /* The directory of the host-local locks. */
 const char *cb_lock_dir(void);
+/* Create the lock directory (0700) if missing and check it is private. */
+int cb_lock_dir_check(void);
 
 #endif

@@ -24,7 +24,9 @@ struct cb_log {
 };
 
 void cb_log_init(struct cb_log *log);
-int cb_log_attach(struct cb_log *log, const char *path);  /* opens (truncates) */
+/* creates PATH, mode 0644, O_EXCL|O_NOFOLLOW: an existing name (a symlink
+ * too) is an error with errno EEXIST, never overwritten */
+int cb_log_attach(struct cb_log *log, const char *path);
 void cb_log_detach(struct cb_log *log);
 
 void cb_log_line(struct cb_log *log, enum cb_log_level lvl, const char *fmt, ...) CB_PRINTF(3, 4);

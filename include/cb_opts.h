@@ -119,6 +119,9 @@ void cb_opts_copy(struct cb_opts *dst, const struct cb_opts *src);
  */
 int cb_opts_set(struct cb_opts *o, const char *key, const char *value, int *unknown);
 
+/* Guest IDs: letters, digits, '_', '-', '.', not starting with '.' or '-'
+ * (so no '/', no "..", no option look-alike). 0, or -1 with the message. */
+int cb_guest_id_check(const char *id);
 const char *cb_compress_ext(enum cb_compress c);   /* ".zst", ".lzo", ".gz", "" */
 const char *cb_compress_name(enum cb_compress c);  /* "zstd", "lzo", "gzip", "none" */
 const char *cb_mode_name(enum cb_mode m);

@@ -32,7 +32,8 @@ struct cb_prune_item {
 	void *data;                /* caller's */
 };
 
-/* "keep-last=3,keep-daily=7" (also space-separated); empty/NULL = keep-all. */
+/* "keep-last=3,keep-daily=7" (also space-separated); empty/NULL = keep-all.
+ * A set that keeps nothing (keep-last=0, keep-all=0) is an error. */
 int cb_prune_parse(const char *spec, struct cb_prune_rules *r);
 /* Sorts items newest first and marks each one. */
 void cb_prune_mark(struct cb_prune_item *items, size_t n, const struct cb_prune_rules *r);
@@ -41,9 +42,10 @@ void cb_prune_mark(struct cb_prune_item *items, size_t n, const struct cb_prune_
  * Apply `spec` to the backups of guest (type, id) in dumpdir. Removes each
  * pruned archive with its .log, .sha256, .verified and .notes; with dry_run only
  * prints "keep|remove|protected NAME (rule)" lines on stdout.
- * *removed (may be NULL) counts what was (or would be) removed.
+ * keep_name (may be NULL): the archive (base name) just written, never
+ * removed. *removed (may be NULL) counts what was (or would be) removed.
  */
 int cb_prune_guest(const char *dumpdir, enum cb_guest_type type, const char *id, const char *spec,
-		   int dry_run, struct cb_log *log, unsigned *removed);
+		   const char *keep_name, int dry_run, struct cb_log *log, unsigned *removed);
 
 #endif

@@ -10,6 +10,7 @@
 #define CB_TARREAD_H
 
 #include <pthread.h>
+#include <stdint.h>
 #include <archive.h>
 #include "cb_codec.h"
 
@@ -20,6 +21,8 @@ struct cb_tarread {
 	int file_fd;
 	unsigned char *buf;
 	int codec_failed;               /* set when the codec reported the error */
+	uint64_t total;                 /* decompressed bytes read so far */
+	uint64_t data_end;              /* offset just past the last non-zero byte */
 	/* sha256 tee */
 	int want_sha256;
 	pthread_t tee;
@@ -32,6 +35,15 @@ int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256);
 /* Record the error of a failed libarchive call on t->a (the codec's message
  * if the codec failed, else libarchive's); returns -1. */
 int cb_tarread_error(struct cb_tarread *t, const char *what);
+/*
+ * After the last entry: read the rest of the stream to its end, so that the
+ * codec checks its own end (zstd frame checksum and last block, gzip
+ * trailer CRC and ISIZE, lzop end marker and block checksums) and nothing
+ * follows it; then the tar stream must end on a block boundary with at
+ * least the two zero blocks of tar's end-of-archive. 0, or -1 with the
+ * reason (a cut or extended archive).
+ */
+int cb_tarread_finish_stream(struct cb_tarread *t);
 /* Finish the tee (drains the file) and fill t->sha256; -1 if reading failed. */
 int cb_tarread_finish_sha256(struct cb_tarread *t);
 void cb_tarread_close(struct cb_tarread *t);

@@ -64,11 +64,6 @@ int cb_write_all(int fd, const void *buf, size_t len);
 /* This host's name without its domain (vzdump's node name). */
 void cb_node_name(char *buf, size_t len);
 
-/* Create NAME in directory fd DIRFD (O_CREAT|O_EXCL|O_NOFOLLOW: never an
- * existing file or a planted symlink), mode 0644 whatever the umask, with
- * DATA, fsynced. On error nothing is left behind. 0 or -1. */
-int cb_create_file_at(int dirfd, const char *name, const void *data, size_t len);
-
 /* pthread_create() of a helper thread that leaves every signal to the main
  * thread, whose handlers thaw the guest and clean up, and whose blocking
  * calls they interrupt. Every helper thread is started so. 0 or -1. */

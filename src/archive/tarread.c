@@ -72,11 +72,25 @@ static int start_tee(struct cb_tarread *t)
 	return 0;
 }
 
+/* Where the data ends: tar's end-of-archive and padding are zeros. */
+static void account(struct cb_tarread *t, const unsigned char *buf, size_t n)
+{
+	size_t i = n;
+
+	while (i > 0 && buf[i - 1] == 0)
+		i--;
+	if (i > 0)
+		t->data_end = t->total + i;
+	t->total += n;
+}
+
 static la_ssize_t read_cb(struct archive *a, void *cd, const void **buf)
 {
 	struct cb_tarread *t = cd;
 	ssize_t n = cb_codec_read(t->reader, t->buf, READ_BUF);
 
+	if (n > 0)
+		account(t, t->buf, (size_t)n);
 	if (n < 0) {
 		t->codec_failed = 1;
 		archive_set_error(a, EIO, "%s", cb_last_error());
@@ -114,6 +128,24 @@ int cb_tarread_error(struct cb_tarread *t, const char *what)
 	if (t->codec_failed)
 		return cb_error_prefix("%s", what);
 	return cb_error("%s: %s", what, t->a ? archive_error_string(t->a) : "no archive");
+}
+
+#define TAR_BLOCK 512
+
+int cb_tarread_finish_stream(struct cb_tarread *t)
+{
+	ssize_t n;
+
+	while ((n = cb_codec_read(t->reader, t->buf, READ_BUF)) > 0)
+		account(t, t->buf, (size_t)n);
+	if (n < 0)
+		return cb_error_prefix("after the last entry");
+	if (t->total % TAR_BLOCK)
+		return cb_error("the tar stream ends inside a block (%llu bytes: cut short or "
+				"extended)", (unsigned long long)t->total);
+	if (t->total - t->data_end < 2 * TAR_BLOCK)
+		return cb_error("the tar stream lacks its end-of-archive blocks (cut short?)");
+	return 0;
 }
 
 int cb_tarread_finish_sha256(struct cb_tarread *t)

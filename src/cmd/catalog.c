@@ -19,51 +19,101 @@ static const struct {
 	{ "vzdump-qemu-", CB_GUEST_VM },
 };
 
-static int parse_ext(const char *ext, enum cb_compress *c)
+static const struct {
+	const char *ext;
+	enum cb_compress c;
+} exts[] = {
+	{ ".tar", CB_COMPRESS_NONE }, { ".tar.zst", CB_COMPRESS_ZSTD },
+	{ ".tar.lzo", CB_COMPRESS_LZO }, { ".tar.gz", CB_COMPRESS_GZIP },
+	{ ".vma", CB_COMPRESS_NONE }, { ".vma.zst", CB_COMPRESS_ZSTD },
+	{ ".vma.lzo", CB_COMPRESS_LZO }, { ".vma.gz", CB_COMPRESS_GZIP },
+};
+#define N_EXTS (sizeof(exts) / sizeof(exts[0]))
+#define STAMP_LEN 19   /* YYYY_MM_DD-HH_MM_SS */
+
+/* Index of the extension NAME ends with (its start in *at), or -1. */
+static int find_ext(const char *name, size_t n, size_t *at)
 {
-	static const struct { const char *ext; enum cb_compress c; } exts[] = {
-		{ ".tar", CB_COMPRESS_NONE }, { ".tar.zst", CB_COMPRESS_ZSTD },
-		{ ".tar.lzo", CB_COMPRESS_LZO }, { ".tar.gz", CB_COMPRESS_GZIP },
-		{ ".vma", CB_COMPRESS_NONE }, { ".vma.zst", CB_COMPRESS_ZSTD },
-		{ ".vma.lzo", CB_COMPRESS_LZO }, { ".vma.gz", CB_COMPRESS_GZIP },
-	};
-	for (size_t i = 0; i < sizeof(exts) / sizeof(exts[0]); i++)
-		if (!strcmp(ext, exts[i].ext))
-			return *c = exts[i].c, 0;
+	for (size_t i = 0; i < N_EXTS; i++) {
+		size_t e = strlen(exts[i].ext);
+		if (n > e && !strcmp(name + n - e, exts[i].ext))
+			return *at = n - e, (int)i;
+	}
 	return -1;
 }
 
+static const char *type_prefix(const char *name, enum cb_guest_type *type)
+{
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(name, prefixes[i].prefix, strlen(prefixes[i].prefix)))
+			return *type = prefixes[i].type, name + strlen(prefixes[i].prefix);
+	return NULL;
+}
+
+/*
+ * From the right: the extension, then a fixed-width time stamp after a
+ * '-'; the ID is everything between the type prefix and that '-', so that
+ * guest "web" never claims "web-1"'s files (IDs may contain '-').
+ */
 int cb_catalog_parse_name(const char *name, enum cb_guest_type *type, char **id, time_t *when,
 			  enum cb_compress *compress)
 {
+	size_t n = strlen(name), at;
+	const char *p = type_prefix(name, type), *stamp, *rest;
+	int e = find_ext(name, n, &at);
 	struct tm tm;
-	const char *p = NULL, *dash, *rest;
 
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++) {
-		if (!strncmp(name, prefixes[i].prefix, strlen(prefixes[i].prefix))) {
-			p = name + strlen(prefixes[i].prefix);
-			*type = prefixes[i].type;
-			break;
-		}
-	}
-	if (!p || !(dash = strchr(p, '-')) || dash == p)
+	if (!p || e < 0 || at < (size_t)(p - name) + STAMP_LEN + 2)
+		return -1;
+	stamp = name + at - STAMP_LEN;
+	if (stamp[-1] != '-')
 		return -1;
 	memset(&tm, 0, sizeof(tm));
-	rest = strptime(dash + 1, "%Y_%m_%d-%H_%M_%S", &tm);
-	if (!rest || parse_ext(rest, compress) < 0)
+	rest = strptime(stamp, "%Y_%m_%d-%H_%M_%S", &tm);
+	if (rest != name + at)
 		return -1;
+	*id = strndup(p, (size_t)(stamp - 1 - p));
+	if (!*id || cb_guest_id_check(*id) < 0) {
+		free(*id);
+		return -1;
+	}
 	tm.tm_isdst = -1;
 	*when = mktime(&tm);
-	*id = strndup(p, (size_t)(dash - p));
-	return *id ? 0 : -1;
+	*compress = exts[e].c;
+	return 0;
 }
 
 char *cb_catalog_base(const char *path)
 {
-	const char *t = strstr(path, ".tar");
-	if (!t)
-		t = strstr(path, ".vma");
-	return t ? strndup(path, (size_t)(t - path)) : cb_xstrdup(path);
+	size_t at;
+
+	if (find_ext(path, strlen(path), &at) >= 0)
+		return strndup(path, at);
+	return cb_xstrdup(path);
+}
+
+int cb_catalog_is_guest_file(const char *name, enum cb_guest_type type, const char *id,
+			     const char *const *suffixes)
+{
+	size_t n = strlen(name);
+
+	for (int i = 0; suffixes[i]; i++) {
+		size_t k = strlen(suffixes[i]);
+		struct cb_backup_file f = { 0 };
+		char *archive;
+		int ok = 0;
+		if (n <= k || strcmp(name + n - k, suffixes[i]))
+			continue;
+		archive = cb_xasprintf("%.*s", (int)(n - k), name);
+		if (cb_catalog_parse_name(archive, &f.type, &f.id, &f.when, &f.compress) == 0) {
+			ok = f.type == type && !strcmp(f.id, id);
+			free(f.id);
+		}
+		free(archive);
+		if (ok)
+			return 1;
+	}
+	return 0;
 }
 
 static int exists_beside(const char *path, const char *suffix)

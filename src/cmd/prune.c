@@ -50,6 +50,18 @@ static int parse_one(struct cb_prune_rules *r, const char *tok)
 			"keep-weekly, keep-monthly, keep-yearly, keep-all)", (int)(eq - tok), tok);
 }
 
+/* As vzdump: a rule set that keeps nothing would delete every backup, the
+ * one just written included; keep-all says so explicitly. */
+static int keeps_something(const struct cb_prune_rules *r)
+{
+	if (r->all)
+		return 1;
+	for (size_t i = 0; i < N_RULES; i++)
+		if (*(const int *)((const char *)r + rules[i].offset) > 0)
+			return 1;
+	return 0;
+}
+
 int cb_prune_parse(const char *spec, struct cb_prune_rules *r)
 {
 	char *copy, *save = NULL;
@@ -66,6 +78,9 @@ int cb_prune_parse(const char *spec, struct cb_prune_rules *r)
 	free(copy);
 	if (ret == 0 && !any)
 		r->all = 1;
+	if (ret == 0 && !keeps_something(r))
+		ret = cb_error("prune rules '%s' keep no backup at all (give a count above 0, "
+			       "or keep-all=1)", spec);
 	return ret;
 }
 
@@ -172,8 +187,21 @@ static const char *mark_word(enum cb_prune_mark m)
 	return m == CB_PRUNE_KEEP ? "keep" : m == CB_PRUNE_PROTECTED ? "protected" : "remove";
 }
 
+/* The backup just written stays whatever the rules say: a clock that went
+ * back, or an archive from the future, must not make a job delete it. */
+static void keep_newest_written(struct cb_prune_item *items, size_t n, const char *keep_name)
+{
+	for (size_t i = 0; keep_name && i < n; i++) {
+		const struct cb_backup_file *f = items[i].data;
+		if (items[i].mark == CB_PRUNE_REMOVE && !strcmp(f->name, keep_name)) {
+			items[i].mark = CB_PRUNE_KEEP;
+			items[i].rule = "just written";
+		}
+	}
+}
+
 int cb_prune_guest(const char *dumpdir, enum cb_guest_type type, const char *id, const char *spec,
-		   int dry_run, struct cb_log *log, unsigned *removed)
+		   const char *keep_name, int dry_run, struct cb_log *log, unsigned *removed)
 {
 	struct cb_prune_rules rules;
 	struct cb_catalog cat;
@@ -193,6 +221,7 @@ int cb_prune_guest(const char *dumpdir, enum cb_guest_type type, const char *id,
 		items[n++].data = &cat.files[i];
 	}
 	cb_prune_mark(items, n, &rules);
+	keep_newest_written(items, n, keep_name);
 	for (size_t i = 0; i < n; i++) {
 		const struct cb_backup_file *f = items[i].data;
 		if (dry_run)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 #include <archive.h>
 #include <archive_entry.h>
@@ -168,11 +169,19 @@ static int relocate(struct rst *r, struct archive_entry *e, const char *name)
 	return 0;
 }
 
+/* The file and the cause: libarchive's message does not always carry
+ * the errno text (a full disk says only "Write failed"). */
 static int la_fail(struct rst *r, struct archive *a, const char *name)
 {
+	const char *msg = archive_error_string(a);
+	int e = archive_errno(a);
+
 	if (r->tr.codec_failed)
 		return cb_error_prefix("cannot restore '%s'", name);
-	return cb_error("cannot restore '%s': %s", name, archive_error_string(a));
+	if (e > 0 && (!msg || !strstr(msg, strerror(e))))
+		return cb_error("cannot restore '%s': %s%s%s", name, msg ? msg : "", msg ? ": " : "",
+				strerror(e));
+	return cb_error("cannot restore '%s': %s", name, msg ? msg : "unknown error");
 }
 
 /* libarchive WARN: reported, extraction goes on (e.g. no ACL support). */
@@ -276,6 +285,90 @@ static int restore_all(struct rst *r)
 	}
 }
 
+/* ---- free space: a counting pass over the tar headers ---- */
+
+struct need {
+	uint64_t bytes, entries;
+};
+
+/* Data blocks an entry takes on disk: its data regions (holes take none),
+ * rounded up to the file system's block; every entry at least a block
+ * (directories, symlinks, inodes' own overhead, roughly). */
+static uint64_t entry_blocks(struct archive_entry *e, uint64_t bsize)
+{
+	uint64_t data = 0;
+	la_int64_t off, len;
+
+	if (archive_entry_filetype(e) == AE_IFREG && !archive_entry_hardlink(e)) {
+		if (archive_entry_sparse_reset(e) > 0) {
+			while (archive_entry_sparse_next(e, &off, &len) == ARCHIVE_OK)
+				data += (uint64_t)len;
+		} else {
+			data = (uint64_t)archive_entry_size(e);
+		}
+	}
+	return data ? (data + bsize - 1) / bsize : 1;
+}
+
+static int count_archive(const char *archive, uint64_t bsize, struct need *n)
+{
+	struct cb_tarread t;
+	struct archive_entry *e;
+	int rc, ret = -1;
+
+	if (cb_tarread_open(&t, archive, 0) < 0)
+		goto out;
+	while ((rc = archive_read_next_header(t.a, &e)) != ARCHIVE_EOF) {
+		if (rc < ARCHIVE_WARN || cb_check_interrupt() < 0) {
+			if (rc < ARCHIVE_WARN)
+				cb_tarread_error(&t, "cannot read archive");
+			goto out;
+		}
+		n->bytes += entry_blocks(e, bsize) * bsize;
+		n->entries++;
+	}
+	ret = 0;
+out:
+	cb_tarread_close(&t);
+	return ret;
+}
+
+/*
+ * The archive has no size totals of its own: a first pass reads its tar
+ * headers (decompressing it once without writing anything) and sums what
+ * the entries take, then statvfs(DESTDIR) says whether it fits, in blocks
+ * and in inodes. With --force files replaced in place may free space, so a
+ * shortfall is only a warning there.
+ */
+static int check_space(struct rst *r, const struct cb_restore_opts *o)
+{
+	struct statvfs vfs;
+	struct need n = { 0, 0 };
+	char need_s[32], avail_s[32];
+	uint64_t avail;
+
+	if (statvfs(r->dest, &vfs) < 0)
+		return cb_error_errno("cannot stat file system of '%s'", r->dest);
+	if (count_archive(o->archive, vfs.f_frsize ? vfs.f_frsize : 4096, &n) < 0)
+		return -1;
+	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	cb_fmt_bytes(need_s, sizeof(need_s), n.bytes);
+	cb_fmt_bytes(avail_s, sizeof(avail_s), avail);
+	if (n.bytes <= avail && (!vfs.f_files || n.entries <= vfs.f_favail))
+		return 0;
+	if (n.bytes > avail)
+		cb_error("not enough space in '%s': the archive needs %s, %s available", r->dest,
+			 need_s, avail_s);
+	else
+		cb_error("not enough inodes in '%s': the archive has %llu entries, %llu inodes "
+			 "available", r->dest, (unsigned long long)n.entries,
+			 (unsigned long long)vfs.f_favail);
+	if (!o->force)
+		return -1;
+	cb_warn(r->log, "%s (going on: --force may replace files in place)", cb_last_error());
+	return 0;
+}
+
 static int rst_open(struct rst *r, const char *archive)
 {
 	if (cb_tarread_open(&r->tr, archive, 0) < 0)
@@ -316,7 +409,7 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 	int ret = -1;
 
 	memset(st, 0, sizeof(*st));
-	if (rst_open(&r, o->archive) < 0 || prepare_dest(&r, o) < 0)
+	if (rst_open(&r, o->archive) < 0 || prepare_dest(&r, o) < 0 || check_space(&r, o) < 0)
 		goto out;
 	if (restore_all(&r) < 0 || rst_close(&r) < 0)
 		goto out;

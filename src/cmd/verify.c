@@ -8,6 +8,7 @@
 #include <archive_entry.h>
 
 #include "cb_cleanup.h"
+#include "cb_private.h"
 #include "cb_tarread.h"
 #include "cb_util.h"
 #include "cb_verify.h"
@@ -63,21 +64,20 @@ static int walk(struct cb_tarread *t, struct cb_verify_stats *st)
 		if (read_entry_data(t, archive_entry_pathname(e), st) < 0)
 			return -1;
 	}
-	return 0;
+	return cb_tarread_finish_stream(t);
 }
 
-static void mark_verified(const char *archive)
+/* A failure here is a warning: the archive is good all the same. */
+static void mark_verified(const char *archive, struct cb_log *log)
 {
-	char *path = cb_xasprintf("%s.verified", archive);
-	FILE *f = fopen(path, "we");
+	char *path = cb_xasprintf("%s.verified", archive), text[80];
 	time_t now = time(NULL);
 	char stamp[64];
 
 	strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", localtime(&now));
-	if (f) {
-		fprintf(f, "verified %s\n", stamp);
-		fclose(f);
-	}
+	snprintf(text, sizeof(text), "verified %s\n", stamp);
+	if (cb_write_file_replace(path, text, 0644) < 0)
+		cb_warn(log, "%s", cb_last_error());
 	free(path);
 }
 
@@ -115,7 +115,7 @@ int cb_verify_run(const char *archive, struct cb_log *log, struct cb_verify_stat
 	cb_fmt_bytes(size, sizeof(size), st->bytes);
 	cb_info(log, "archive '%s' is good: %llu entries, %s of file data%s", archive,
 		(unsigned long long)st->entries, size, st->checksum_checked ? ", checksum matches" : "");
-	mark_verified(archive);
+	mark_verified(archive, log);
 	ret = 0;
 out:
 	cb_tarread_close(&t);

@@ -481,6 +481,13 @@ ssize_t cb_codec_in_fill(struct cb_codec_in *in)
 	return n;
 }
 
+int cb_codec_in_at_end(struct cb_codec_in *in)
+{
+	ssize_t n = in->pos < in->len ? 1 : cb_codec_in_fill(in);
+
+	return n < 0 ? -1 : n == 0;
+}
+
 int cb_codec_in_take(struct cb_codec_in *in, void *dst, size_t len)
 {
 	unsigned char *d = dst;

@@ -135,6 +135,8 @@ struct cb_codec_in {
 	int eof;
 };
 
+/* 1 when no raw byte is left, 0 when some are, -1 on a read error. */
+int cb_codec_in_at_end(struct cb_codec_in *in);
 /* Read more raw bytes into the buffer (compacting it first).
  * Returns bytes added, 0 at end of file, -1 on a read error. */
 ssize_t cb_codec_in_fill(struct cb_codec_in *in);

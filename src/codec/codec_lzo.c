@@ -471,9 +471,12 @@ static int next_block(struct lzo_reader *z)
 	if (take_block(z, s, 4) < 0)
 		return -1;
 	dlen = get32(s);
-	if (dlen == 0) {
+	if (dlen == 0) {   /* the end marker: nothing may follow it */
+		int end = cb_codec_in_at_end(z->in);
 		z->done = 1;
-		return 0;
+		if (end == 0)
+			return cb_error("lzo: data after the end of the stream (block %u)", z->block);
+		return end < 0 ? -1 : 0;
 	}
 	if (dlen > MAX_BLOCK_SIZE)
 		return cb_error("lzo block %u: size %u exceeds the limit", z->block, dlen);

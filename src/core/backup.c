@@ -29,6 +29,7 @@
 #include "cb_jobstatus.h"
 #include "cb_lock.h"
 #include "cb_notes.h"
+#include "cb_private.h"
 #include "cb_prune.h"
 #include "cb_sink.h"
 #include "cb_stage.h"
@@ -292,44 +293,63 @@ static int log_has_end(const char *path)
 	return strstr(tail, "INFO: Finished Backup of ") || strstr(tail, "ERROR: Backup of ");
 }
 
-/* NAME.tmp; NAME.sha256 whose archive never got its name; NAME.log of a
- * killed run (no archive beside it, no end line in it). */
-static int is_leftover(const char *dir, const char *name, size_t n)
+/* NAME.log of a killed run: no archive beside it, no end line in it (the
+ * logs of failed runs stay). Never this run's own log. */
+static int is_orphan_log(const struct guest_run *r, const char *name)
 {
+	static const char *const whole[] = { "", NULL };
+	const char *own = r->log_path ? strrchr(r->log_path, '/') + 1 : "";
+	size_t n = strlen(name);
+	char *path, *as_tar;
+	int ours, orphan;
+
+	if (n <= 4 || strcmp(name + n - 4, ".log") || !strcmp(name, own))
+		return 0;
+	/* BASE.log belongs to the guest whose archive would be BASE.tar */
+	as_tar = cb_xasprintf("%.*s.tar", (int)(n - 4), name);
+	ours = cb_catalog_is_guest_file(as_tar, r->opts.type, r->opts.id, whole);
+	free(as_tar);
+	if (!ours)
+		return 0;
+	path = cb_xasprintf("%s/%s", r->opts.dumpdir, name);
+	orphan = !has_archive(r->opts.dumpdir, name, n - 4) && !log_has_end(path);
+	free(path);
+	return orphan;
+}
+
+/* NAME.tmp (archive or checksum), NAME.sha256 whose archive never got its
+ * name, or the .log of a killed run, of exactly this guest: "web" never
+ * claims "web-1"'s files. */
+static int is_leftover(const struct guest_run *r, const char *name)
+{
+	static const char *const tmp[] = { ".tmp", ".sha256.tmp", NULL };
+	static const char *const sum[] = { ".sha256", NULL };
+	size_t n = strlen(name);
 	char *archive;
 	int orphan;
 
-	if (n > 4 && !strcmp(name + n - 4, ".tmp"))
+	if (cb_catalog_is_guest_file(name, r->opts.type, r->opts.id, tmp))
 		return 1;
-	if (n > 4 && !strcmp(name + n - 4, ".log")) {
-		char *path = cb_xasprintf("%s/%s", dir, name);
-		orphan = !has_archive(dir, name, n - 4) && !log_has_end(path);
-		free(path);
-		return orphan;
-	}
-	if (n <= 7 || strcmp(name + n - 7, ".sha256"))
+	if (is_orphan_log(r, name))
+		return 1;
+	if (!cb_catalog_is_guest_file(name, r->opts.type, r->opts.id, sum))
 		return 0;
-	archive = cb_xasprintf("%s/%.*s", dir, (int)(n - 7), name);
+	archive = cb_xasprintf("%s/%.*s", r->opts.dumpdir, (int)(n - 7), name);
 	orphan = access(archive, F_OK) < 0 && errno == ENOENT;
 	free(archive);
 	return orphan;
 }
 
-/* A run killed with SIGKILL leaves its NAME.tmp; with the storage lock
- * held nobody else writes this guest here, so the next run removes it. */
+/* A run killed with SIGKILL leaves its NAME.tmp and NAME.log; with the
+ * storage lock held nobody else writes this guest here, so the next run
+ * removes them. */
 static void remove_stale_tmp(struct guest_run *r)
 {
-	char *pattern = cb_xasprintf("cbackup-%s-%s-", cb_guest_type_name(r->opts.type), r->opts.id);
 	DIR *d = opendir(r->opts.dumpdir);
 	struct dirent *de;
-	size_t plen = strlen(pattern);
-
-	const char *own_log = r->log_path ? strrchr(r->log_path, '/') + 1 : "";
 
 	while (d && (de = readdir(d))) {
-		size_t n = strlen(de->d_name);
-		if (strncmp(de->d_name, pattern, plen) || !strcmp(de->d_name, own_log) ||
-		    !is_leftover(r->opts.dumpdir, de->d_name, n))
+		if (!is_leftover(r, de->d_name))
 			continue;
 		char *path = cb_xasprintf("%s/%s", r->opts.dumpdir, de->d_name);
 		cb_info(r->log, "removing '%s' left by an interrupted run", path);
@@ -339,7 +359,6 @@ static void remove_stale_tmp(struct guest_run *r)
 	}
 	if (d)
 		closedir(d);
-	free(pattern);
 }
 
 static int preflight(struct guest_run *r)
@@ -378,13 +397,14 @@ static int open_stage(struct guest_run *r)
 		.src = r->opts.root, .dst = r->stage_dir, .excludes = &r->excludes,
 		.bwlimit = r->opts.bwlimit, .progress = &r->progress,
 	};
-	struct stat st;
+	int reused;
 
-	if (!r->opts.keep_staging && lstat(r->stage_dir, &st) == 0) {
-		cb_verbose(r->log, "removing stale staging directory '%s'", r->stage_dir);
-		if (cb_remove_tree(r->stage_dir) < 0)
-			return -1;
-	}
+	if (cb_stage_dir_prepare(r->opts.tmpdir, r->opts.id, r->opts.keep_staging, &r->stage_dir,
+				 &reused) < 0)
+		return -1;
+	so.dst = r->stage_dir;
+	if (reused)
+		cb_verbose(r->log, "reusing the staging copy '%s' (keep-staging)", r->stage_dir);
 	r->stage_created = 1;
 	if (r->opts.type == CB_GUEST_VM)
 		return cb_imgstage_new(&r->images, &r->opts.disks, r->stage_dir, r->opts.bwlimit,
@@ -544,21 +564,14 @@ static void log_archive_stats(struct guest_run *r, const struct cb_archive_stats
 /* DUMPDIR/NAME.sha256 for `sha256sum -c` (run from dumpdir), via .tmp + rename. */
 static int write_checksum(struct guest_run *r, const char *hex)
 {
-	char *path = cb_xasprintf("%s.sha256", r->archive_path), *tmp = cb_xasprintf("%s.tmp", path);
-	const char *base = strrchr(r->archive_path, '/') + 1;
-	FILE *f = fopen(tmp, "we");
-	int ret = 0;
+	char *path = cb_xasprintf("%s.sha256", r->archive_path);
+	char *text = cb_xasprintf("%s  %s\n", hex, strrchr(r->archive_path, '/') + 1);
+	int ret = cb_write_file_replace(path, text, 0644);
 
-	if (!f || fprintf(f, "%s  %s\n", hex, base) < 0 || fflush(f) != 0 || fsync(fileno(f)) < 0)
-		ret = cb_error_errno("cannot write checksum file '%s'", tmp);
-	if (f && fclose(f) != 0 && ret == 0)
-		ret = cb_error_errno("cannot write checksum file '%s'", tmp);
-	if (ret == 0 && rename(tmp, path) < 0)
-		ret = cb_error_errno("cannot rename '%s'", tmp);
 	if (ret < 0)
-		unlink(tmp);
+		cb_error_prefix("cannot write checksum file");
 	free(path);
-	free(tmp);
+	free(text);
 	return ret;
 }
 
@@ -627,8 +640,8 @@ static void prune_old(struct guest_run *r)
 	if (!r->opts.remove || !r->opts.prune_backups || r->opts.to_stdout)
 		return;
 	cb_info(r->log, "prune older backups with retention: %s", r->opts.prune_backups);
-	if (cb_prune_guest(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.prune_backups, 0,
-			   r->log, &removed) < 0)
+	if (cb_prune_guest(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.prune_backups,
+			   strrchr(r->archive_path, '/') + 1, 0, r->log, &removed) < 0)
 		cb_warn(r->log, "prune: %s", cb_last_error());
 	cb_info(r->log, "pruned %u backup(s)", removed);
 }
@@ -694,7 +707,9 @@ static void cleanup_run(struct guest_run *r)
 	cb_guest_release(&r->guest);   /* thaws if an error left it frozen */
 	cb_stage_free(r->stage);
 	cb_imgstage_free(r->images);
-	if (r->stage_created && !r->opts.keep_staging && cb_remove_tree(r->stage_dir) < 0)
+	if (r->stage_created && !r->opts.keep_staging && cb_stage_dir_remove(r->stage_dir) < 0)
+		cb_warn(r->log, "%s", cb_last_error());
+	if (r->stage_created && r->opts.keep_staging && cb_stage_dir_record(r->stage_dir) < 0)
 		cb_warn(r->log, "%s", cb_last_error());
 	cb_lock_release(&r->store_lock);
 	cb_lock_release(&r->guest_lock);
@@ -709,10 +724,13 @@ static void release_run(struct guest_run *r)
 	cb_opts_release(&r->opts);
 }
 
-static void prepare_paths(struct guest_run *r)
+static void prepare_paths(struct guest_run *r, time_t when)
 {
-	char *name = cb_backup_archive_name(r->opts.type, r->opts.id, r->started_wall, r->opts.compress);
+	char *name = cb_backup_archive_name(r->opts.type, r->opts.id, when, r->opts.compress);
 
+	free(r->archive_path);
+	free(r->log_path);
+	r->log_path = NULL;
 	if (r->opts.to_stdout) {
 		r->archive_path = cb_xstrdup("-");   /* vzdump's name for stdout */
 	} else {
@@ -724,8 +742,53 @@ static void prepare_paths(struct guest_run *r)
 			free(base);
 		}
 	}
-	r->stage_dir = cb_xasprintf("%s/cbackup-%s.stage", r->opts.tmpdir, r->opts.id);
 	free(name);
+}
+
+/* The archive's name is taken when nothing of that name exists (archive,
+ * .tmp, .log: a planted symlink too) and its .log was created O_EXCL. */
+static int name_is_free(const char *path)
+{
+	char *tmp = cb_xasprintf("%s.tmp", path);
+	struct stat st;
+	int is_free = lstat(path, &st) < 0 && errno == ENOENT && lstat(tmp, &st) < 0 &&
+		      errno == ENOENT;
+
+	free(tmp);
+	return is_free;
+}
+
+/*
+ * Names are unique to the second: when the name of this second is taken
+ * (two backups of a guest in one second, or a planted file), wait for the
+ * next second rather than replace or invent a suffix. Gives up after
+ * MAX_NAME_TRIES seconds, then runs without a log file (the archive's
+ * commit refuses to replace a name all the same).
+ */
+#define MAX_NAME_TRIES 10
+static void reserve_name(struct guest_run *r)
+{
+	time_t when = r->started_wall;
+
+	for (int i = 0; i < MAX_NAME_TRIES; i++) {
+		prepare_paths(r, when);
+		if (!r->log_path)
+			return;
+		if (name_is_free(r->archive_path)) {
+			if (cb_log_attach(r->log, r->log_path) == 0)
+				return;
+			if (errno != EEXIST) {   /* no dumpdir: preflight says why */
+				if (access(r->opts.dumpdir, W_OK) == 0)
+					cb_warn(r->log, "%s", cb_last_error());
+				return;
+			}
+		}
+		while (time(NULL) <= when)
+			usleep(50 * 1000);
+		when = time(NULL);
+	}
+	cb_warn(r->log, "no free archive name for %s %s in %d seconds", type_upper(r), r->opts.id,
+		MAX_NAME_TRIES);
 }
 
 /* vzdump's ionice: 8 = idle class, 0-7 = best-effort level. Set before any
@@ -744,8 +807,7 @@ static void apply_ionice(struct guest_run *r)
 
 static void start_guest_log(struct guest_run *r)
 {
-	if (r->log_path && access(r->opts.dumpdir, W_OK) == 0 && cb_log_attach(r->log, r->log_path) < 0)
-		cb_warn(r->log, "%s", cb_last_error());
+	reserve_name(r);
 	cb_info(r->log, "Starting Backup of %s %s (%s)", type_upper(r), r->opts.id,
 		cb_guest_type_name(r->opts.type));
 	if (r->opts.mode == CB_MODE_SNAPSHOT) {
@@ -795,7 +857,6 @@ int cb_backup_guest(struct cb_opts *resolved, struct cb_log *log, struct cb_gues
 	r.guest.watchdog_fd = r.guest.report_fd = -1;
 	r.guest.cleanup_handle = -1;
 	r.guest_lock.fd = r.store_lock.fd = -1;
-	prepare_paths(&r);
 	build_excludes(&r);
 	find_hostname(&r);
 	start_guest_log(&r);

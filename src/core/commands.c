@@ -42,6 +42,8 @@ int cb_cmd_verify(const struct cb_cli *cli, struct cb_log *log)
 static int resolve_for(const struct cb_cli *cli, const struct cb_config *cfg, const char *id,
 		       struct cb_opts *o)
 {
+	if (id && cb_guest_id_check(id) < 0)
+		return -1;
 	if (id && cb_config_guest(cfg, id))
 		return cb_config_resolve(cfg, id, &cli->kv, o);
 	return cb_config_resolve(cfg, NULL, &cli->kv, o);
@@ -82,7 +84,7 @@ int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 		if (i > 0 && !strcmp(cat.files[i].id, cat.files[i - 1].id) && cat.files[i].type == cat.files[i - 1].type)
 			continue;   /* one pass per guest */
 		if (resolve_for(cli, cfg, cat.files[i].id, &g) < 0 ||
-		    cb_prune_guest(g.dumpdir, cat.files[i].type, cat.files[i].id, g.prune_backups,
+		    cb_prune_guest(g.dumpdir, cat.files[i].type, cat.files[i].id, g.prune_backups, NULL,
 				   g.dry_run, log, &removed) < 0) {
 			cb_err(log, "prune of %s failed - %s", cat.files[i].id, cb_last_error());
 			status = CB_EXIT_FAILED;

@@ -248,6 +248,9 @@ static int parse_section(struct prepass *pp, char *line)
 	if (*name)
 		*name++ = '\0';
 	name = trim(name);
+	if (parse_kind(inner, &kind) == 0 && kind != CB_SECTION_STORAGE && *name &&
+	    cb_guest_id_check(name) < 0)
+		return cb_error_prefix("%s:%d", pp->path, pp->lineno);
 	if (parse_kind(inner, &kind) < 0 || !is_name(name))
 		return cb_error("%s:%d: unknown section '[%s%s%s]' (accepted: [storage NAME], [ct ID], [vm ID])",
 				pp->path, pp->lineno, inner, *name ? " " : "", name);

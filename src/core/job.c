@@ -63,6 +63,9 @@ static int job_guest_ids(const struct cb_cli *cli, const struct cb_config *cfg,
 	if (!cli->args.n)
 		return cb_error("no guest given (give IDs, --all, or --root DIR; see cbackup --help)");
 	for (size_t i = 0; i < cli->args.n; i++)   /* each guest once, in the order given */
+		if (cb_guest_id_check(cli->args.v[i]) < 0)
+			return -1;
+	for (size_t i = 0; i < cli->args.n; i++)
 		if (!is_listed(ids, cli->args.v[i]))
 			cb_strvec_push(ids, cli->args.v[i]);
 	return 0;
@@ -86,6 +89,11 @@ static int resolve_all(const struct cb_cli *cli, const struct cb_config *cfg,
 			goto out;
 		if (!all[0].id)
 			all[0].id = cli->args.n ? cb_xstrdup(cli->args.v[0]) : adhoc_id(&all[0]);
+		if (cb_guest_id_check(all[0].id) < 0) {
+			if (!cli->args.n && !cb_cli_get(cli, "id"))
+				cb_error_prefix("the root directory's name is no guest ID (give --id ID)");
+			goto out;
+		}
 		ret = 0;
 		goto out;
 	}
@@ -141,7 +149,7 @@ static int abort_job(const struct cb_opts *o, struct cb_log *log, struct cb_job_
 static int take_global_lock(struct cb_lock *lock, const struct cb_opts *o, struct cb_log *log)
 {
 	char *path = cb_xasprintf("%s/cbackup.lock", cb_lock_dir());
-	int ret = cb_lock_acquire(lock, path, 0);
+	int ret = cb_lock_dir_check() < 0 ? -1 : cb_lock_acquire(lock, path, 0);
 
 	if (ret == 1) {
 		cb_info(log, "trying to get global lock - waiting...");

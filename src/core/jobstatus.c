@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "cb_jobstatus.h"
+#include "cb_private.h"
 #include "cb_exit.h"
 #include "cb_util.h"
 

@@ -3,17 +3,44 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cb_cleanup.h"
 #include "cb_lock.h"
+#include "cb_private.h"
 #include "cb_util.h"
 
 const char *cb_lock_dir(void)
 {
 	const char *d = getenv("CBACKUP_LOCK_DIR");
-	return d && *d ? d : "/run/lock";
+	return d && *d ? d : "/run/cbackup";
+}
+
+int cb_lock_dir_check(void)
+{
+	int fd = cb_private_dir_open(cb_lock_dir());
+
+	if (fd < 0)
+		return cb_error_prefix("lock directory");
+	close(fd);
+	return 0;
+}
+
+/* Never through a symlink, never anything but a plain file. */
+static int open_lock_file(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	struct stat st;
+
+	if (fd < 0)
+		return cb_error_errno("cannot open lock file '%s'", path);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return cb_error("lock file '%s' is not a regular file", path);
+	}
+	return fd;
 }
 
 int cb_lock_acquire(struct cb_lock *l, const char *path, double wait_seconds)
@@ -21,9 +48,9 @@ int cb_lock_acquire(struct cb_lock *l, const char *path, double wait_seconds)
 	double deadline = cb_now() + wait_seconds;
 	struct timespec nap = { 0, 100 * 1000 * 1000 };
 
-	l->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	l->fd = open_lock_file(path);
 	if (l->fd < 0)
-		return cb_error_errno("cannot open lock file '%s'", path);
+		return -1;
 	l->path = cb_xstrdup(path);
 	for (;;) {
 		if (flock(l->fd, LOCK_EX | LOCK_NB) == 0)

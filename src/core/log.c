@@ -1,8 +1,11 @@
 /* cb_log: vzdump-style log lines. See include/cb_log.h. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cb_log.h"
+#include "cb_private.h"
 
 static const char *const level_prefix[] = { "ERROR", "WARN", "INFO", "INFO", "DEBUG" };
 
@@ -16,10 +19,19 @@ void cb_log_init(struct cb_log *log)
 
 int cb_log_attach(struct cb_log *log, const char *path)
 {
+	int fd;
+
 	cb_log_detach(log);
-	log->file = fopen(path, "we");
-	if (!log->file)
+	fd = cb_create_excl(path, 0644);
+	if (fd < 0)
 		return cb_error_errno("cannot create log file '%s'", path);
+	log->file = fdopen(fd, "w");
+	if (!log->file) {
+		int e = errno;
+		close(fd);
+		errno = e;
+		return cb_error_errno("cannot create log file '%s'", path);
+	}
 	setvbuf(log->file, NULL, _IOLBF, 0);
 	return 0;
 }

@@ -229,6 +229,29 @@ static int set_string(char **field, const char *value)
 	return 0;
 }
 
+static int is_id_char(int c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '_' || c == '-' || c == '.';
+}
+
+/* An ID names files in the dump, lock and staging directories: no '/',
+ * no "..", nothing an option parser or a glob could take for something else. */
+int cb_guest_id_check(const char *id)
+{
+	const char *p = id;
+
+	if (!*id || *id == '.' || *id == '-')
+		goto bad;
+	for (; *p; p++)
+		if (!is_id_char((unsigned char)*p))
+			goto bad;
+	return 0;
+bad:
+	return cb_error("invalid guest ID '%s' (accepted: letters, digits, '_', '-', '.', "
+			"not starting with '.' or '-')", id);
+}
+
 static int check_prune(const char *value)
 {
 	struct cb_prune_rules rules;
@@ -261,6 +284,8 @@ static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const cha
 		if (s->offset == OFF(notes_template) && cb_notes_check(value) < 0)
 			return -1;
 		if (s->offset == OFF(mailto) && cb_notify_check_mailto(value) < 0)
+			return -1;
+		if (s->offset == OFF(id) && cb_guest_id_check(value) < 0)
 			return -1;
 		return set_string((char **)field, value);
 	case CB_OPT_INT:

@@ -318,20 +318,3 @@ void cb_node_name(char *buf, size_t len)
 	buf[len - 1] = '\0';
 	buf[strcspn(buf, ".")] = '\0';
 }
-
-int cb_create_file_at(int dirfd, const char *name, const void *data, size_t len)
-{
-	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	int ret = 0;
-
-	if (fd < 0)
-		return cb_error_errno("cannot create '%s'", name);
-	/* 0644 whatever the umask: the dump directory's readers see it as the archive */
-	if (fchmod(fd, 0644) < 0 || cb_write_all(fd, data, len) < 0 || fsync(fd) < 0)
-		ret = cb_error_errno("cannot write '%s'", name);
-	if (close(fd) < 0 && ret == 0)
-		ret = cb_error_errno("cannot write '%s'", name);
-	if (ret < 0)
-		unlinkat(dirfd, name, 0);
-	return ret;
-}

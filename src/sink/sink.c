@@ -14,6 +14,7 @@
 #include <openssl/evp.h>
 
 #include "cb_cleanup.h"
+#include "cb_private.h"
 #include "cb_sink.h"
 #include "cb_syncer.h"
 #include "cb_throttle.h"
@@ -172,7 +173,9 @@ int cb_sink_open_file(struct cb_sink **out, const char *final_path)
 
 	s->final_path = cb_xstrdup(final_path);
 	s->tmp_path = cb_xasprintf("%s.tmp", final_path);
-	s->fd = open(s->tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+	/* never through a planted symlink, never over another's file; 0640
+	 * whatever the umask */
+	s->fd = cb_create_excl(s->tmp_path, 0640);
 	if (s->fd < 0) {
 		cb_error_errno("cannot create '%s'", s->tmp_path);
 		cb_sink_free(s);
@@ -347,6 +350,20 @@ int cb_sink_prepare(struct cb_sink *s)
 	return 0;
 }
 
+/* An archive never replaces one of the same name. File systems without
+ * RENAME_NOREPLACE (NFS, some FUSE): link() fails on an existing name too. */
+static int rename_noreplace(const char *from, const char *to)
+{
+	if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS && errno != ENOTSUP)
+		return -1;
+	if (link(from, to) < 0)
+		return -1;
+	unlink(from);
+	return 0;
+}
+
 int cb_sink_commit(struct cb_sink *s)
 {
 	if (cb_sink_prepare(s) < 0 || cb_check_interrupt() < 0)
@@ -355,7 +372,7 @@ int cb_sink_commit(struct cb_sink *s)
 		s->committed = 1;
 		return 0;
 	}
-	if (rename(s->tmp_path, s->final_path) < 0)
+	if (rename_noreplace(s->tmp_path, s->final_path) < 0)
 		return cb_error_errno("cannot rename '%s' to '%s'", s->tmp_path, s->final_path);
 	s->committed = 1;
 	cb_cleanup_pop(s->cleanup_handle, 0);

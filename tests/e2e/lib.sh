@@ -25,7 +25,7 @@ CB_ERR=$SCRATCH/cb.stderr
 # cbackup's global and per-guest locks live here, never in the host's
 # /run/lock: a test neither waits for nor blocks a real backup job.
 export CBACKUP_LOCK_DIR=$SCRATCH/locks
-mkdir -p "$CBACKUP_LOCK_DIR" || exit 1
+mkdir -m 700 -p "$CBACKUP_LOCK_DIR" || exit 1
 test_count=0
 test_failed=0
 declare -A _prereq_cache=()

@@ -200,7 +200,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'first sync x SIGKILL: not frozen, nothin
 	after_kill
 	no_tmp_files "$STORE"
 	storage_unchanged "$DUMP" "$SCRATCH/before"
-	test -d "$TMPD/cbackup-215.stage"
+	test -d "$TMPD/cbackup/cbackup-215.stage"
 	next_run_works 215
 '
 

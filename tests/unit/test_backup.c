@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "cb_backup.h"
+#include "cb_catalog.h"
 #include "cb_util.h"
 
 static void test_archive_name(void **state)
@@ -35,6 +36,42 @@ static void test_archive_name(void **state)
 	free(n);
 }
 
+/* IDs may contain '-': the name is parsed from the right. */
+static void test_parse_name(void **state)
+{
+	static const char *const suffix_tmp[] = { ".tmp", NULL };
+	enum cb_guest_type type;
+	enum cb_compress c;
+	time_t when;
+	char *id;
+	(void)state;
+	assert_int_equal(cb_catalog_parse_name("cbackup-ct-web-1-2026_12_02-10_14_07.tar.zst", &type,
+					       &id, &when, &c), 0);
+	assert_string_equal(id, "web-1");
+	assert_int_equal(c, CB_COMPRESS_ZSTD);
+	free(id);
+	assert_int_equal(cb_catalog_parse_name("cbackup-vm-a.tar-2026_12_02-10_14_07.tar", &type, &id,
+					       &when, &c), 0);
+	assert_string_equal(id, "a.tar");
+	assert_int_equal(type, CB_GUEST_VM);
+	free(id);
+	assert_int_equal(cb_catalog_parse_name("cbackup-ct-2026_12_02-10_14_07.tar.zst", &type, &id,
+					       &when, &c), -1);
+	assert_int_equal(cb_catalog_parse_name("cbackup-ct-../x-2026_12_02-10_14_07.tar", &type, &id,
+					       &when, &c), -1);
+	assert_int_equal(cb_catalog_parse_name("cbackup-ct-web-2026_12_02-10_14_07.tar.zst.tmp",
+					       &type, &id, &when, &c), -1);
+	assert_true(cb_catalog_is_guest_file("cbackup-ct-web-2026_12_02-10_14_07.tar.zst.tmp",
+					     CB_GUEST_CT, "web", suffix_tmp));
+	assert_false(cb_catalog_is_guest_file("cbackup-ct-web-1-2026_12_02-10_14_07.tar.zst.tmp",
+					      CB_GUEST_CT, "web", suffix_tmp));
+	assert_false(cb_catalog_is_guest_file("cbackup-vm-web-2026_12_02-10_14_07.tar.zst.tmp",
+					      CB_GUEST_CT, "web", suffix_tmp));
+	id = cb_catalog_base("/d/cbackup-ct-a.tar-2026_12_02-10_14_07.tar.gz");
+	assert_string_equal(id, "/d/cbackup-ct-a.tar-2026_12_02-10_14_07");
+	free(id);
+}
+
 static void test_vzsize(void **state)
 {
 	char b[32];
@@ -51,6 +88,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_archive_name),
+		cmocka_unit_test(test_parse_name),
 		cmocka_unit_test(test_vzsize),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

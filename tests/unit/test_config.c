@@ -351,7 +351,9 @@ static void test_syntax_errors(void **state)
 	assert_int_equal(load_text(f, &cfg, "[ct]\n"), -1);
 	assert_error_has("unknown section '[ct]'");
 	assert_int_equal(load_text(f, &cfg, "[ct a/b]\n"), -1);
-	assert_error_has("unknown section");
+	assert_error_has("invalid guest ID 'a/b'");
+	assert_int_equal(load_text(f, &cfg, "[vm .x]\n"), -1);
+	assert_error_has("invalid guest ID '.x'");
 
 	/* a long bad line is quoted, but truncated */
 	char line[300];

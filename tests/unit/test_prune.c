@@ -55,6 +55,12 @@ static void test_parse(void **state)
 	assert_int_equal(cb_prune_parse("keep-often=3", &r), -1);
 	assert_non_null(strstr(cb_last_error(), "keep-often"));
 	assert_int_equal(cb_prune_parse("keep-last", &r), -1);
+	/* a rule set that keeps nothing would delete the backup just written */
+	assert_int_equal(cb_prune_parse("keep-last=0", &r), -1);
+	assert_non_null(strstr(cb_last_error(), "keep no backup"));
+	assert_int_equal(cb_prune_parse("keep-last=0,keep-daily=0", &r), -1);
+	assert_int_equal(cb_prune_parse("keep-all=0", &r), -1);
+	assert_int_equal(cb_prune_parse("keep-last=0,keep-all=1", &r), 0);
 }
 
 static void test_keep_last(void **state)

@@ -1,0 +1,63 @@
+/*
+ * cb_private: directories only root can enter, and files cbackup creates
+ * in directories others can write to.
+ *
+ * A backup runs as root beside unprivileged users, in a shared /var/tmp and
+ * into dump directories other hosts write to. Nothing found at a
+ * predictable name is trusted: the staging copy lives in a root-only
+ * directory cbackup creates and checks with fstat, each guest's staging
+ * directory is created with mkdirat (never adopted) and recorded with a
+ * marker, and files in shared directories are created O_EXCL|O_NOFOLLOW
+ * with explicit modes whatever the umask.
+ */
+#ifndef CB_PRIVATE_H
+#define CB_PRIVATE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * Open PATH as a private directory: created with mode 0700 when missing,
+ * then checked on the open fd: a directory (not a symlink), owned by the
+ * effective user, no group or other permission bits. Returns the fd
+ * (O_DIRECTORY, close-on-exec) or -1 with an error naming PATH and what
+ * is wrong with it.
+ */
+int cb_private_dir_open(const char *path);
+
+/*
+ * The staging directory of guest ID: TMPDIR/cbackup/cbackup-ID.stage
+ * (*path_out, caller frees). With reuse (keep-staging), a directory that
+ * cbackup created and recorded earlier (its marker beside it names its
+ * device, inode and ctime at the end of the last run) is kept; anything else there is removed first and a
+ * new one made with mkdirat and recorded. *reused says which.
+ */
+int cb_stage_dir_prepare(const char *tmpdir, const char *id, int reuse, char **path_out,
+			 int *reused);
+/* Record the staging directory as it is now (end of a keep-staging run). */
+int cb_stage_dir_record(const char *stage_path);
+/* Remove the staging directory and its marker, and the private parent
+ * when nothing else is left in it. */
+int cb_stage_dir_remove(const char *stage_path);
+
+/*
+ * Create PATH (O_CREAT|O_EXCL|O_NOFOLLOW) with exactly MODE (fchmod after
+ * the open, so the umask does not matter). Returns the fd or -1 (errno
+ * kept: EEXIST when the name is taken, by a symlink too).
+ */
+int cb_create_excl(const char *path, mode_t mode);
+/* The same, NAME relative to DIRFD. */
+int cb_create_excl_at(int dirfd, const char *name, mode_t mode);
+
+/* Create DIRFD/NAME as cb_create_excl_at(0644) with DATA, fsynced; on any
+ * error nothing is left. 0 or -1 (error set). */
+int cb_create_file_at(int dirfd, const char *name, const void *data, size_t len);
+
+/*
+ * Write TEXT to PATH through PATH.tmp (any old PATH.tmp, a planted
+ * symlink included, is unlinked, then created O_EXCL), fsync, rename:
+ * PATH is replaced whole, never followed, with exactly MODE.
+ */
+int cb_write_file_replace(const char *path, const char *text, mode_t mode);
+
+#endif
