@@ -22,7 +22,8 @@
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
-static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage_dir **out);
+static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage_dir *kept,
+		  struct stage_dir **out);
 struct staged_dir;
 static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct stage_dir *old,
 		  struct stage_dir **out, int *dirty);
@@ -34,20 +35,27 @@ static int ts_eq(const struct timespec *a, const struct timespec *b)
 
 enum cb_delta cb_stage_decide(const struct cb_index_rec *old, const struct stat *now)
 {
+	int moved;
+
 	if ((old->mode ^ now->st_mode) & S_IFMT)
 		return CB_DELTA_REPLACE;
 	if (old->dev != (uint64_t)now->st_dev || old->ino != (uint64_t)now->st_ino)
 		return CB_DELTA_REPLACE;
+	if ((S_ISCHR(now->st_mode) || S_ISBLK(now->st_mode)) && old->rdev != (uint64_t)now->st_rdev)
+		return CB_DELTA_REPLACE;
+	moved = old->size != (uint64_t)now->st_size || !ts_eq(&old->mtime, &now->st_mtim) ||
+		!ts_eq(&old->ctime, &now->st_ctim);
 	/* ctime too: a write with the mtime put back still moves it, and a
 	 * chmod (which also moves it) cannot be told apart from that */
-	if (S_ISREG(now->st_mode) && (old->size != (uint64_t)now->st_size ||
-				      !ts_eq(&old->mtime, &now->st_mtim) ||
-				      !ts_eq(&old->ctime, &now->st_ctim)))
+	if (S_ISREG(now->st_mode) && moved)
 		return CB_DELTA_DATA;
-	if (!ts_eq(&old->ctime, &now->st_ctim) || !ts_eq(&old->mtime, &now->st_mtim) ||
-	    old->mode != now->st_mode || old->uid != now->st_uid || old->gid != now->st_gid)
-		return CB_DELTA_META;
-	return CB_DELTA_SAME;
+	moved |= old->mode != now->st_mode || old->uid != now->st_uid || old->gid != now->st_gid;
+	/* a symlink or device removed and made again may get the freed inode
+	 * back (ext4 does): its target or rdev is only known by reading it, so
+	 * whatever moved, it is made again (cheap: no data) */
+	if (moved && !S_ISDIR(now->st_mode))
+		return CB_DELTA_REPLACE;
+	return moved ? CB_DELTA_META : CB_DELTA_SAME;
 }
 
 static int vanished(struct cb_stage *st)
@@ -190,7 +198,7 @@ static int create_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
 	if (ret == 0 && sb->st_dev != st->root_dev)
 		*sub = cb_xcalloc(1, sizeof(**sub));
 	else if (ret == 0)
-		ret = p1_dir(st, csfd, cdfd, 1, sub);
+		ret = p1_dir(st, csfd, cdfd, 1, NULL, sub);
 	if (ret == 0)
 		ret = stage_meta(st, csfd, cdfd, dfd, name, sb, fresh);
 	if (cdfd >= 0)
@@ -247,20 +255,19 @@ static int source_stat(struct cb_stage *st, int sfd, const char *name, struct st
 	return source_count(st, sb, 1);
 }
 
-/* keep-staging: a regular file already staged. rsync's quick check (size
- * and mtime) decides whether its data is copied again. */
+/* keep-staging: a regular file already staged, k its record in the kept
+ * index (NULL: none). Only the full pass-2 rule proves it unchanged. */
 static int sync_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
-		    const struct stat *sb, const struct stat *have)
+		    const struct stat *sb, const struct stat *have, const struct stage_ent *k)
 {
 	struct link_ent *m = ino_map_get(&st->links, sb->st_dev, sb->st_ino);
+	int linked = sb->st_nlink > 1 && m && m->gen == st->gen;
 	uint64_t n = 0;
 
-	if (sb->st_nlink > 1 && m && m->gen == st->gen && have->st_ino == m->sino)
+	if (linked && have->st_ino == m->sino)
 		return 0;  /* the inode was brought up to date under another name */
-	if (!(sb->st_nlink > 1 && m && m->gen == st->gen) && have->st_size == sb->st_size &&
-	    ts_eq(&have->st_mtim, &sb->st_mtim)) {
-		if (stage_meta(st, -1, -1, dfd, name, sb, 0) < 0)
-			return -1;
+	if (!linked && k && cb_stage_decide(&k->rec, sb) == CB_DELTA_SAME &&
+	    have->st_size == sb->st_size) {
 		if (sb->st_nlink > 1)
 			link_remember(st, sb, have);
 		return 0;
@@ -271,7 +278,7 @@ static int sync_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 }
 
 static int sync_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
-		    const struct stat *sb, struct stage_ent *e)
+		    const struct stat *sb, struct stage_ent *e, struct stage_dir *kept)
 {
 	int csfd = stage_open_src(st, sfd, name, O_RDONLY | O_DIRECTORY), cdfd, ret;
 
@@ -280,7 +287,7 @@ static int sync_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
 	cdfd = openat(dfd, name, DIR_FLAGS);
 	ret = cdfd < 0 ? stage_fail(st, "cannot open", "in staging") : 0;
 	if (ret == 0)
-		ret = p1_dir(st, csfd, cdfd, 0, &e->sub);
+		ret = p1_dir(st, csfd, cdfd, 0, kept, &e->sub);
 	if (ret == 0)
 		ret = stage_meta(st, csfd, cdfd, dfd, name, sb, 0);
 	if (cdfd >= 0)
@@ -289,11 +296,13 @@ static int sync_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
 	return ret;
 }
 
-/* keep-staging: bring an entry of a non-empty staged directory up to date.
- * Special files are cheap: they are simply made again. */
+/* keep-staging: bring an entry of a non-empty staged directory up to date,
+ * deciding by the kept index (kept: this directory's part of it). Special
+ * files the index cannot prove unchanged are simply made again. */
 static int sync_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
-		      const struct stat *sb, struct stage_ent *e)
+		      const struct stat *sb, struct stage_ent *e, struct stage_dir *kept)
 {
+	struct stage_ent *k = stage_dir_find(kept, name);
 	struct stat have;
 	uint64_t n = 0;
 
@@ -304,16 +313,19 @@ static int sync_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
 		return create_entry(st, sfd, dfd, name, sb, 0, e);
 	}
 	if (S_ISREG(sb->st_mode) && S_ISREG(have.st_mode))
-		return sync_reg(st, sfd, dfd, name, sb, &have);
+		return sync_reg(st, sfd, dfd, name, sb, &have, k);
 	if (S_ISDIR(sb->st_mode) && S_ISDIR(have.st_mode) && sb->st_dev == st->root_dev)
-		return sync_dir(st, sfd, dfd, name, sb, e);
+		return sync_dir(st, sfd, dfd, name, sb, e, k && S_ISDIR(k->rec.mode) ? k->sub : NULL);
+	if (k && !S_ISDIR(sb->st_mode) && ((sb->st_mode ^ have.st_mode) & S_IFMT) == 0 &&
+	    cb_stage_decide(&k->rec, sb) == CB_DELTA_SAME)
+		return 0;
 	if (stage_remove(st, dfd, name, &n) < 0)
 		return -1;
 	return create_entry(st, sfd, dfd, name, sb, 0, e);
 }
 
 static int p1_entry(struct cb_stage *st, int sfd, int dfd, const char *name, int fresh,
-		    struct stage_dir *d)
+		    struct stage_dir *kept, struct stage_dir *d)
 {
 	struct stage_ent *e = &d->ents[d->n];
 	struct stat sb;
@@ -325,7 +337,7 @@ static int p1_entry(struct cb_stage *st, int sfd, int dfd, const char *name, int
 	if (r == 0 && fresh)
 		r = create_entry(st, sfd, dfd, name, &sb, 1, e);
 	else if (r == 0)
-		r = sync_entry(st, sfd, dfd, name, &sb, e);
+		r = sync_entry(st, sfd, dfd, name, &sb, e, kept);
 	if (r == 0) {
 		e->name = name;
 		stage_rec_fill(&e->rec, &sb);
@@ -378,7 +390,8 @@ static struct stage_dir *dir_from_listing(struct listing *l)
 	return d;
 }
 
-static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage_dir **out)
+static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage_dir *kept,
+		  struct stage_dir **out)
 {
 	struct listing l;
 	struct stage_dir *d;
@@ -389,7 +402,7 @@ static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage
 		return -1;
 	d = dir_from_listing(&l);
 	for (size_t i = 0; i < l.n && ret == 0; i++)
-		ret = p1_entry(st, sfd, dfd, l.v[i], fresh, d);
+		ret = p1_entry(st, sfd, dfd, l.v[i], fresh, kept, d);
 	if (ret == 0 && !fresh)
 		ret = prune_extra(st, dfd, d);
 	stage_listing_release(&l);
@@ -431,17 +444,57 @@ static int park(struct cb_stage *st, int dfd, const struct stage_ent *o)
 	}
 	p->size = o->rec.size;
 	p->mtime = o->rec.mtime;
+	p->ctime = o->rec.ctime;
 	ino_map_put(&st->orphans, o->rec.dev, o->rec.ino, p);
 	st->stats->deleted++;
 	return 0;
 }
 
+/* Same bytes in both files (of size bytes)? 1 yes, 0 no or unreadable. */
+static int same_bytes(struct cb_stage *st, int a, int b, uint64_t size)
+{
+	char *x = st->buf, *y = st->buf + STAGE_BUF_SIZE / 2;
+	uint64_t off = 0;
+
+	while (off < size) {
+		size_t k = size - off < STAGE_BUF_SIZE / 2 ? (size_t)(size - off) : STAGE_BUF_SIZE / 2;
+		if (pread(a, x, k, (off_t)off) != (ssize_t)k || pread(b, y, k, (off_t)off) != (ssize_t)k ||
+		    memcmp(x, y, k))
+			return 0;
+		off += k;
+	}
+	return 1;
+}
+
+/* A parked copy stands for the renamed file only if its identity is the
+ * whole of it (dev, ino, size, mtime, ctime). A rename moves the ctime,
+ * and so does a write with the mtime put back, or an inode recycled for
+ * another file: then the bytes decide. */
+static int parked_matches(struct cb_stage *st, int sfd, const char *name, const struct stat *sb,
+			  const struct orphan *p)
+{
+	int in, held, ok;
+
+	if (p->used || p->size != (uint64_t)sb->st_size || !ts_eq(&p->mtime, &sb->st_mtim))
+		return 0;
+	if (ts_eq(&p->ctime, &sb->st_ctim))
+		return 1;
+	in = stage_open_src(st, sfd, name, O_RDONLY | O_NONBLOCK);
+	held = openat(st->hold_fd, p->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ok = in >= 0 && held >= 0 && same_bytes(st, in, held, p->size);
+	if (in >= 0)
+		close(in);
+	if (held >= 0)
+		close(held);
+	return ok;
+}
+
 /* Move a parked file back under its new name: 0, or 1 if there is none. */
-static int unpark(struct cb_stage *st, int dfd, const char *name, const struct stat *sb)
+static int unpark(struct cb_stage *st, int sfd, int dfd, const char *name, const struct stat *sb)
 {
 	struct orphan *p = ino_map_get(&st->orphans, sb->st_dev, sb->st_ino);
 
-	if (!p || p->used || p->size != (uint64_t)sb->st_size || !ts_eq(&p->mtime, &sb->st_mtim))
+	if (!p || !parked_matches(st, sfd, name, sb, p))
 		return 1;
 	if (renameat(st->hold_fd, p->name, dfd, name) < 0)
 		return 1;
@@ -628,7 +681,7 @@ static int p2_new(struct cb_stage *st, int sfd, int dfd, const char *name,
 		  const struct stat *sb, struct stage_ent *e)
 {
 	e->sub = NULL;
-	if (S_ISREG(sb->st_mode) && st->hold_fd >= 0 && unpark(st, dfd, name, sb) == 0) {
+	if (S_ISREG(sb->st_mode) && st->hold_fd >= 0 && unpark(st, sfd, dfd, name, sb) == 0) {
 		if (stage_meta(st, -1, -1, dfd, name, sb, 0) < 0)
 			return -1;
 		return sb->st_nlink > 1 ? link_remember_at(st, dfd, name, sb) : 0;
@@ -742,6 +795,7 @@ int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct
 	st->log = log;
 	cb_throttle_init(&st->throttle, opts->bwlimit);
 	st->progress = opts->progress;
+	st->keep = opts->keep;
 	st->dst_fd = st->hold_fd = -1;
 	st->is_root = geteuid() == 0;
 	st->buf = cb_xmalloc(STAGE_BUF_SIZE);
@@ -759,6 +813,7 @@ void cb_stage_free(struct cb_stage *st)
 	if (st->dst_fd >= 0)
 		close(st->dst_fd);
 	stage_dir_free(st->root);
+	stage_dir_free(st->kept);
 	ino_map_clear(&st->links, free_link);
 	cb_strvec_clear(&st->excludes);
 	free(st->src);
@@ -826,11 +881,20 @@ int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 	st->root_dev = sb.st_dev;
 	ret = open_dst_root(st, &fresh);
 	stats->files++;
+	/* the kept index is read, then removed before anything changes: an
+	 * interrupted run leaves a copy that no index vouches for */
+	if (ret == 0 && st->keep && !fresh)
+		st->kept = stage_keep_load(st);
+	stage_keep_drop(st);
 	if (ret == 0)
-		ret = p1_dir(st, sfd, st->dst_fd, fresh, &st->root);
+		ret = p1_dir(st, sfd, st->dst_fd, fresh, st->kept, &st->root);
+	stage_dir_free(st->kept);
+	st->kept = NULL;
 	if (ret == 0)
 		ret = stage_meta(st, sfd, st->dst_fd, -1, ".", &sb, fresh);
 	stage_rec_fill(&st->root_rec, &sb);
+	if (ret == 0 && st->keep)
+		ret = stage_keep_save(st);
 	close(sfd);
 	stats->seconds = cb_now() - stats->seconds;
 	return ret;
@@ -855,6 +919,10 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	st->root_dev = sb.st_dev;
 	stats->files++;
 	delta = cb_stage_decide(&st->root_rec, &sb);
+	/* what pass 1 kept no longer vouches for the copy pass 2 changes;
+	 * cb_stage_save_index() writes the new one once the guest runs again */
+	if (st->keep)
+		stage_keep_drop(st);
 	st->hold_ok = !stage_dir_find(st->root, STAGE_HOLD_NAME);
 	ret = p2_dir(st, sfd, &(struct staged_dir){ NULL, st->dst_fd, ".", 0 }, st->root, &st->root,
 		     &dirty);
@@ -871,6 +939,13 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	close(sfd);
 	stats->seconds = cb_now() - stats->seconds;
 	return ret;
+}
+
+int cb_stage_save_index(struct cb_stage *st)
+{
+	if (!st->keep || !st->root)
+		return 0;
+	return stage_keep_save(st);
 }
 
 /* ---- estimate ---- */

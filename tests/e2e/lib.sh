@@ -128,6 +128,22 @@ test_must_fail() {
 	return 0
 }
 
+# test_has FILE ERE: FILE has a line matching ERE
+test_has() {
+	grep -Eq -- "$2" "$1" && return 0
+	echo "'$1' has no line matching '$2':"
+	cat "$1"
+	return 1
+}
+
+# test_lacks FILE ERE: no line of FILE matches ERE (prints those that do)
+test_lacks() {
+	! grep -E -- "$2" "$1" || { echo "^ lines of '$1' matching '$2'"; return 1; }
+}
+
+# test_cmp A B: same contents (diff -u shows how not)
+test_cmp() { diff -u -- "$1" "$2"; }
+
 # ---- prerequisites -------------------------------------------------------
 
 cgroup2_mount() { awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts; }
