@@ -58,16 +58,32 @@ enum cb_delta cb_stage_decide(const struct cb_index_rec *old, const struct stat 
 	return moved ? CB_DELTA_META : CB_DELTA_SAME;
 }
 
+/* A live guest changes under pass 1: what vanished or changed type is
+ * left to pass 2, which runs frozen and is authoritative. */
 static int vanished(struct cb_stage *st)
 {
-	cb_verbose(st->log, "file vanished during copy: '%s'", stage_relname(st));
+	if (errno == ESTALE)
+		cb_verbose(st->log, "'%s' changed type during copy: left to the final sync",
+			   stage_relname(st));
+	else
+		cb_verbose(st->log, "file vanished during copy: '%s'", stage_relname(st));
 	st->stats->skipped++;
 	return 1;
 }
 
 static int gone_errno(int err)
 {
-	return err == ENOENT || err == ENOTDIR || err == ELOOP;
+	return err == ENOENT || err == ENOTDIR || err == ELOOP || err == ESTALE;
+}
+
+/* Open the source entry sb describes: 0 (*fd set), 1 vanished, -1. */
+static int src_open(struct cb_stage *st, int sfd, const char *name, int flags,
+		    const struct stat *sb, int *fd)
+{
+	*fd = stage_open_src(st, sfd, name, flags, sb);
+	if (*fd >= 0)
+		return 0;
+	return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
 }
 
 static void free_link(void *p)
@@ -158,9 +174,8 @@ static int create_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 
 	if (sb->st_nlink > 1 && (ret = link_existing(st, dfd, name, sb)) != 1)
 		return ret;
-	in = stage_open_src(st, sfd, name, O_RDONLY | O_NONBLOCK);
-	if (in < 0)
-		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	if ((ret = src_open(st, sfd, name, O_RDONLY | O_NONBLOCK, sb, &in)) != 0)
+		return ret;
 	out = open_new(st, dfd, name);
 	ret = out < 0 ? -1 : fill_reg(st, in, out, dfd, name, sb, fresh);
 	if (out >= 0)
@@ -188,10 +203,10 @@ static int make_dir(struct cb_stage *st, int dfd, const char *name)
 static int create_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
 		      const struct stat *sb, int fresh, struct stage_dir **sub)
 {
-	int csfd = stage_open_src(st, sfd, name, O_RDONLY | O_DIRECTORY), cdfd, ret;
+	int csfd, cdfd, ret;
 
-	if (csfd < 0)
-		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	if ((ret = src_open(st, sfd, name, O_RDONLY | O_DIRECTORY, sb, &csfd)) != 0)
+		return ret;
 	cdfd = make_dir(st, dfd, name);
 	ret = cdfd < 0 ? -1 : 0;
 	/* another file system (a mount point): an empty directory, as rsync -x */
@@ -204,6 +219,9 @@ static int create_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
 	if (cdfd >= 0)
 		close(cdfd);
 	close(csfd);
+	/* removed while listed: the index will not have it, nor may staging */
+	if (ret == 1 && stage_remove(st, dfd, name, &(uint64_t){ 0 }) < 0)
+		return -1;
 	return ret;
 }
 
@@ -280,10 +298,10 @@ static int sync_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 static int sync_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
 		    const struct stat *sb, struct stage_ent *e, struct stage_dir *kept)
 {
-	int csfd = stage_open_src(st, sfd, name, O_RDONLY | O_DIRECTORY), cdfd, ret;
+	int csfd, cdfd, ret;
 
-	if (csfd < 0)
-		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	if ((ret = src_open(st, sfd, name, O_RDONLY | O_DIRECTORY, sb, &csfd)) != 0)
+		return ret;
 	cdfd = openat(dfd, name, DIR_FLAGS);
 	ret = cdfd < 0 ? stage_fail(st, "cannot open", "in staging") : 0;
 	if (ret == 0)
@@ -370,13 +388,14 @@ static int prune_extra(struct cb_stage *st, int dfd, struct stage_dir *d)
 	return ret;
 }
 
+/* 0, 1 if the directory was removed after it was opened, -1. */
 static int list_source(struct cb_stage *st, int sfd, struct listing *l)
 {
 	if (cb_check_interrupt() < 0)
 		return -1;
-	if (stage_list(sfd, l) < 0)
-		return stage_fail(st, "cannot list", "in source");
-	return 0;
+	if (stage_list(sfd, l) == 0)
+		return 0;
+	return errno == ENOENT ? vanished(st) : stage_fail(st, "cannot list", "in source");
 }
 
 /* The new index node takes over the listing's names block. */
@@ -398,8 +417,8 @@ static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage
 	int ret = 0;
 
 	*out = NULL;
-	if (list_source(st, sfd, &l) < 0)
-		return -1;
+	if ((ret = list_source(st, sfd, &l)) != 0)
+		return ret;
 	d = dir_from_listing(&l);
 	for (size_t i = 0; i < l.n && ret == 0; i++)
 		ret = p1_entry(st, sfd, dfd, l.v[i], fresh, kept, d);
@@ -479,7 +498,7 @@ static int parked_matches(struct cb_stage *st, int sfd, const char *name, const 
 		return 0;
 	if (ts_eq(&p->ctime, &sb->st_ctim))
 		return 1;
-	in = stage_open_src(st, sfd, name, O_RDONLY | O_NONBLOCK);
+	in = stage_open_src(st, sfd, name, O_RDONLY | O_NONBLOCK, sb);
 	held = openat(st->hold_fd, p->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	ok = in >= 0 && held >= 0 && same_bytes(st, in, held, p->size);
 	if (in >= 0)
@@ -574,10 +593,10 @@ static int p2_gone(struct cb_stage *st, int dfd, struct stage_ent *o)
 static int rewrite_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 		       const struct stat *sb)
 {
-	int in = stage_open_src(st, sfd, name, O_RDONLY | O_NONBLOCK), out, ret;
+	int in, out, ret;
 
-	if (in < 0)
-		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	if ((ret = src_open(st, sfd, name, O_RDONLY | O_NONBLOCK, sb, &in)) != 0)
+		return ret;
 	out = openat(dfd, name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
 	if (out < 0 && errno == ENOENT)
 		out = open_new(st, dfd, name);
@@ -624,9 +643,8 @@ static int p2_subdir(struct cb_stage *st, int sfd, struct staged_dir *dd, const 
 			return 0;
 		return (dfd = staged_fd(st, dd)) < 0 ? -1 : stage_meta(st, -1, -1, dfd, name, sb, 0);
 	}
-	csfd = stage_open_src(st, sfd, name, O_RDONLY | O_DIRECTORY);
-	if (csfd < 0)
-		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	if ((ret = src_open(st, sfd, name, O_RDONLY | O_DIRECTORY, sb, &csfd)) != 0)
+		return ret;
 	ret = p2_dir(st, csfd, &child, o->sub, &e->sub, &dirty);
 	o->sub = NULL;
 	/* children made or removed bump the staged dir's times: set them again */
@@ -753,9 +771,9 @@ static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct st
 	int ret;
 
 	*out = NULL;
-	if (list_source(st, sfd, &l) < 0) {
+	if ((ret = list_source(st, sfd, &l)) != 0) {
 		stage_dir_free(old);
-		return -1;
+		return ret;
 	}
 	nd = dir_from_listing(&l);
 	ret = p2_sweep_gone(st, dd, old, &l, dirty);
@@ -856,6 +874,12 @@ static int open_dst_root(struct cb_stage *st, int *fresh)
 	return 0;
 }
 
+/* The source root itself cannot vanish: that is an error. */
+static int root_ret(struct cb_stage *st, int ret)
+{
+	return ret == 1 ? cb_error("source '%s' vanished", st->src) : ret;
+}
+
 static void begin_pass(struct cb_stage *st, struct cb_stage_stats *stats)
 {
 	memset(stats, 0, sizeof(*stats));
@@ -887,7 +911,7 @@ int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 		st->kept = stage_keep_load(st);
 	stage_keep_drop(st);
 	if (ret == 0)
-		ret = p1_dir(st, sfd, st->dst_fd, fresh, st->kept, &st->root);
+		ret = root_ret(st, p1_dir(st, sfd, st->dst_fd, fresh, st->kept, &st->root));
 	stage_dir_free(st->kept);
 	st->kept = NULL;
 	if (ret == 0)
@@ -924,8 +948,8 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	if (st->keep)
 		stage_keep_drop(st);
 	st->hold_ok = !stage_dir_find(st->root, STAGE_HOLD_NAME);
-	ret = p2_dir(st, sfd, &(struct staged_dir){ NULL, st->dst_fd, ".", 0 }, st->root, &st->root,
-		     &dirty);
+	ret = root_ret(st, p2_dir(st, sfd, &(struct staged_dir){ NULL, st->dst_fd, ".", 0 },
+				  st->root, &st->root, &dirty));
 	dirty |= st->hold_fd >= 0;
 	hold_release(st);
 	/* the root's own metadata last: its children are done */
@@ -955,8 +979,8 @@ static int est_dir(struct cb_stage *st, int fd, uint64_t *bytes, uint64_t *entri
 	struct listing l;
 	int ret = 0;
 
-	if (stage_list(fd, &l) < 0)
-		return stage_fail(st, "cannot list", "in source");
+	if (stage_list(fd, &l) < 0)  /* removed since it was opened: nothing */
+		return errno == ENOENT && st->rel_len ? 0 : stage_fail(st, "cannot list", "in source");
 	for (size_t i = 0; i < l.n && ret == 0; i++) {
 		struct stat sb;
 		size_t saved;
@@ -966,7 +990,7 @@ static int est_dir(struct cb_stage *st, int fd, uint64_t *bytes, uint64_t *entri
 			(*entries)++;
 			*bytes += S_ISREG(sb.st_mode) ? (uint64_t)sb.st_blocks * 512 : 4096;
 			if (S_ISDIR(sb.st_mode) && sb.st_dev == st->root_dev) {
-				int sub = stage_open_src(st, fd, l.v[i], O_RDONLY | O_DIRECTORY);
+				int sub = stage_open_src(st, fd, l.v[i], O_RDONLY | O_DIRECTORY, &sb);
 				if (sub >= 0) {
 					ret = est_dir(st, sub, bytes, entries);
 					close(sub);

@@ -21,8 +21,10 @@ int stage_fail(struct cb_stage *st, const char *verb, const char *where)
 			      where ? where : "");
 }
 
-int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags)
+int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags,
+		   const struct stat *sb)
 {
+	struct stat now;
 	int fd;
 
 	(void)st;
@@ -32,6 +34,16 @@ int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags)
 	fd = openat(sdfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
 	if (fd < 0 && errno == EPERM)
 		fd = openat(sdfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || !sb)
+		return fd;
+	/* what is read is what was stat'ed: a name that became another entry
+	 * (a file turned into a directory) between the two is not copied */
+	if (fstat(fd, &now) < 0 || ((now.st_mode ^ sb->st_mode) & S_IFMT) ||
+	    now.st_ino != sb->st_ino || now.st_dev != sb->st_dev) {
+		close(fd);
+		errno = ESTALE;
+		return -1;
+	}
 	return fd;
 }
 
@@ -261,8 +273,10 @@ static int x_set_one(struct cb_stage *st, const struct xtarget *s, const struct 
 {
 	ssize_t v = x_get(s, name, st->xbuf, STAGE_XATTR_MAX);
 
+	/* gone from the source since its stat (ENOENT): pass 2 settles it */
 	if (v < 0)
-		return errno == ENODATA ? 0 : stage_fail(st, "cannot read xattrs of", "in source");
+		return errno == ENODATA || errno == ENOENT ? 0
+							   : stage_fail(st, "cannot read xattrs of", "in source");
 	if (x_set(d, name, st->xbuf, (size_t)v) == 0)
 		return 0;
 	if (!no_xattrs(errno))
@@ -357,8 +371,10 @@ static int make_link(struct cb_stage *st, int sdfd, int ddfd, const char *name,
 	ssize_t n = readlinkat(sdfd, name, target, len);
 	int ret = 0;
 
+	/* gone, or no longer a symlink (EINVAL): pass 2 settles it */
 	if (n < 0)
-		ret = errno == ENOENT ? 1 : stage_fail(st, "cannot read link", "in source");
+		ret = errno == ENOENT || errno == EINVAL ? 1
+							 : stage_fail(st, "cannot read link", "in source");
 	else if ((size_t)n >= len)
 		ret = 1;  /* retargeted under us: treat as vanished, pass 2 sees it */
 	else {

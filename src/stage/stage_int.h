@@ -120,7 +120,10 @@ int stage_keep_save(struct cb_stage *st);
 void stage_keep_drop(struct cb_stage *st);
 
 /* stage_copy.c */
-int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags);
+/* openat below sdfd, never following a symlink; with sb, the fd must be
+ * the entry sb describes (type, dev, ino), else -1 with errno ESTALE. */
+int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags,
+		   const struct stat *sb);
 int stage_copy_data(struct cb_stage *st, int in, int out, const struct stat *sb);
 int stage_meta(struct cb_stage *st, int sfd, int dfd, int ddfd, const char *name,
 	       const struct stat *sb, int fresh);
