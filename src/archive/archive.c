@@ -241,29 +241,35 @@ static int read_meta(struct arch *c, struct archive *disk, struct archive_entry 
 	return 0;
 }
 
-static int add_tree_entry(struct arch *c, const char *src, const char *name, const struct stat *st)
+/* The path libarchive reads a name-only entry (symlink, device, fifo) by:
+ * through the open directory, so no component of it is looked up again
+ * (a directory swapped for a symlink cannot redirect it), and short
+ * whatever the depth. */
+static char *fd_path(int dfd, const char *name)
+{
+	return cb_xasprintf("/proc/self/fd/%d/%s", dfd, name);
+}
+
+/* fd: the open regular file or directory, or -1; st is fstat of it. */
+static int add_tree_entry(struct arch *c, int dfd, const char *name, const char *arcname, int fd,
+			  const struct stat *st)
 {
 	struct archive_entry *e = archive_entry_new(), *spare = NULL;
-	int fd = -1, ret = -1;
+	char *src = fd_path(fd >= 0 ? fd : dfd, fd >= 0 ? "" : name);
+	int ret = -1;
 
-	if (S_ISREG(st->st_mode)) {
-		fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			cb_error_errno("cannot open '%s'", src);
-			goto out;
-		}
-	}
+	if (fd >= 0)  /* "/proc/self/fd/N/": the entry itself */
+		src[strlen(src) - 1] = '\0';
 	archive_entry_copy_sourcepath(e, src);
-	archive_entry_copy_pathname(e, name);
-	if (read_meta(c, c->disk, e, fd, st, src) < 0)
+	archive_entry_copy_pathname(e, arcname);
+	if (read_meta(c, c->disk, e, fd, st, arcname) < 0)
 		goto out;
 	/* tar strategy: the first link keeps the data, later ones become
 	 * hardlink entries of size 0 pointing at the first name */
 	archive_entry_linkify(c->links, &e, &spare);
-	ret = e ? put_entry(c, e, fd, src) : 0;
+	ret = e ? put_entry(c, e, S_ISREG(st->st_mode) ? fd : -1, arcname) : 0;
 out:
-	if (fd >= 0)
-		close(fd);
+	free(src);
 	archive_entry_free(e);
 	archive_entry_free(spare);
 	return ret;
@@ -274,13 +280,18 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int list_dir(const char *path, struct cb_strvec *names)
+static int list_dir(int dfd, const char *arcname, struct cb_strvec *names)
 {
-	DIR *d = opendir(path);
+	int fd = dup(dfd);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *de;
 
-	if (!d)
-		return cb_error_errno("cannot open directory '%s'", path);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return cb_error_errno("cannot read directory '%s'", arcname);
+	}
+	rewinddir(d);
 	errno = 0;
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
@@ -288,7 +299,7 @@ static int list_dir(const char *path, struct cb_strvec *names)
 		errno = 0;
 	}
 	if (errno) {
-		cb_error_errno("cannot read directory '%s'", path);
+		cb_error_errno("cannot read directory '%s'", arcname);
 		closedir(d);
 		return -1;
 	}
@@ -298,70 +309,105 @@ static int list_dir(const char *path, struct cb_strvec *names)
 	return 0;
 }
 
-static int walk(struct arch *c, const char *src, const char *name);
+/*
+ * Open one entry of the staged tree below dfd and stat what was opened:
+ * the metadata and data archived are those of one inode, and a symlink
+ * is never followed (O_NOFOLLOW on the last component, every component
+ * before it an fd already open). Regular files and directories get an fd;
+ * others (*fd -1) are read by name below dfd. A name that changes type
+ * between the stat and the open is taken again. 0, 1 (vanished), -1.
+ */
+static int open_entry(int dfd, const char *name, const char *arcname, int *fd, struct stat *st)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+
+		*fd = -1;
+		if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+			return errno == ENOENT ? 1 : cb_error_errno("cannot stat '%s'", arcname);
+		if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
+			return 0;
+		*fd = openat(dfd, name, flags | (S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
+		if (*fd < 0 && errno == ENOENT)
+			return 1;
+		if (*fd < 0 && errno != ELOOP && errno != ENOTDIR)
+			return cb_error_errno("cannot open '%s'", arcname);
+		if (*fd >= 0 && fstat(*fd, st) == 0)
+			return 0;
+		if (*fd >= 0)
+			close(*fd);
+	}
+	return cb_error("'%s' keeps changing while being archived", arcname);
+}
+
+static int walk(struct arch *c, int dfd, const char *arcname);
 
 /* One child of a directory: archive it, descend into directories that
  * stay on the tree's file system. */
-static int walk_child(struct arch *c, const char *src, const char *name)
+static int walk_child(struct arch *c, int dfd, const char *name, const char *arcname)
 {
 	struct stat st;
+	int fd, ret;
 
 	if (cb_check_interrupt() < 0)
 		return -1;
-	if (lstat(src, &st) < 0) {
-		if (errno == ENOENT) {
-			cb_warn(c->log, "'%s' vanished while archiving", src);
-			return 0;
-		}
-		return cb_error_errno("cannot stat '%s'", src);
-	}
-	if (S_ISSOCK(st.st_mode)) {
-		cb_verbose(c->log, "skipping socket '%s'", src);
-		return 0;
-	}
-	if (add_tree_entry(c, src, name, &st) < 0)
-		return -1;
-	if (!S_ISDIR(st.st_mode))
-		return 0;
-	if (st.st_dev != c->root_dev) {
-		cb_warn(c->log, "not descending into '%s': another file system", src);
-		return 0;
-	}
-	return walk(c, src, name);
+	ret = open_entry(dfd, name, arcname, &fd, &st);
+	if (ret == 1)
+		cb_warn(c->log, "'%s' vanished while archiving", arcname);
+	if (ret != 0)
+		return ret < 0 ? -1 : 0;
+	if (S_ISSOCK(st.st_mode))
+		cb_verbose(c->log, "skipping socket '%s'", arcname);
+	else if (add_tree_entry(c, dfd, name, arcname, fd, &st) < 0)
+		ret = -1;
+	else if (S_ISDIR(st.st_mode) && st.st_dev != c->root_dev)
+		cb_warn(c->log, "not descending into '%s': another file system", arcname);
+	else if (S_ISDIR(st.st_mode))
+		ret = walk(c, fd, arcname);
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }
 
-static int walk(struct arch *c, const char *src, const char *name)
+static int walk(struct arch *c, int dfd, const char *arcname)
 {
 	struct cb_strvec names = CB_STRVEC_INIT;
-	const char *sep = name[strlen(name) - 1] == '/' ? "" : "/";
+	const char *sep = arcname[strlen(arcname) - 1] == '/' ? "" : "/";
 	int ret = 0;
 
-	if (list_dir(src, &names) < 0)
+	if (list_dir(dfd, arcname, &names) < 0)
 		return -1;
 	for (size_t i = 0; i < names.n && ret == 0; i++) {
-		char *csrc = cb_xasprintf("%s/%s", src, names.v[i]);
-		char *cname = cb_xasprintf("%s%s%s", name, sep, names.v[i]);
+		char *cname = cb_xasprintf("%s%s%s", arcname, sep, names.v[i]);
 
-		ret = walk_child(c, csrc, cname);
-		free(csrc);
+		ret = walk_child(c, dfd, names.v[i], cname);
 		free(cname);
 	}
 	cb_strvec_clear(&names);
 	return ret;
 }
 
+/* The staging root itself is opened without following a symlink too. */
 static int add_tree(struct arch *c, const char *tree)
 {
 	struct stat st;
+	int fd = open(tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ret;
 
-	if (stat(tree, &st) < 0)
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(tree, &st) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return cb_error("'%s' is a symlink, not the staging directory", tree);
+	if (fd < 0)
+		return cb_error_errno("cannot open '%s'", tree);
+	if (fstat(fd, &st) < 0) {
+		close(fd);
 		return cb_error_errno("cannot stat '%s'", tree);
-	if (!S_ISDIR(st.st_mode))
-		return cb_error("'%s' is not a directory", tree);
+	}
 	c->root_dev = st.st_dev;
-	if (add_tree_entry(c, tree, "./", &st) < 0)
-		return -1;
-	return walk(c, tree, "./");
+	ret = add_tree_entry(c, -1, NULL, "./", fd, &st);
+	if (ret == 0)
+		ret = walk(c, fd, "./");
+	close(fd);
+	return ret;
 }
 
 /* Extras carry the file's mode, size and times; owner root, no xattrs. */

@@ -157,7 +157,7 @@ static int fill_reg(struct cb_stage *st, int in, int out, int dfd, const char *n
 {
 	struct stat staged;
 
-	if (stage_copy_data(st, in, out, sb) < 0 || stage_meta(st, in, out, dfd, name, sb, fresh) < 0)
+	if (stage_copy_data(st, in, out, sb) < 0 || stage_meta(st, in, out, -1, dfd, name, sb, fresh) < 0)
 		return -1;
 	if (sb->st_nlink > 1) {
 		if (fstat(out, &staged) < 0)
@@ -215,7 +215,7 @@ static int create_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
 	else if (ret == 0)
 		ret = p1_dir(st, csfd, cdfd, 1, NULL, sub);
 	if (ret == 0)
-		ret = stage_meta(st, csfd, cdfd, dfd, name, sb, fresh);
+		ret = stage_meta(st, csfd, cdfd, -1, dfd, name, sb, fresh);
 	if (cdfd >= 0)
 		close(cdfd);
 	close(csfd);
@@ -239,7 +239,7 @@ static int create_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
 	r = stage_make_special(st, sfd, dfd, name, sb);
 	if (r == 1)
 		return vanished(st);
-	return r < 0 ? -1 : stage_meta(st, -1, -1, dfd, name, sb, fresh);
+	return r < 0 ? -1 : stage_meta(st, -1, -1, sfd, dfd, name, sb, fresh);
 }
 
 /* ---- pass 1 ---- */
@@ -307,7 +307,7 @@ static int sync_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
 	if (ret == 0)
 		ret = p1_dir(st, csfd, cdfd, 0, kept, &e->sub);
 	if (ret == 0)
-		ret = stage_meta(st, csfd, cdfd, dfd, name, sb, 0);
+		ret = stage_meta(st, csfd, cdfd, -1, dfd, name, sb, 0);
 	if (cdfd >= 0)
 		close(cdfd);
 	close(csfd);
@@ -641,7 +641,7 @@ static int p2_subdir(struct cb_stage *st, int sfd, struct staged_dir *dd, const 
 		o->sub = NULL;
 		if (!meta)
 			return 0;
-		return (dfd = staged_fd(st, dd)) < 0 ? -1 : stage_meta(st, -1, -1, dfd, name, sb, 0);
+		return (dfd = staged_fd(st, dd)) < 0 ? -1 : stage_meta(st, -1, -1, sfd, dfd, name, sb, 0);
 	}
 	if ((ret = src_open(st, sfd, name, O_RDONLY | O_DIRECTORY, sb, &csfd)) != 0)
 		return ret;
@@ -651,7 +651,7 @@ static int p2_subdir(struct cb_stage *st, int sfd, struct staged_dir *dd, const 
 	if (ret == 0 && (meta || dirty)) {
 		dfd = staged_fd(st, dd);
 		ret = dfd < 0 || staged_fd(st, &child) < 0
-			      ? -1 : stage_meta(st, csfd, child.fd, dfd, name, sb, 0);
+			      ? -1 : stage_meta(st, csfd, child.fd, -1, dfd, name, sb, 0);
 	}
 	if (child.fd >= 0)
 		close(child.fd);
@@ -688,7 +688,7 @@ static int p2_changed(struct cb_stage *st, int sfd, struct staged_dir *dd, const
 	}
 	if (delta == CB_DELTA_DATA)
 		return rewrite_reg(st, sfd, dfd, name, sb);
-	if (delta == CB_DELTA_META && stage_meta(st, -1, -1, dfd, name, sb, 0) < 0)
+	if (delta == CB_DELTA_META && stage_meta(st, -1, -1, sfd, dfd, name, sb, 0) < 0)
 		return -1;
 	if (S_ISREG(sb->st_mode) && sb->st_nlink > 1)
 		return link_remember_at(st, dfd, name, sb);
@@ -700,7 +700,7 @@ static int p2_new(struct cb_stage *st, int sfd, int dfd, const char *name,
 {
 	e->sub = NULL;
 	if (S_ISREG(sb->st_mode) && st->hold_fd >= 0 && unpark(st, sfd, dfd, name, sb) == 0) {
-		if (stage_meta(st, -1, -1, dfd, name, sb, 0) < 0)
+		if (stage_meta(st, -1, -1, sfd, dfd, name, sb, 0) < 0)
 			return -1;
 		return sb->st_nlink > 1 ? link_remember_at(st, dfd, name, sb) : 0;
 	}
@@ -915,7 +915,7 @@ int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 	stage_dir_free(st->kept);
 	st->kept = NULL;
 	if (ret == 0)
-		ret = stage_meta(st, sfd, st->dst_fd, -1, ".", &sb, fresh);
+		ret = stage_meta(st, sfd, st->dst_fd, -1, -1, ".", &sb, fresh);
 	stage_rec_fill(&st->root_rec, &sb);
 	if (ret == 0 && st->keep)
 		ret = stage_keep_save(st);
@@ -954,7 +954,7 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	hold_release(st);
 	/* the root's own metadata last: its children are done */
 	if (ret == 0 && (dirty || delta != CB_DELTA_SAME))
-		ret = stage_meta(st, sfd, st->dst_fd, -1, ".", &sb, 0);
+		ret = stage_meta(st, sfd, st->dst_fd, -1, -1, ".", &sb, 0);
 	stage_rec_fill(&st->root_rec, &sb);
 	if (ret < 0) {  /* a half-updated index would lie to a later pass */
 		stage_dir_free(st->root);

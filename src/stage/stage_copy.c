@@ -211,7 +211,10 @@ static int set_times(struct cb_stage *st, int dfd, int ddfd, const char *name,
 	return r < 0 ? stage_fail(st, "cannot set times of", "in staging") : 0;
 }
 
-/* Where xattr calls go: an open fd, or a full path (symlinks, devices). */
+/* Where xattr calls go: an open fd, or for symlinks and devices the name
+ * below its open directory, "/proc/self/fd/DIR/NAME": no component is
+ * looked up again (none can be swapped for a symlink), whatever the depth
+ * or the length of the path. */
 struct xtarget {
 	int fd;
 	char *path;
@@ -320,10 +323,10 @@ static int set_xattrs(struct cb_stage *st, const struct xtarget *s, const struct
  * security.capability), stale xattrs removed before chmod (dropping an ACL
  * must not leave its mask in the mode), times last (nothing after them
  * may bump them). sfd/dfd: open source/staged fds of a file or directory,
- * or -1 to go by name (ddfd + name, and full paths for xattrs). fresh: we
+ * or -1 to go by name below the open directories sdfd/ddfd. fresh: we
  * just created the staged entry, so there is nothing to compare or remove.
  */
-int stage_meta(struct cb_stage *st, int sfd, int dfd, int ddfd, const char *name,
+int stage_meta(struct cb_stage *st, int sfd, int dfd, int sdfd, int ddfd, const char *name,
 	       const struct stat *sb, int fresh)
 {
 	struct xtarget s = { sfd, NULL }, d = { dfd, NULL };
@@ -342,9 +345,9 @@ int stage_meta(struct cb_stage *st, int sfd, int dfd, int ddfd, const char *name
 	if (chowned < 0)
 		return -1;
 	if (sfd < 0)
-		s.path = cb_xasprintf("%s%s", st->src, st->rel);
+		s.path = cb_xasprintf("/proc/self/fd/%d/%s", sdfd, name);
 	if (dfd < 0)
-		d.path = cb_xasprintf("%s%s", st->dst, st->rel);
+		d.path = cb_xasprintf("/proc/self/fd/%d/%s", ddfd, name);
 	slen = x_names(&s, &slist);
 	ret = slen < 0 ? stage_fail(st, "cannot list xattrs of", "in source") : 0;
 	if (ret == 0 && !fresh)

@@ -125,7 +125,7 @@ void stage_keep_drop(struct cb_stage *st);
 int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags,
 		   const struct stat *sb);
 int stage_copy_data(struct cb_stage *st, int in, int out, const struct stat *sb);
-int stage_meta(struct cb_stage *st, int sfd, int dfd, int ddfd, const char *name,
+int stage_meta(struct cb_stage *st, int sfd, int dfd, int sdfd, int ddfd, const char *name,
 	       const struct stat *sb, int fresh);
 int stage_make_special(struct cb_stage *st, int sdfd, int ddfd, const char *name,
 		       const struct stat *sb);
