@@ -236,10 +236,15 @@ static int create_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
 		return create_reg(st, sfd, dfd, name, sb, fresh);
 	if (S_ISDIR(sb->st_mode))
 		return create_dir(st, sfd, dfd, name, sb, fresh, &e->sub);
+	/* symlinks, fifos and devices can have several names too */
+	if (sb->st_nlink > 1 && (r = link_existing(st, dfd, name, sb)) != 1)
+		return r;
 	r = stage_make_special(st, sfd, dfd, name, sb);
 	if (r == 1)
 		return vanished(st);
-	return r < 0 ? -1 : stage_meta(st, -1, -1, sfd, dfd, name, sb, fresh);
+	if (r < 0 || stage_meta(st, -1, -1, sfd, dfd, name, sb, fresh) < 0)
+		return -1;
+	return sb->st_nlink > 1 ? link_remember_at(st, dfd, name, sb) : 0;
 }
 
 /* ---- pass 1 ---- */
@@ -613,7 +618,7 @@ static int rewrite_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
  * pass under another name: only make sure the staged names share it.
  * 1 if handled that way, 0 if not, -1 on error. */
 static int p2_linked(struct cb_stage *st, int sfd, int dfd, const char *name,
-		     const struct stat *sb, int *dirty)
+		     const struct stat *sb, struct stage_ent *e, int *dirty)
 {
 	struct link_ent *m = ino_map_get(&st->links, sb->st_dev, sb->st_ino);
 	struct stat have;
@@ -627,7 +632,7 @@ static int p2_linked(struct cb_stage *st, int sfd, int dfd, const char *name,
 	*dirty = 1;
 	if (stage_remove(st, dfd, name, &n) < 0)
 		return -1;
-	return create_reg(st, sfd, dfd, name, sb, 0) < 0 ? -1 : 1;
+	return create_entry(st, sfd, dfd, name, sb, 0, e) < 0 ? -1 : 1;
 }
 
 static int p2_subdir(struct cb_stage *st, int sfd, struct staged_dir *dd, const char *name,
@@ -669,14 +674,13 @@ static int p2_changed(struct cb_stage *st, int sfd, struct staged_dir *dd, const
 	e->sub = NULL;
 	if (S_ISDIR(sb->st_mode) && delta != CB_DELTA_REPLACE)
 		return p2_subdir(st, sfd, dd, name, sb, o, e, delta != CB_DELTA_SAME);
-	/* unchanged: nothing to do in staging, but for a file with several
+	/* unchanged: nothing to do in staging, but for an entry with several
 	 * links, whose staged names must still share one inode */
-	if (delta == CB_DELTA_SAME && !(S_ISREG(sb->st_mode) && sb->st_nlink > 1))
+	if (delta == CB_DELTA_SAME && sb->st_nlink < 2)
 		return 0;
 	if ((dfd = staged_fd(st, dd)) < 0)
 		return -1;
-	if (delta != CB_DELTA_REPLACE && S_ISREG(sb->st_mode) &&
-	    (r = p2_linked(st, sfd, dfd, name, sb, dirty)) != 0)
+	if (delta != CB_DELTA_REPLACE && (r = p2_linked(st, sfd, dfd, name, sb, e, dirty)) != 0)
 		return r < 0 ? -1 : 0;
 	if (delta == CB_DELTA_REPLACE) {
 		*dirty = 1;
@@ -690,7 +694,7 @@ static int p2_changed(struct cb_stage *st, int sfd, struct staged_dir *dd, const
 		return rewrite_reg(st, sfd, dfd, name, sb);
 	if (delta == CB_DELTA_META && stage_meta(st, -1, -1, sfd, dfd, name, sb, 0) < 0)
 		return -1;
-	if (S_ISREG(sb->st_mode) && sb->st_nlink > 1)
+	if (sb->st_nlink > 1)
 		return link_remember_at(st, dfd, name, sb);
 	return 0;
 }
@@ -796,6 +800,18 @@ static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct st
 
 /* ---- the public passes ---- */
 
+/* The side store goes with the staging copy: kept with it, else removed. */
+static void side_release(struct cb_stage *st)
+{
+	char *dir = cb_xasprintf("%s%s", st->dst, CB_STAGE_XATTR_DIR);
+
+	if (st->side_fd >= 0)
+		close(st->side_fd);
+	if (!st->keep && st->dst[0])
+		cb_remove_tree(dir);
+	free(dir);
+}
+
 int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct cb_log *log)
 {
 	struct cb_stage *st = cb_xcalloc(1, sizeof(*st));
@@ -814,7 +830,8 @@ int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct
 	cb_throttle_init(&st->throttle, opts->bwlimit);
 	st->progress = opts->progress;
 	st->keep = opts->keep;
-	st->dst_fd = st->hold_fd = -1;
+	st->dst_fd = st->hold_fd = st->side_fd = -1;
+	st->side_stamp = (uint64_t)(cb_now() * 1e9);
 	st->is_root = geteuid() == 0;
 	st->buf = cb_xmalloc(STAGE_BUF_SIZE);
 	st->xbuf = cb_xmalloc(STAGE_XATTR_MAX);
@@ -838,6 +855,7 @@ void cb_stage_free(struct cb_stage *st)
 	free(st->dst);
 	free(st->buf);
 	free(st->xbuf);
+	side_release(st);
 	free(st->rel);
 	free(st);
 }

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -271,17 +273,61 @@ static int has_name(const char *list, ssize_t len, const char *name)
 	return 0;
 }
 
+/*
+ * An xattr the staging file system cannot hold (ext4 keeps all of an
+ * inode's xattrs in one block, 4 KiB, where tmpfs or XFS take 64 KiB) is
+ * kept in the side store <dst>.xattrs/ID (name, NUL, value) and the staged
+ * entry gets the marker CB_STAGE_XATTR_MARK ID; the archive puts the value
+ * back under its name. IDs are unique across runs (a kept copy keeps its
+ * markers).
+ */
+static int x_side_store(struct cb_stage *st, const struct xtarget *d, const char *name,
+			const void *v, size_t len)
+{
+	char id[64], *mark;
+	int fd, ret;
+
+	if (st->side_fd < 0) {
+		char *dir = cb_xasprintf("%s%s", st->dst, CB_STAGE_XATTR_DIR);
+		mkdir(dir, 0700);  /* EEXIST: a kept copy's; the open checks it */
+		st->side_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		free(dir);
+		if (st->side_fd < 0)
+			return stage_fail(st, "cannot keep a big xattr of", "beside staging");
+	}
+	snprintf(id, sizeof(id), "%llx-%x-%u", (unsigned long long)st->side_stamp,
+		 (unsigned)getpid(), st->side_seq++);
+	fd = openat(st->side_fd, id, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	ret = fd < 0 || cb_write_all(fd, name, strlen(name) + 1) < 0 || cb_write_all(fd, v, len) < 0;
+	if (fd >= 0)
+		close(fd);
+	if (ret)
+		return stage_fail(st, "cannot keep a big xattr of", "beside staging");
+	mark = cb_xasprintf("%s%s", CB_STAGE_XATTR_MARK, id);
+	ret = x_set(d, mark, "", 0);
+	free(mark);
+	if (ret < 0)
+		return cb_error_errno("cannot set xattr '%s' of '%s' in staging", name, stage_relname(st));
+	return 0;
+}
+
 static int x_set_one(struct cb_stage *st, const struct xtarget *s, const struct xtarget *d,
 		     const char *name)
 {
-	ssize_t v = x_get(s, name, st->xbuf, STAGE_XATTR_MAX);
+	ssize_t v;
 
+	/* our own markers are never taken from a guest */
+	if (!strncmp(name, CB_STAGE_OWN_XATTRS, strlen(CB_STAGE_OWN_XATTRS)))
+		return 0;
+	v = x_get(s, name, st->xbuf, STAGE_XATTR_MAX);
 	/* gone from the source since its stat (ENOENT): pass 2 settles it */
 	if (v < 0)
 		return errno == ENODATA || errno == ENOENT ? 0
 							   : stage_fail(st, "cannot read xattrs of", "in source");
 	if (x_set(d, name, st->xbuf, (size_t)v) == 0)
 		return 0;
+	if (errno == ENOSPC || errno == E2BIG || errno == ERANGE)
+		return x_side_store(st, d, name, st->xbuf, (size_t)v);
 	if (!no_xattrs(errno))
 		return cb_error_errno("cannot set xattr '%s' of '%s' in staging", name,
 				      stage_relname(st));
@@ -315,6 +361,28 @@ static int set_xattrs(struct cb_stage *st, const struct xtarget *s, const struct
 		if (x_set_one(st, s, d, p) < 0)
 			return -1;
 	return 0;
+}
+
+/* The flags chattr sets and a restore can set again (no file-system
+ * bookkeeping such as extents or inline data). */
+#define USER_FFLAGS (FS_SECRM_FL | FS_UNRM_FL | FS_COMPR_FL | FS_SYNC_FL | FS_IMMUTABLE_FL | \
+		     FS_APPEND_FL | FS_NODUMP_FL | FS_NOATIME_FL | FS_JOURNAL_DATA_FL | \
+		     FS_NOTAIL_FL | FS_DIRSYNC_FL | FS_TOPDIR_FL | FS_NOCOW_FL | \
+		     FS_PROJINHERIT_FL)
+
+/* The source's chattr flags as CB_STAGE_FFLAGS_XATTR on the staged copy
+ * (x_prune() has removed an old one). */
+static int keep_fflags(struct cb_stage *st, int sfd, const struct xtarget *d)
+{
+	char v[16];
+	int fl = 0;
+
+	if (ioctl(sfd, FS_IOC_GETFLAGS, &fl) < 0 || !(fl & USER_FFLAGS))
+		return 0;
+	snprintf(v, sizeof(v), "%u", (unsigned)(fl & USER_FFLAGS));
+	if (x_set(d, CB_STAGE_FFLAGS_XATTR, v, strlen(v)) == 0 || no_xattrs(errno))
+		return 0;
+	return cb_error_errno("cannot keep the chattr flags of '%s' in staging", stage_relname(st));
 }
 
 /*
@@ -356,6 +424,8 @@ int stage_meta(struct cb_stage *st, int sfd, int dfd, int sdfd, int ddfd, const 
 		ret = set_mode(st, dfd, ddfd, name, sb, hp, chowned);
 	if (ret == 0)
 		ret = set_xattrs(st, &s, &d, slist, slen);
+	if (ret == 0 && sfd >= 0)
+		ret = keep_fflags(st, sfd, &d);
 	if (ret == 0)
 		ret = set_times(st, dfd, ddfd, name, sb);
 	free(slist);

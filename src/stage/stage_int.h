@@ -90,6 +90,9 @@ struct cb_stage {
 	int no_cfr;                 /* copy_file_range unusable: read/write */
 	int is_root;                /* may chown */
 	int warned_xattr;
+	int side_fd;                /* <dst>.xattrs, -1 until a big xattr needs it */
+	uint64_t side_stamp;        /* run's start (ns): side store IDs unique across runs */
+	unsigned side_seq;
 	char *buf;                  /* read/write fallback buffer */
 	char *xbuf;                 /* one xattr value */
 };

@@ -17,6 +17,7 @@ Fields listed in --ignore print as "*" (e.g. mtime of directories a test
 cannot control: --ignore dir-mtime).
 """
 import fcntl
+import hashlib
 import os
 import stat
 import struct
@@ -77,7 +78,9 @@ def xattrs(path):
         if n.startswith("system.posix_acl_"):
             acls.append("%s=%s" % (n[len("system.posix_acl_"):], acl_decode(v)))
         else:
-            plain.append("%s=%s" % (esc(os.fsencode(n)), v.hex()))
+            val = v.hex() if len(v) <= 32 else "sha256:%s:%d" % (
+                hashlib.sha256(v).hexdigest()[:16], len(v))
+            plain.append("%s=%s" % (esc(os.fsencode(n)), val))
     return ";".join(plain) or "-", ";".join(acls) or "-"
 
 
