@@ -95,6 +95,31 @@ static void free_link(void *p)
 
 /* ---- hardlinks ---- */
 
+/* linkat() from a staged path longer than PATH_MAX: down to its directory
+ * one component at a time (O_NOFOLLOW), then linkat() from there. */
+static int link_deep(struct cb_stage *st, const char *rel, int dfd, const char *name)
+{
+	char *path = cb_xstrdup(rel), *p = path, *slash;
+	int fd = dup(st->dst_fd), ret = -1, err;
+
+	while (fd >= 0 && (slash = strchr(p, '/')) != NULL) {
+		int next;
+		*slash = '\0';
+		next = openat(fd, p, DIR_FLAGS);
+		close(fd);
+		fd = next;
+		p = slash + 1;
+	}
+	if (fd >= 0)
+		ret = linkat(fd, p, dfd, name, 0);
+	err = errno;
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	errno = err;
+	return ret;
+}
+
 /* Link name to the inode already staged in this pass: 0 linked, 1 not
  * possible (copy instead), -1 error. */
 static int link_existing(struct cb_stage *st, int dfd, const char *name, const struct stat *sb)
@@ -103,7 +128,8 @@ static int link_existing(struct cb_stage *st, int dfd, const char *name, const s
 
 	if (!m || m->gen != st->gen)
 		return 1;
-	if (linkat(st->dst_fd, m->rel + 1, dfd, name, 0) == 0)
+	if (linkat(st->dst_fd, m->rel + 1, dfd, name, 0) == 0 ||
+	    (errno == ENAMETOOLONG && link_deep(st, m->rel + 1, dfd, name) == 0))
 		return 0;
 	if (errno == ENOENT || errno == EMLINK)
 		return 1;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""manifest.py DIR [--ignore FIELD,...] [--skip-root]: one line per entry
+"""manifest.py [--ignore FIELD,...] [--skip-root] [--descend N] DIR: one line per entry
 of the tree under DIR (sorted by path, sockets left out), with what
 `rsync -naHAXc` cannot see:
 
@@ -64,7 +64,9 @@ def acl_decode(v):
     return ",".join(ents)
 
 
-def xattrs(path):
+def xattrs(dfd, name):
+    # through the open directory: paths longer than PATH_MAX work too
+    path = "/proc/self/fd/%d/%s" % (dfd, os.fsdecode(name)) if name else "/proc/self/fd/%d" % dfd
     try:
         names = os.listxattr(path, follow_symlinks=False)
     except OSError:
@@ -84,13 +86,14 @@ def xattrs(path):
     return ";".join(plain) or "-", ";".join(acls) or "-"
 
 
-def fflags(path, st):
+def fflags(dfd, name, st):
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         return "-"
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOATIME)
+        fd = os.open(name or ".", flags | os.O_NOATIME, dir_fd=dfd)
     except OSError:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        fd = os.open(name or ".", flags, dir_fd=dfd)
     try:
         buf = fcntl.ioctl(fd, FS_IOC_GETFLAGS, b"\0" * 8)
         flags = struct.unpack("<i", buf[:4])[0]
@@ -108,24 +111,50 @@ def alloc(st):
     return "dense" if st.st_blocks * 512 >= need else "sparse"
 
 
-def walk(root):
-    out = []
-    stack = [b""]
-    while stack:
-        rel = stack.pop()
-        full = os.path.join(root, rel) if rel else root
-        st = os.lstat(full)
-        out.append((rel or b".", full, st))
+def describe(dfd, name, rel, groups, ignore):
+    """One line for the entry name below the open directory dfd."""
+    st = os.lstat(name, dir_fd=dfd) if name else os.fstat(dfd)
+    t = ftype(st.st_mode)
+    g = groups[(st.st_dev, st.st_ino)]
+    xa, acl = xattrs(dfd, name)
+    f = {
+        "path": esc(rel), "type": t, "mode": "%04o" % stat.S_IMODE(st.st_mode),
+        "owner": "%d:%d" % (st.st_uid, st.st_gid),
+        "size": str(st.st_size) if t in "fl" else "-",
+        "target": esc(os.readlink(name, dir_fd=dfd)) if t == "l" else "-",
+        "rdev": "%d,%d" % (os.major(st.st_rdev), os.minor(st.st_rdev)) if t in "cb" else "-",
+        "group": esc(g[0]) if len(g) > 1 else "-",
+        "alloc": alloc(st), "mtime": str(st.st_mtime_ns),
+        "xattrs": xa, "acls": acl, "fflags": fflags(dfd, name, st),
+    }
+    if t == "d" and "dir-mtime" in ignore:
+        f["mtime"] = "*"
+    if t == "l" and "link-mtime" in ignore:
+        f["mtime"] = "*"
+    for k in f:
+        if k in ignore:
+            f[k] = "*"
+    return " ".join(f[k] for k in ("path", "type", "mode", "owner", "size", "target", "rdev",
+                                     "group", "alloc", "mtime", "xattrs", "acls", "fflags"))
+
+
+def walk(dfd, rel, out):
+    """(rel, parent fd, name) of every entry below dfd, depth first, by fds."""
+    for name in sorted(os.listdir(dfd)):
+        name = os.fsencode(name)
+        crel = rel + b"/" + name if rel else name
+        st = os.lstat(name, dir_fd=dfd)
+        out.append((crel, dfd, name, st))
         if stat.S_ISDIR(st.st_mode):
-            for name in os.listdir(full):
-                stack.append(os.path.join(rel, name) if rel else name)
-    return out
+            sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dfd)
+            walk(sub, crel, out)
 
 
 def main():
     args = sys.argv[1:]
     ignore = set()
     skip_root = False
+    descend = 0
     while len(args) > 1:
         if args[0] == "--ignore":
             ignore |= set(args[1].split(","))
@@ -133,38 +162,27 @@ def main():
         elif args[0] == "--skip-root":
             skip_root = True
             args = args[1:]
+        elif args[0] == "--descend":  # N levels down the only subdirectory
+            descend = int(args[1])
+            args = args[2:]
         else:
             break
-    root = os.fsencode(args[0])
-    ents = [e for e in walk(root) if not stat.S_ISSOCK(e[2].st_mode)]
+    sys.setrecursionlimit(100000)
+    root = os.open(args[0], os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(descend):
+        sub = [n for n in os.listdir(root) if stat.S_ISDIR(os.lstat(n, dir_fd=root).st_mode)]
+        root = os.open(sub[0], os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=root)
+    ents = [(b".", root, b"", os.fstat(root))]
+    walk(root, b"", ents)
+    ents = [e for e in ents if not stat.S_ISSOCK(e[3].st_mode)]
     if skip_root:
-        ents = [e for e in ents if e[0] != b"."]
+        ents = ents[1:]
+    ents.sort(key=lambda e: e[0])
     groups = {}
-    for rel, _, st in sorted(ents, key=lambda e: e[0]):
+    for rel, _, _, st in ents:
         groups.setdefault((st.st_dev, st.st_ino), []).append(rel)
-    for rel, full, st in sorted(ents, key=lambda e: e[0]):
-        t = ftype(st.st_mode)
-        g = groups[(st.st_dev, st.st_ino)]
-        xa, acl = xattrs(full)
-        f = {
-            "path": esc(rel), "type": t, "mode": "%04o" % stat.S_IMODE(st.st_mode),
-            "owner": "%d:%d" % (st.st_uid, st.st_gid),
-            "size": str(st.st_size) if t in "fl" else "-",
-            "target": esc(os.readlink(full)) if t == "l" else "-",
-            "rdev": "%d,%d" % (os.major(st.st_rdev), os.minor(st.st_rdev)) if t in "cb" else "-",
-            "group": esc(g[0]) if len(g) > 1 else "-",
-            "alloc": alloc(st), "mtime": str(st.st_mtime_ns),
-            "xattrs": xa, "acls": acl, "fflags": fflags(full, st),
-        }
-        if t == "d" and "dir-mtime" in ignore:
-            f["mtime"] = "*"
-        if t == "l" and "link-mtime" in ignore:
-            f["mtime"] = "*"
-        for k in f:
-            if k in ignore:
-                f[k] = "*"
-        print(" ".join(f[k] for k in ("path", "type", "mode", "owner", "size", "target", "rdev",
-                                        "group", "alloc", "mtime", "xattrs", "acls", "fflags")))
+    for rel, dfd, name, _ in ents:
+        print(describe(dfd, name, rel, groups, ignore))
 
 
 if __name__ == "__main__":
