@@ -18,8 +18,11 @@
  * walked are a note, not an error.
  *
  * If the staging directory already holds a previous copy (keep-staging),
- * pass 1 skips files whose type, size and mtime match (rsync's quick check)
- * and deletes extraneous entries, so pass 1 itself is a delta.
+ * pass 1 decides each entry by the pass-2 rule (cb_stage_decide, ctime
+ * included) against the index the last run kept beside the staging
+ * directory (<dst>.index, checksummed); what it cannot prove unchanged
+ * (no index, a damaged one, an entry it lacks) is copied again, and
+ * extraneous entries are deleted, so pass 1 itself is a delta.
  *
  * The struct cb_stage owns the index; cb_stage_free() releases it.
  */
@@ -31,12 +34,26 @@
 #include "cb_log.h"
 #include "cb_progress.h"
 
+/* Big xattrs (more than the staging file system holds): the value is kept
+ * in <dst>CB_STAGE_XATTR_DIR/ID as "name\0value" and the staged entry gets
+ * the empty xattr CB_STAGE_XATTR_MARK ID. cb_archive_write puts them back. */
+#define CB_STAGE_XATTR_DIR ".xattrs"
+#define CB_STAGE_XATTR_MARK "trusted.cbackup.bigxattr."
+/* chattr flags of a file or directory (FS_IOC_GETFLAGS, the ones a user
+ * sets): not set on the staged copy (an immutable copy could not be
+ * updated or removed) but kept as this xattr, decimal; the archive writes
+ * them as SCHILY.fflags. Source xattrs named trusted.cbackup.* are never
+ * copied. */
+#define CB_STAGE_FFLAGS_XATTR "trusted.cbackup.fflags"
+#define CB_STAGE_OWN_XATTRS "trusted.cbackup."
+
 struct cb_stage_opts {
 	const char *src;                  /* source root (directory) */
 	const char *dst;                  /* staging root (created if missing) */
 	const struct cb_strvec *excludes; /* vzdump globs ('/'-anchored or any depth); may be NULL */
 	long bwlimit;                     /* KiB/s on data copied, 0 = none */
 	struct cb_progress *progress;     /* fed with bytes copied; may be NULL */
+	int keep;                         /* keep-staging: save the index after each pass */
 };
 
 /* rsync-like counts, reported in the log after each pass. */
@@ -61,6 +78,10 @@ int cb_stage_estimate(const char *src, const struct cb_strvec *excludes, uint64_
 
 int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats);
 int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats);
+/* keep-staging: write the index of the copy the last pass left (pass 1
+ * writes it itself; after pass 2 the caller does, once the guest runs
+ * again, so that the freeze does not wait for it). 0 without keep. */
+int cb_stage_save_index(struct cb_stage *st);
 
 /*
  * The pass-2 decision for one entry, exposed for unit tests.
@@ -72,13 +93,15 @@ struct cb_index_rec {
 	mode_t mode;
 	uid_t uid;
 	gid_t gid;
+	uint64_t rdev;      /* devices: a device made again under a recycled inode */
 };
 
 enum cb_delta {
 	CB_DELTA_SAME,      /* nothing to do */
 	CB_DELTA_META,      /* owner/mode/times/xattrs only (ctime moved, data same) */
 	CB_DELTA_DATA,      /* same file, contents changed: recopy data + metadata */
-	CB_DELTA_REPLACE,   /* another inode or another type: remove and recreate */
+	CB_DELTA_REPLACE,   /* another inode or another type, or a symlink or device
+			     * whose stat moved at all: remove and recreate */
 };
 
 enum cb_delta cb_stage_decide(const struct cb_index_rec *old, const struct stat *now);

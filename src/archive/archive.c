@@ -15,13 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include <archive.h>
 #include <archive_entry.h>
 
+#include "archive_int.h"
 #include "cb_archive.h"
 #include "cb_cleanup.h"
 #include "cb_magic.h"
+#include "cb_stage.h"
 #include "cb_util.h"
 
 #define DATA_BUF (1024 * 1024)
@@ -34,18 +37,24 @@ struct arch {
 	struct archive *a;            /* pax writer */
 	struct archive *disk;         /* metadata reader for the tree */
 	struct archive *disk_plain;   /* for extras: no xattrs/ACLs of the host */
-	struct archive_entry_linkresolver *links;
+	struct linkmap links;         /* staged inodes with names still to come */
 	struct cb_codec_writer *codec;
 	struct cb_log *log;
 	struct cb_archive_stats *st;
 	unsigned char *buf, *zeros;
 	dev_t root_dev;
+	int side_fd;                  /* the staging engine's big-xattr store, or -1 */
 	int codec_failed;             /* the message is in cb_last_error() */
 	/* bytes read in place into the codec's chunk, on their way through
 	 * libarchive (see out_cb) */
 	const unsigned char *pend;
 	size_t pend_len;
 	int pend_saved;               /* copied to buf: foreign bytes came first */
+	/* an entry's header, held back to be rewritten (paxfix.c) */
+	int capture;
+	unsigned char *hdr;
+	size_t hdr_len, hdr_cap;
+	struct paxfix fix;
 };
 
 /* libarchive may write bytes of its own before the file data we gave it
@@ -67,6 +76,15 @@ static la_ssize_t out_cb(struct archive *a, void *cd, const void *buf, size_t le
 {
 	struct arch *c = cd;
 
+	if (c->capture) {
+		if (c->hdr_len + len > c->hdr_cap) {
+			c->hdr_cap = (c->hdr_len + len) * 2;
+			c->hdr = cb_xrealloc(c->hdr, c->hdr_cap);
+		}
+		memcpy(c->hdr + c->hdr_len, buf, len);
+		c->hdr_len += len;
+		return len;
+	}
 	if (c->pend)
 		buf = in_place_source(c, buf);
 	if (cb_codec_write(c->codec, buf, len) < 0) {
@@ -212,19 +230,48 @@ static int write_data(struct arch *c, struct archive_entry *e, int fd, const cha
 	return ret;
 }
 
+/* The entry's header as libarchive formats it, then rewritten for GNU
+ * tar: -1 (error set), else libarchive's ARCHIVE_OK or ARCHIVE_WARN. */
+static int write_header(struct arch *c, struct archive_entry *e, const char *src)
+{
+	unsigned char *out;
+	size_t n;
+	int r;
+
+	c->capture = 1;
+	c->hdr_len = 0;
+	r = archive_write_header(c->a, e);
+	c->capture = 0;
+	if (r < ARCHIVE_WARN)
+		return la_fail(c, c->a, src);
+	if (paxfix_header(c->hdr, c->hdr_len, &c->fix, &out, &n) < 0)
+		return cb_error("cannot rewrite the tar header of '%s'", src);
+	if (cb_codec_write(c->codec, out, n) < 0) {
+		c->codec_failed = 1;
+		r = -1;
+	}
+	c->st->tar_bytes += n;
+	free(out);
+	return r;
+}
+
 /* Write one entry (header, then data if it carries any). */
 static int put_entry(struct arch *c, struct archive_entry *e, int fd, const char *src)
 {
-	int r = archive_write_header(c->a, e);
+	int r = write_header(c, e, src);
 
-	if (r < ARCHIVE_WARN)
-		return la_fail(c, c->a, src);
+	if (r < 0)
+		return -1;
 	if (r == ARCHIVE_WARN)
 		cb_warn(c->log, "'%s': %s", src, archive_error_string(c->a));
 	c->st->entries++;
 	if (fd >= 0 && archive_entry_hardlink(e) == NULL && archive_entry_size(e) > 0 &&
 	    write_data(c, e, fd, src) < 0)
 		return -1;
+	/* the data's padding now, not at the start of the next header, which
+	 * write_header holds back and rewrites */
+	if (archive_write_finish_entry(c->a) < ARCHIVE_WARN)
+		return la_fail(c, c->a, src);
 	return 0;
 }
 
@@ -241,31 +288,142 @@ static int read_meta(struct arch *c, struct archive *disk, struct archive_entry 
 	return 0;
 }
 
-static int add_tree_entry(struct arch *c, const char *src, const char *name, const struct stat *st)
+/* One big xattr from the side store (see CB_STAGE_XATTR_MARK). */
+static int side_xattr(struct arch *c, struct archive_entry *e, const char *id, const char *arcname)
 {
-	struct archive_entry *e = archive_entry_new(), *spare = NULL;
-	int fd = -1, ret = -1;
+	char buf[65536 + 256];
+	ssize_t n = -1;
+	size_t nlen;
+	int fd = -1;
 
-	if (S_ISREG(st->st_mode)) {
-		fd = open(src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			cb_error_errno("cannot open '%s'", src);
-			goto out;
-		}
-	}
-	archive_entry_copy_sourcepath(e, src);
-	archive_entry_copy_pathname(e, name);
-	if (read_meta(c, c->disk, e, fd, st, src) < 0)
-		goto out;
-	/* tar strategy: the first link keeps the data, later ones become
-	 * hardlink entries of size 0 pointing at the first name */
-	archive_entry_linkify(c->links, &e, &spare);
-	ret = e ? put_entry(c, e, fd, src) : 0;
-out:
+	if (id[strspn(id, "0123456789abcdef-")] == '\0' && c->side_fd >= 0)
+		fd = openat(c->side_fd, id, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0)
+		n = read(fd, buf, sizeof(buf));
 	if (fd >= 0)
 		close(fd);
+	if (n < 0 || !memchr(buf, '\0', (size_t)n))
+		return cb_error("cannot read the big xattr '%s' of '%s' kept beside staging", id,
+				arcname);
+	nlen = strlen(buf) + 1;
+	archive_entry_xattr_add_entry(e, buf, buf + nlen, (size_t)n - nlen);
+	return 0;
+}
+
+/* The staged entry's xattrs, with big ones taken from the side store and
+ * the chattr flags the staging engine kept (CB_STAGE_FFLAGS_XATTR). */
+static int fix_xattrs(struct arch *c, struct archive_entry *e, const char *arcname)
+{
+	size_t mlen = strlen(CB_STAGE_OWN_XATTRS), n = 0, i = 0;
+	const char *name;
+	const void *val;
+	size_t len;
+	struct { char *name; void *val; size_t len; } *x;
+	int ret = 0, marks = 0;
+
+	archive_entry_xattr_reset(e);
+	while (archive_entry_xattr_next(e, &name, &val, &len) == ARCHIVE_OK)
+		n++, marks += !strncmp(name, CB_STAGE_OWN_XATTRS, mlen);
+	if (!marks)
+		return 0;
+	x = cb_xcalloc(n, sizeof(*x));
+	archive_entry_xattr_reset(e);
+	while (archive_entry_xattr_next(e, &name, &val, &len) == ARCHIVE_OK) {
+		x[i].name = cb_xstrdup(name);
+		x[i].val = cb_xmalloc(len + 1);
+		memcpy(x[i].val, val, len);
+		((char *)x[i].val)[len] = '\0';
+		x[i++].len = len;
+	}
+	archive_entry_xattr_clear(e);
+	for (i = 0; i < n; i++) {
+		if (strncmp(x[i].name, CB_STAGE_OWN_XATTRS, mlen))
+			archive_entry_xattr_add_entry(e, x[i].name, x[i].val, x[i].len);
+		else if (!strcmp(x[i].name, CB_STAGE_FFLAGS_XATTR))
+			archive_entry_set_fflags(e, strtoul(x[i].val, NULL, 10), 0);
+		else if (ret == 0 && !strncmp(x[i].name, CB_STAGE_XATTR_MARK,
+					       strlen(CB_STAGE_XATTR_MARK)))
+			ret = side_xattr(c, e, x[i].name + strlen(CB_STAGE_XATTR_MARK), arcname);
+		free(x[i].name);
+		free(x[i].val);
+	}
+	free(x);
+	return ret;
+}
+
+/* The path libarchive reads a name-only entry (symlink, device, fifo) by:
+ * through the open directory, so no component of it is looked up again
+ * (a directory swapped for a symlink cannot redirect it), and short
+ * whatever the depth. */
+static char *fd_path(int dfd, const char *name)
+{
+	return cb_xasprintf("/proc/self/fd/%d/%s", dfd, name);
+}
+
+/* POSIX ACLs from their raw xattrs: kept raw too (SCHILY.xattr.system.
+ * posix_acl_*, exact 32-bit ids for cbackup restore and GNU tar), and as
+ * SCHILY.acl.* text (paxfix.c) for tar's --acls. */
+static void read_acls(struct arch *c, struct archive_entry *e, int fd, const char *path)
+{
+	static const char *const names[2] = { "system.posix_acl_access",
+					       "system.posix_acl_default" };
+	unsigned char v[8 * 1024 + 4];
+
+	for (int i = 0; i < 2; i++) {
+		ssize_t n = fd >= 0 ? fgetxattr(fd, names[i], v, sizeof(v))
+				    : lgetxattr(path, names[i], v, sizeof(v));
+		free(c->fix.acl[i]);
+		c->fix.acl[i] = n > 0 ? paxfix_acl_text(v, (size_t)n) : NULL;
+		if (c->fix.acl[i])
+			archive_entry_xattr_add_entry(e, names[i], v, (size_t)n);
+	}
+}
+
+/* tar strategy: the first name of an inode keeps the data, later ones
+ * become hardlink entries of size 0 pointing at it; every type but
+ * directories (symlinks, fifos and devices too). */
+static void link_to_first(struct arch *c, struct archive_entry *e, const struct stat *st,
+			  const char *arcname)
+{
+	char *first;
+	int last;
+
+	if (S_ISDIR(st->st_mode) || st->st_nlink < 2)
+		return;
+	first = linkmap_link(&c->links, st->st_dev, st->st_ino, st->st_nlink, arcname, &last);
+	if (!first)
+		return;
+	archive_entry_set_symlink(e, NULL);
+	archive_entry_set_hardlink(e, first);
+	archive_entry_set_size(e, 0);
+	if (last)
+		free(first);
+}
+
+/* fd: the open regular file or directory, or -1; st is fstat of it. */
+static int add_tree_entry(struct arch *c, int dfd, const char *name, const char *arcname, int fd,
+			  const struct stat *st)
+{
+	struct archive_entry *e = archive_entry_new();
+	char *src = fd_path(fd >= 0 ? fd : dfd, fd >= 0 ? "" : name);
+	int ret = -1;
+
+	if (fd >= 0)  /* "/proc/self/fd/N/": the entry itself */
+		src[strlen(src) - 1] = '\0';
+	archive_entry_copy_sourcepath(e, src);
+	archive_entry_copy_pathname(e, arcname);
+	if (read_meta(c, c->disk, e, fd, st, arcname) < 0 || fix_xattrs(c, e, arcname) < 0)
+		goto out;
+	read_acls(c, e, fd, src);
+	link_to_first(c, e, st, arcname);
+	ret = put_entry(c, e, S_ISREG(st->st_mode) ? fd : -1, arcname);
+	for (int i = 0; i < 2; i++) {
+		free(c->fix.acl[i]);
+		c->fix.acl[i] = NULL;
+	}
+out:
+	free(src);
 	archive_entry_free(e);
-	archive_entry_free(spare);
 	return ret;
 }
 
@@ -274,13 +432,18 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int list_dir(const char *path, struct cb_strvec *names)
+static int list_dir(int dfd, const char *arcname, struct cb_strvec *names)
 {
-	DIR *d = opendir(path);
+	int fd = dup(dfd);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *de;
 
-	if (!d)
-		return cb_error_errno("cannot open directory '%s'", path);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return cb_error_errno("cannot read directory '%s'", arcname);
+	}
+	rewinddir(d);
 	errno = 0;
 	while ((de = readdir(d)) != NULL) {
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
@@ -288,7 +451,7 @@ static int list_dir(const char *path, struct cb_strvec *names)
 		errno = 0;
 	}
 	if (errno) {
-		cb_error_errno("cannot read directory '%s'", path);
+		cb_error_errno("cannot read directory '%s'", arcname);
 		closedir(d);
 		return -1;
 	}
@@ -298,70 +461,109 @@ static int list_dir(const char *path, struct cb_strvec *names)
 	return 0;
 }
 
-static int walk(struct arch *c, const char *src, const char *name);
+/*
+ * Open one entry of the staged tree below dfd and stat what was opened:
+ * the metadata and data archived are those of one inode, and a symlink
+ * is never followed (O_NOFOLLOW on the last component, every component
+ * before it an fd already open). Regular files and directories get an fd;
+ * others (*fd -1) are read by name below dfd. A name that changes type
+ * between the stat and the open is taken again. 0, 1 (vanished), -1.
+ */
+static int open_entry(int dfd, const char *name, const char *arcname, int *fd, struct stat *st)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+
+		*fd = -1;
+		if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
+			return errno == ENOENT ? 1 : cb_error_errno("cannot stat '%s'", arcname);
+		if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
+			return 0;
+		*fd = openat(dfd, name, flags | (S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
+		if (*fd < 0 && errno == ENOENT)
+			return 1;
+		if (*fd < 0 && errno != ELOOP && errno != ENOTDIR)
+			return cb_error_errno("cannot open '%s'", arcname);
+		if (*fd >= 0 && fstat(*fd, st) == 0)
+			return 0;
+		if (*fd >= 0)
+			close(*fd);
+	}
+	return cb_error("'%s' keeps changing while being archived", arcname);
+}
+
+static int walk(struct arch *c, int dfd, const char *arcname);
 
 /* One child of a directory: archive it, descend into directories that
  * stay on the tree's file system. */
-static int walk_child(struct arch *c, const char *src, const char *name)
+static int walk_child(struct arch *c, int dfd, const char *name, const char *arcname)
 {
 	struct stat st;
+	int fd, ret;
 
 	if (cb_check_interrupt() < 0)
 		return -1;
-	if (lstat(src, &st) < 0) {
-		if (errno == ENOENT) {
-			cb_warn(c->log, "'%s' vanished while archiving", src);
-			return 0;
-		}
-		return cb_error_errno("cannot stat '%s'", src);
-	}
-	if (S_ISSOCK(st.st_mode)) {
-		cb_verbose(c->log, "skipping socket '%s'", src);
-		return 0;
-	}
-	if (add_tree_entry(c, src, name, &st) < 0)
-		return -1;
-	if (!S_ISDIR(st.st_mode))
-		return 0;
-	if (st.st_dev != c->root_dev) {
-		cb_warn(c->log, "not descending into '%s': another file system", src);
-		return 0;
-	}
-	return walk(c, src, name);
+	ret = open_entry(dfd, name, arcname, &fd, &st);
+	if (ret == 1)
+		cb_warn(c->log, "'%s' vanished while archiving", arcname);
+	if (ret != 0)
+		return ret < 0 ? -1 : 0;
+	if (S_ISSOCK(st.st_mode))
+		cb_verbose(c->log, "skipping socket '%s'", arcname);
+	else if (add_tree_entry(c, dfd, name, arcname, fd, &st) < 0)
+		ret = -1;
+	else if (S_ISDIR(st.st_mode) && st.st_dev != c->root_dev)
+		cb_warn(c->log, "not descending into '%s': another file system", arcname);
+	else if (S_ISDIR(st.st_mode))
+		ret = walk(c, fd, arcname);
+	if (fd >= 0)
+		close(fd);
+	return ret;
 }
 
-static int walk(struct arch *c, const char *src, const char *name)
+static int walk(struct arch *c, int dfd, const char *arcname)
 {
 	struct cb_strvec names = CB_STRVEC_INIT;
-	const char *sep = name[strlen(name) - 1] == '/' ? "" : "/";
+	const char *sep = arcname[strlen(arcname) - 1] == '/' ? "" : "/";
 	int ret = 0;
 
-	if (list_dir(src, &names) < 0)
+	if (list_dir(dfd, arcname, &names) < 0)
 		return -1;
 	for (size_t i = 0; i < names.n && ret == 0; i++) {
-		char *csrc = cb_xasprintf("%s/%s", src, names.v[i]);
-		char *cname = cb_xasprintf("%s%s%s", name, sep, names.v[i]);
+		char *cname = cb_xasprintf("%s%s%s", arcname, sep, names.v[i]);
 
-		ret = walk_child(c, csrc, cname);
-		free(csrc);
+		ret = walk_child(c, dfd, names.v[i], cname);
 		free(cname);
 	}
 	cb_strvec_clear(&names);
 	return ret;
 }
 
+/* The staging root itself is opened without following a symlink too. */
 static int add_tree(struct arch *c, const char *tree)
 {
 	struct stat st;
+	int fd = open(tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ret;
+	char *side;
 
-	if (stat(tree, &st) < 0)
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(tree, &st) == 0 &&
+	    S_ISLNK(st.st_mode))
+		return cb_error("'%s' is a symlink, not the staging directory", tree);
+	if (fd < 0)
+		return cb_error_errno("cannot open '%s'", tree);
+	if (fstat(fd, &st) < 0) {
+		close(fd);
 		return cb_error_errno("cannot stat '%s'", tree);
-	if (!S_ISDIR(st.st_mode))
-		return cb_error("'%s' is not a directory", tree);
+	}
 	c->root_dev = st.st_dev;
-	if (add_tree_entry(c, tree, "./", &st) < 0)
-		return -1;
-	return walk(c, tree, "./");
+	side = cb_xasprintf("%s%s", tree, CB_STAGE_XATTR_DIR);
+	c->side_fd = open(side, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	free(side);
+	ret = add_tree_entry(c, -1, NULL, "./", fd, &st);
+	if (ret == 0)
+		ret = walk(c, fd, "./");
+	close(fd);
+	return ret;
 }
 
 /* Extras carry the file's mode, size and times; owner root, no xattrs. */
@@ -420,14 +622,13 @@ static struct archive *disk_reader(int flags)
 
 static int arch_open(struct arch *c)
 {
-	c->disk = disk_reader(ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS | ARCHIVE_READDISK_NO_FFLAGS);
+	c->disk = disk_reader(ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS | ARCHIVE_READDISK_NO_FFLAGS |
+			      ARCHIVE_READDISK_NO_ACL);
 	c->disk_plain = disk_reader(ARCHIVE_READDISK_NO_XATTR | ARCHIVE_READDISK_NO_ACL |
 				    ARCHIVE_READDISK_NO_FFLAGS);
-	c->links = archive_entry_linkresolver_new();
 	c->a = archive_write_new();
-	if (!c->disk || !c->disk_plain || !c->links || !c->a)
+	if (!c->disk || !c->disk_plain || !c->a)
 		return cb_error("cannot initialise libarchive");
-	archive_entry_linkresolver_set_strategy(c->links, ARCHIVE_FORMAT_TAR_PAX_INTERCHANGE);
 	/* SCHILY.xattr only: the form GNU tar reads (and libarchive too);
 	 * LIBARCHIVE.xattr copies would make GNU tar warn on every file */
 	if (archive_write_set_format_pax(c->a) != ARCHIVE_OK ||
@@ -447,7 +648,12 @@ static void arch_release(struct arch *c)
 		archive_read_free(c->disk);
 	if (c->disk_plain)
 		archive_read_free(c->disk_plain);
-	archive_entry_linkresolver_free(c->links);
+	linkmap_release(&c->links);
+	free(c->hdr);
+	free(c->fix.acl[0]);
+	free(c->fix.acl[1]);
+	if (c->side_fd >= 0)
+		close(c->side_fd);
 	cb_free_huge(c->buf, DATA_BUF);
 	free(c->zeros);
 }
@@ -455,7 +661,7 @@ static void arch_release(struct arch *c)
 int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, size_t n_extras,
 		     struct cb_codec_writer *codec, struct cb_log *log, struct cb_archive_stats *stats)
 {
-	struct arch c = { .codec = codec, .log = log, .st = stats };
+	struct arch c = { .codec = codec, .log = log, .st = stats, .side_fd = -1 };
 	double t0 = cb_now();
 	int ret = -1;
 

@@ -6,6 +6,10 @@
  * ".." components, same for hardlink targets) and then made absolute under
  * the canonical DESTDIR, so libarchive's NOABSOLUTEPATHS check cannot be
  * used, but its NODOTDOT and SYMLINKS checks still guard the full path.
+ *
+ * No ARCHIVE_EXTRACT_SPARSE: holes are made where the archive's sparse map
+ * has them, and nowhere else (a dense file of zeros, a swap file, stays
+ * dense, as GNU tar leaves it).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include <archive.h>
 #include <archive_entry.h>
@@ -26,7 +31,7 @@
 #include "cb_util.h"
 
 #define EXTRACT_FLAGS (ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | \
-		       ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_ACL | ARCHIVE_EXTRACT_SPARSE | \
+		       ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_ACL | ARCHIVE_EXTRACT_FFLAGS | \
 		       ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT | \
 		       ARCHIVE_EXTRACT_UNLINK)
 
@@ -37,6 +42,17 @@ struct rst {
 	struct cb_restore_stats *st;
 	char *dest;                 /* canonical destination directory */
 	struct archive_entry *root; /* the "./" entry, applied last */
+	/* the entry's raw system.posix_acl_access/default, set after it */
+	void *acl[2];
+	size_t acl_len[2];
+	/* directories' ACLs wait until libarchive has set the directories'
+	 * modes at close (a chmod after the ACL would reset its mask) */
+	struct dir_acl {
+		char *path;
+		void *acl[2];
+		size_t acl_len[2];
+	} *dir_acls;
+	size_t n_dir_acls;
 };
 
 static int dir_is_empty(const char *path)
@@ -238,6 +254,140 @@ static int apply_root(struct rst *r)
 	return 0;
 }
 
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+	     : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* SCHILY.xattr names as GNU tar writes them ("%" and "=" as %25, %3D;
+ * cbackup before 0.1 wrote every other byte that way too): decoded. */
+static char *xattr_name(const char *n)
+{
+	char *out = cb_xmalloc(strlen(n) + 1), *o = out;
+
+	for (; *n; n++) {
+		if (n[0] == '%' && hexval(n[1]) >= 0 && hexval(n[2]) >= 0) {
+			*o++ = (char)(hexval(n[1]) * 16 + hexval(n[2]));
+			n += 2;
+		} else {
+			*o++ = *n;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/*
+ * What libarchive 3.6's reader gets wrong, put right before the entry is
+ * written: xattr names (above); ACL entries with ids >= 2^31 (its text
+ * parser stops at INT_MAX): when the raw system.posix_acl_* xattrs are in
+ * the archive (cbackup writes them) they are kept for set_acls() and the
+ * parsed ACL is dropped; a time before 1970 with a fraction ("-1.25" read
+ * as -1 + 0.25): made the decimal number the archive says.
+ */
+static void fix_entry(struct rst *r, struct archive_entry *e)
+{
+	size_t n = 0, i = 0, len;
+	const char *name;
+	const void *val;
+	struct { char *name; void *val; size_t len; } *x;
+	int raw_acl = 0;
+
+	archive_entry_xattr_reset(e);
+	while (archive_entry_xattr_next(e, &name, &val, &len) == ARCHIVE_OK)
+		n++;
+	x = cb_xcalloc(n ? n : 1, sizeof(*x));
+	archive_entry_xattr_reset(e);
+	while (archive_entry_xattr_next(e, &name, &val, &len) == ARCHIVE_OK) {
+		x[i].name = xattr_name(name);
+		raw_acl |= !strncmp(x[i].name, "system.posix_acl_", 17);
+		x[i].val = cb_xmalloc(len + 1);
+		memcpy(x[i].val, val, len);
+		x[i++].len = len;
+	}
+	archive_entry_xattr_clear(e);
+	for (i = 0; i < n; i++) {
+		int k = !strcmp(x[i].name, "system.posix_acl_access") ? 0
+		      : !strcmp(x[i].name, "system.posix_acl_default") ? 1 : -1;
+		if (k < 0) {
+			archive_entry_xattr_add_entry(e, x[i].name, x[i].val, x[i].len);
+			free(x[i].val);
+		} else {
+			r->acl[k] = x[i].val;
+			r->acl_len[k] = x[i].len;
+		}
+		free(x[i].name);
+	}
+	free(x);
+	if (raw_acl)
+		archive_entry_acl_clear(e);
+	if (archive_entry_mtime(e) < 0 && archive_entry_mtime_nsec(e) > 0)
+		archive_entry_set_mtime(e, archive_entry_mtime(e) - 1,
+					1000000000L - archive_entry_mtime_nsec(e));
+	if (archive_entry_atime_is_set(e) && archive_entry_atime(e) < 0 &&
+	    archive_entry_atime_nsec(e) > 0)
+		archive_entry_set_atime(e, archive_entry_atime(e) - 1,
+					1000000000L - archive_entry_atime_nsec(e));
+}
+
+static int put_acls(const char *path, void *const acl[2], const size_t len[2])
+{
+	static const char *const names[2] = { "system.posix_acl_access",
+					       "system.posix_acl_default" };
+
+	for (int k = 0; k < 2; k++)
+		if (acl[k] && lsetxattr(path, names[k], acl[k], len[k], 0) < 0)
+			return cb_error_errno("cannot set the ACL of '%s'", path);
+	return 0;
+}
+
+/* The raw ACLs fix_entry() kept, on the entry just written (directories:
+ * once the disk writer is closed). */
+static int set_acls(struct rst *r, struct archive_entry *e)
+{
+	struct dir_acl *d;
+	int ret;
+
+	if (!r->acl[0] && !r->acl[1])
+		return 0;
+	if (archive_entry_filetype(e) != AE_IFDIR) {
+		ret = put_acls(archive_entry_pathname(e), r->acl, r->acl_len);
+		for (int k = 0; k < 2; k++) {
+			free(r->acl[k]);
+			r->acl[k] = NULL;
+		}
+		return ret;
+	}
+	r->dir_acls = cb_xrealloc(r->dir_acls, (r->n_dir_acls + 1) * sizeof(*r->dir_acls));
+	d = &r->dir_acls[r->n_dir_acls++];
+	d->path = cb_xstrdup(archive_entry_pathname(e));
+	for (int k = 0; k < 2; k++) {
+		d->acl[k] = r->acl[k];
+		d->acl_len[k] = r->acl_len[k];
+		r->acl[k] = NULL;
+	}
+	return 0;
+}
+
+static int set_dir_acls(struct rst *r)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < r->n_dir_acls; i++) {
+		struct dir_acl *d = &r->dir_acls[i];
+		if (ret == 0)
+			ret = put_acls(d->path, d->acl, d->acl_len);
+		free(d->path);
+		free(d->acl[0]);
+		free(d->acl[1]);
+	}
+	free(r->dir_acls);
+	r->dir_acls = NULL;
+	r->n_dir_acls = 0;
+	return ret;
+}
+
 static int restore_entry(struct rst *r, struct archive_entry *e)
 {
 	char *name = cb_xstrdup(archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
@@ -245,6 +395,7 @@ static int restore_entry(struct rst *r, struct archive_entry *e)
 
 	if (relocate(r, e, name) < 0)
 		goto out;
+	fix_entry(r, e);
 	if (is_root_name(name)) {
 		ret = keep_root(r, e);
 		goto out;
@@ -255,9 +406,15 @@ static int restore_entry(struct rst *r, struct archive_entry *e)
 		goto out;
 	if (la_check(r, r->out, archive_write_finish_entry(r->out), name) < 0)
 		goto out;
+	if (set_acls(r, e) < 0)
+		goto out;
 	r->st->entries++;
 	ret = 0;
 out:
+	for (int k = 0; k < 2; k++) {
+		free(r->acl[k]);
+		r->acl[k] = NULL;
+	}
 	free(name);
 	return ret;
 }
@@ -390,7 +547,7 @@ static int rst_close(struct rst *r)
 		return cb_error("cannot finish restore: %s", archive_error_string(r->out));
 	if (rc == ARCHIVE_WARN)
 		cb_warn(r->log, "%s", archive_error_string(r->out));
-	return 0;
+	return set_dir_acls(r);
 }
 
 static void rst_release(struct rst *r)
@@ -399,6 +556,7 @@ static void rst_release(struct rst *r)
 	if (r->out)
 		archive_write_free(r->out);
 	archive_entry_free(r->root);
+	set_dir_acls(r);
 	free(r->dest);
 }
 

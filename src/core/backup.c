@@ -396,6 +396,7 @@ static int open_stage(struct guest_run *r)
 	struct cb_stage_opts so = {
 		.src = r->opts.root, .dst = r->stage_dir, .excludes = &r->excludes,
 		.bwlimit = r->opts.bwlimit, .progress = &r->progress,
+		.keep = r->opts.keep_staging,
 	};
 	int reused;
 
@@ -695,7 +696,8 @@ static int run_guest_phases(struct guest_run *r)
 		cb_info(r->log, "dry run: configuration, paths and space are fine; nothing copied");
 		return 0;
 	}
-	if (guest_hook(r, "backup-start") < 0 || stage_guest(r) < 0 || write_archive(r) < 0 ||
+	if (guest_hook(r, "backup-start") < 0 || stage_guest(r) < 0 ||
+	    (r->stage && cb_stage_save_index(r->stage) < 0) || write_archive(r) < 0 ||
 	    mark_archive(r) < 0)
 		return -1;
 	prune_old(r);

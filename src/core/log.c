@@ -1,5 +1,6 @@
 /* cb_log: vzdump-style log lines. See include/cb_log.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,14 +44,48 @@ void cb_log_detach(struct cb_log *log)
 	log->file = NULL;
 }
 
+/*
+ * A log line is one line, whatever a file name in it holds: control bytes
+ * (and the C1 controls U+0080..U+009F, which some terminals obey) become
+ * \n, \t or \ooo, and the backslash itself \\, as GNU tar quotes names.
+ * A guest's file named "x\nERROR: ..." cannot start a line of its own.
+ */
+static char *log_quote(const char *msg)
+{
+	const unsigned char *p = (const unsigned char *)msg;
+	char *out = cb_xmalloc(strlen(msg) * 4 + 1), *o = out;
+
+	for (; *p; p++) {
+		int c1 = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
+		if (*p == '\\') {
+			*o++ = '\\';
+			*o++ = '\\';
+		} else if (*p == '\n' || *p == '\t') {
+			*o++ = '\\';
+			*o++ = *p == '\n' ? 'n' : 't';
+		} else if (*p < 0x20 || *p == 0x7f || c1) {
+			o += sprintf(o, "\\%03o", *p);
+			if (c1)
+				o += sprintf(o, "\\%03o", *++p);
+		} else {
+			*o++ = (char)*p;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
 void cb_log_vline(struct cb_log *log, enum cb_log_level lvl, const char *fmt, va_list ap)
 {
-	char msg[4096];
+	char *raw, *msg;
 	int to_stderr;
 
 	if ((lvl == CB_LOG_VERBOSE && !log->verbose) || (lvl == CB_LOG_DEBUG && !log->debug))
 		return;
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (vasprintf(&raw, fmt, ap) < 0)
+		raw = cb_xstrdup(fmt);
+	msg = log_quote(raw);
+	free(raw);
 	if (lvl == CB_LOG_ERROR)
 		log->errors++;
 	if (lvl == CB_LOG_WARN)
@@ -60,6 +95,7 @@ void cb_log_vline(struct cb_log *log, enum cb_log_level lvl, const char *fmt, va
 		fprintf(stderr, "%s: %s\n", level_prefix[lvl], msg);
 	if (log->file)
 		fprintf(log->file, "%s: %s\n", level_prefix[lvl], msg);
+	free(msg);
 }
 
 void cb_log_line(struct cb_log *log, enum cb_log_level lvl, const char *fmt, ...)

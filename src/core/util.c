@@ -13,49 +13,76 @@
 
 #include "cb_util.h"
 
-static _Thread_local char last_error[2048];
+static _Thread_local char last_error[16384];
+
+/* A message longer than the buffer loses its middle, never its end: that
+ * is where the cause is (": No such file or directory" after a path of
+ * any length, the first error after the prefixes). Takes msg. */
+static int set_error(char *msg)
+{
+	size_t n = msg ? strlen(msg) : 0, room = sizeof(last_error) - 1;
+
+	if (!msg)
+		snprintf(last_error, sizeof(last_error), "out of memory formatting an error");
+	else if (n <= room)
+		memcpy(last_error, msg, n + 1);
+	else {
+		size_t head = (room - 3) / 2, tail = room - 3 - head;
+		memcpy(last_error, msg, head);
+		memcpy(last_error + head, "...", 3);
+		memcpy(last_error + head + 3, msg + n - tail, tail + 1);
+	}
+	free(msg);
+	return -1;
+}
+
+static char *vfmt(const char *fmt, va_list ap)
+{
+	char *s;
+
+	return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+}
 
 int cb_error(const char *fmt, ...)
 {
 	va_list ap;
+	char *msg;
+
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	msg = vfmt(fmt, ap);
 	va_end(ap);
-	return -1;
+	return set_error(msg);
 }
 
 int cb_error_errno(const char *fmt, ...)
 {
 	int saved = errno;
 	va_list ap;
-	size_t n;
+	char *msg, *full = NULL;
 
 	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	msg = vfmt(fmt, ap);
 	va_end(ap);
-	n = strlen(last_error);
-	snprintf(last_error + n, sizeof(last_error) - n, ": %s", strerror(saved));
+	if (msg && asprintf(&full, "%s: %s", msg, strerror(saved)) < 0)
+		full = NULL;
+	free(msg);
+	set_error(full);
 	errno = saved;
 	return -1;
 }
 
 int cb_error_prefix(const char *fmt, ...)
 {
-	char prefix[1024], old[sizeof(last_error)];
 	va_list ap;
+	char *prefix, *full = NULL;
 
 	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	prefix = vfmt(fmt, ap);
 	va_end(ap);
-	memcpy(old, last_error, sizeof(old));
-	size_t n = strnlen(prefix, sizeof(prefix) - 1);
-	memcpy(last_error, prefix, n);
-	memcpy(last_error + n, ": ", 2);
-	n += 2;
-	size_t room = sizeof(last_error) - n - 1, m = strnlen(old, room);
-	memcpy(last_error + n, old, m);
-	last_error[n + m] = '\0';
-	return -1;
+	if (prefix && asprintf(&full, "%s: %s", prefix, last_error) < 0)
+		full = NULL;
+	free(prefix);
+	return set_error(full);
 }
 
 const char *cb_last_error(void)

@@ -22,7 +22,8 @@
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
-static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage_dir **out);
+static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage_dir *kept,
+		  struct stage_dir **out);
 struct staged_dir;
 static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct stage_dir *old,
 		  struct stage_dir **out, int *dirty);
@@ -34,32 +35,55 @@ static int ts_eq(const struct timespec *a, const struct timespec *b)
 
 enum cb_delta cb_stage_decide(const struct cb_index_rec *old, const struct stat *now)
 {
+	int moved;
+
 	if ((old->mode ^ now->st_mode) & S_IFMT)
 		return CB_DELTA_REPLACE;
 	if (old->dev != (uint64_t)now->st_dev || old->ino != (uint64_t)now->st_ino)
 		return CB_DELTA_REPLACE;
+	if ((S_ISCHR(now->st_mode) || S_ISBLK(now->st_mode)) && old->rdev != (uint64_t)now->st_rdev)
+		return CB_DELTA_REPLACE;
+	moved = old->size != (uint64_t)now->st_size || !ts_eq(&old->mtime, &now->st_mtim) ||
+		!ts_eq(&old->ctime, &now->st_ctim);
 	/* ctime too: a write with the mtime put back still moves it, and a
 	 * chmod (which also moves it) cannot be told apart from that */
-	if (S_ISREG(now->st_mode) && (old->size != (uint64_t)now->st_size ||
-				      !ts_eq(&old->mtime, &now->st_mtim) ||
-				      !ts_eq(&old->ctime, &now->st_ctim)))
+	if (S_ISREG(now->st_mode) && moved)
 		return CB_DELTA_DATA;
-	if (!ts_eq(&old->ctime, &now->st_ctim) || !ts_eq(&old->mtime, &now->st_mtim) ||
-	    old->mode != now->st_mode || old->uid != now->st_uid || old->gid != now->st_gid)
-		return CB_DELTA_META;
-	return CB_DELTA_SAME;
+	moved |= old->mode != now->st_mode || old->uid != now->st_uid || old->gid != now->st_gid;
+	/* a symlink or device removed and made again may get the freed inode
+	 * back (ext4 does): its target or rdev is only known by reading it, so
+	 * whatever moved, it is made again (cheap: no data) */
+	if (moved && !S_ISDIR(now->st_mode))
+		return CB_DELTA_REPLACE;
+	return moved ? CB_DELTA_META : CB_DELTA_SAME;
 }
 
+/* A live guest changes under pass 1: what vanished or changed type is
+ * left to pass 2, which runs frozen and is authoritative. */
 static int vanished(struct cb_stage *st)
 {
-	cb_verbose(st->log, "file vanished during copy: '%s'", stage_relname(st));
+	if (errno == ESTALE)
+		cb_verbose(st->log, "'%s' changed type during copy: left to the final sync",
+			   stage_relname(st));
+	else
+		cb_verbose(st->log, "file vanished during copy: '%s'", stage_relname(st));
 	st->stats->skipped++;
 	return 1;
 }
 
 static int gone_errno(int err)
 {
-	return err == ENOENT || err == ENOTDIR || err == ELOOP;
+	return err == ENOENT || err == ENOTDIR || err == ELOOP || err == ESTALE;
+}
+
+/* Open the source entry sb describes: 0 (*fd set), 1 vanished, -1. */
+static int src_open(struct cb_stage *st, int sfd, const char *name, int flags,
+		    const struct stat *sb, int *fd)
+{
+	*fd = stage_open_src(st, sfd, name, flags, sb);
+	if (*fd >= 0)
+		return 0;
+	return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
 }
 
 static void free_link(void *p)
@@ -71,6 +95,31 @@ static void free_link(void *p)
 
 /* ---- hardlinks ---- */
 
+/* linkat() from a staged path longer than PATH_MAX: down to its directory
+ * one component at a time (O_NOFOLLOW), then linkat() from there. */
+static int link_deep(struct cb_stage *st, const char *rel, int dfd, const char *name)
+{
+	char *path = cb_xstrdup(rel), *p = path, *slash;
+	int fd = dup(st->dst_fd), ret = -1, err;
+
+	while (fd >= 0 && (slash = strchr(p, '/')) != NULL) {
+		int next;
+		*slash = '\0';
+		next = openat(fd, p, DIR_FLAGS);
+		close(fd);
+		fd = next;
+		p = slash + 1;
+	}
+	if (fd >= 0)
+		ret = linkat(fd, p, dfd, name, 0);
+	err = errno;
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	errno = err;
+	return ret;
+}
+
 /* Link name to the inode already staged in this pass: 0 linked, 1 not
  * possible (copy instead), -1 error. */
 static int link_existing(struct cb_stage *st, int dfd, const char *name, const struct stat *sb)
@@ -79,7 +128,8 @@ static int link_existing(struct cb_stage *st, int dfd, const char *name, const s
 
 	if (!m || m->gen != st->gen)
 		return 1;
-	if (linkat(st->dst_fd, m->rel + 1, dfd, name, 0) == 0)
+	if (linkat(st->dst_fd, m->rel + 1, dfd, name, 0) == 0 ||
+	    (errno == ENAMETOOLONG && link_deep(st, m->rel + 1, dfd, name) == 0))
 		return 0;
 	if (errno == ENOENT || errno == EMLINK)
 		return 1;
@@ -133,7 +183,7 @@ static int fill_reg(struct cb_stage *st, int in, int out, int dfd, const char *n
 {
 	struct stat staged;
 
-	if (stage_copy_data(st, in, out, sb) < 0 || stage_meta(st, in, out, dfd, name, sb, fresh) < 0)
+	if (stage_copy_data(st, in, out, sb) < 0 || stage_meta(st, in, out, -1, dfd, name, sb, fresh) < 0)
 		return -1;
 	if (sb->st_nlink > 1) {
 		if (fstat(out, &staged) < 0)
@@ -150,9 +200,8 @@ static int create_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 
 	if (sb->st_nlink > 1 && (ret = link_existing(st, dfd, name, sb)) != 1)
 		return ret;
-	in = stage_open_src(st, sfd, name, O_RDONLY | O_NONBLOCK);
-	if (in < 0)
-		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	if ((ret = src_open(st, sfd, name, O_RDONLY | O_NONBLOCK, sb, &in)) != 0)
+		return ret;
 	out = open_new(st, dfd, name);
 	ret = out < 0 ? -1 : fill_reg(st, in, out, dfd, name, sb, fresh);
 	if (out >= 0)
@@ -180,22 +229,25 @@ static int make_dir(struct cb_stage *st, int dfd, const char *name)
 static int create_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
 		      const struct stat *sb, int fresh, struct stage_dir **sub)
 {
-	int csfd = stage_open_src(st, sfd, name, O_RDONLY | O_DIRECTORY), cdfd, ret;
+	int csfd, cdfd, ret;
 
-	if (csfd < 0)
-		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	if ((ret = src_open(st, sfd, name, O_RDONLY | O_DIRECTORY, sb, &csfd)) != 0)
+		return ret;
 	cdfd = make_dir(st, dfd, name);
 	ret = cdfd < 0 ? -1 : 0;
 	/* another file system (a mount point): an empty directory, as rsync -x */
 	if (ret == 0 && sb->st_dev != st->root_dev)
 		*sub = cb_xcalloc(1, sizeof(**sub));
 	else if (ret == 0)
-		ret = p1_dir(st, csfd, cdfd, 1, sub);
+		ret = p1_dir(st, csfd, cdfd, 1, NULL, sub);
 	if (ret == 0)
-		ret = stage_meta(st, csfd, cdfd, dfd, name, sb, fresh);
+		ret = stage_meta(st, csfd, cdfd, -1, dfd, name, sb, fresh);
 	if (cdfd >= 0)
 		close(cdfd);
 	close(csfd);
+	/* removed while listed: the index will not have it, nor may staging */
+	if (ret == 1 && stage_remove(st, dfd, name, &(uint64_t){ 0 }) < 0)
+		return -1;
 	return ret;
 }
 
@@ -210,10 +262,15 @@ static int create_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
 		return create_reg(st, sfd, dfd, name, sb, fresh);
 	if (S_ISDIR(sb->st_mode))
 		return create_dir(st, sfd, dfd, name, sb, fresh, &e->sub);
+	/* symlinks, fifos and devices can have several names too */
+	if (sb->st_nlink > 1 && (r = link_existing(st, dfd, name, sb)) != 1)
+		return r;
 	r = stage_make_special(st, sfd, dfd, name, sb);
 	if (r == 1)
 		return vanished(st);
-	return r < 0 ? -1 : stage_meta(st, -1, -1, dfd, name, sb, fresh);
+	if (r < 0 || stage_meta(st, -1, -1, sfd, dfd, name, sb, fresh) < 0)
+		return -1;
+	return sb->st_nlink > 1 ? link_remember_at(st, dfd, name, sb) : 0;
 }
 
 /* ---- pass 1 ---- */
@@ -247,20 +304,19 @@ static int source_stat(struct cb_stage *st, int sfd, const char *name, struct st
 	return source_count(st, sb, 1);
 }
 
-/* keep-staging: a regular file already staged. rsync's quick check (size
- * and mtime) decides whether its data is copied again. */
+/* keep-staging: a regular file already staged, k its record in the kept
+ * index (NULL: none). Only the full pass-2 rule proves it unchanged. */
 static int sync_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
-		    const struct stat *sb, const struct stat *have)
+		    const struct stat *sb, const struct stat *have, const struct stage_ent *k)
 {
 	struct link_ent *m = ino_map_get(&st->links, sb->st_dev, sb->st_ino);
+	int linked = sb->st_nlink > 1 && m && m->gen == st->gen;
 	uint64_t n = 0;
 
-	if (sb->st_nlink > 1 && m && m->gen == st->gen && have->st_ino == m->sino)
+	if (linked && have->st_ino == m->sino)
 		return 0;  /* the inode was brought up to date under another name */
-	if (!(sb->st_nlink > 1 && m && m->gen == st->gen) && have->st_size == sb->st_size &&
-	    ts_eq(&have->st_mtim, &sb->st_mtim)) {
-		if (stage_meta(st, -1, -1, dfd, name, sb, 0) < 0)
-			return -1;
+	if (!linked && k && cb_stage_decide(&k->rec, sb) == CB_DELTA_SAME &&
+	    have->st_size == sb->st_size) {
 		if (sb->st_nlink > 1)
 			link_remember(st, sb, have);
 		return 0;
@@ -271,29 +327,31 @@ static int sync_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 }
 
 static int sync_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
-		    const struct stat *sb, struct stage_ent *e)
+		    const struct stat *sb, struct stage_ent *e, struct stage_dir *kept)
 {
-	int csfd = stage_open_src(st, sfd, name, O_RDONLY | O_DIRECTORY), cdfd, ret;
+	int csfd, cdfd, ret;
 
-	if (csfd < 0)
-		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	if ((ret = src_open(st, sfd, name, O_RDONLY | O_DIRECTORY, sb, &csfd)) != 0)
+		return ret;
 	cdfd = openat(dfd, name, DIR_FLAGS);
 	ret = cdfd < 0 ? stage_fail(st, "cannot open", "in staging") : 0;
 	if (ret == 0)
-		ret = p1_dir(st, csfd, cdfd, 0, &e->sub);
+		ret = p1_dir(st, csfd, cdfd, 0, kept, &e->sub);
 	if (ret == 0)
-		ret = stage_meta(st, csfd, cdfd, dfd, name, sb, 0);
+		ret = stage_meta(st, csfd, cdfd, -1, dfd, name, sb, 0);
 	if (cdfd >= 0)
 		close(cdfd);
 	close(csfd);
 	return ret;
 }
 
-/* keep-staging: bring an entry of a non-empty staged directory up to date.
- * Special files are cheap: they are simply made again. */
+/* keep-staging: bring an entry of a non-empty staged directory up to date,
+ * deciding by the kept index (kept: this directory's part of it). Special
+ * files the index cannot prove unchanged are simply made again. */
 static int sync_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
-		      const struct stat *sb, struct stage_ent *e)
+		      const struct stat *sb, struct stage_ent *e, struct stage_dir *kept)
 {
+	struct stage_ent *k = stage_dir_find(kept, name);
 	struct stat have;
 	uint64_t n = 0;
 
@@ -304,16 +362,19 @@ static int sync_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
 		return create_entry(st, sfd, dfd, name, sb, 0, e);
 	}
 	if (S_ISREG(sb->st_mode) && S_ISREG(have.st_mode))
-		return sync_reg(st, sfd, dfd, name, sb, &have);
+		return sync_reg(st, sfd, dfd, name, sb, &have, k);
 	if (S_ISDIR(sb->st_mode) && S_ISDIR(have.st_mode) && sb->st_dev == st->root_dev)
-		return sync_dir(st, sfd, dfd, name, sb, e);
+		return sync_dir(st, sfd, dfd, name, sb, e, k && S_ISDIR(k->rec.mode) ? k->sub : NULL);
+	if (k && !S_ISDIR(sb->st_mode) && ((sb->st_mode ^ have.st_mode) & S_IFMT) == 0 &&
+	    cb_stage_decide(&k->rec, sb) == CB_DELTA_SAME)
+		return 0;
 	if (stage_remove(st, dfd, name, &n) < 0)
 		return -1;
 	return create_entry(st, sfd, dfd, name, sb, 0, e);
 }
 
 static int p1_entry(struct cb_stage *st, int sfd, int dfd, const char *name, int fresh,
-		    struct stage_dir *d)
+		    struct stage_dir *kept, struct stage_dir *d)
 {
 	struct stage_ent *e = &d->ents[d->n];
 	struct stat sb;
@@ -325,7 +386,7 @@ static int p1_entry(struct cb_stage *st, int sfd, int dfd, const char *name, int
 	if (r == 0 && fresh)
 		r = create_entry(st, sfd, dfd, name, &sb, 1, e);
 	else if (r == 0)
-		r = sync_entry(st, sfd, dfd, name, &sb, e);
+		r = sync_entry(st, sfd, dfd, name, &sb, e, kept);
 	if (r == 0) {
 		e->name = name;
 		stage_rec_fill(&e->rec, &sb);
@@ -358,13 +419,14 @@ static int prune_extra(struct cb_stage *st, int dfd, struct stage_dir *d)
 	return ret;
 }
 
+/* 0, 1 if the directory was removed after it was opened, -1. */
 static int list_source(struct cb_stage *st, int sfd, struct listing *l)
 {
 	if (cb_check_interrupt() < 0)
 		return -1;
-	if (stage_list(sfd, l) < 0)
-		return stage_fail(st, "cannot list", "in source");
-	return 0;
+	if (stage_list(sfd, l) == 0)
+		return 0;
+	return errno == ENOENT ? vanished(st) : stage_fail(st, "cannot list", "in source");
 }
 
 /* The new index node takes over the listing's names block. */
@@ -378,18 +440,19 @@ static struct stage_dir *dir_from_listing(struct listing *l)
 	return d;
 }
 
-static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage_dir **out)
+static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage_dir *kept,
+		  struct stage_dir **out)
 {
 	struct listing l;
 	struct stage_dir *d;
 	int ret = 0;
 
 	*out = NULL;
-	if (list_source(st, sfd, &l) < 0)
-		return -1;
+	if ((ret = list_source(st, sfd, &l)) != 0)
+		return ret;
 	d = dir_from_listing(&l);
 	for (size_t i = 0; i < l.n && ret == 0; i++)
-		ret = p1_entry(st, sfd, dfd, l.v[i], fresh, d);
+		ret = p1_entry(st, sfd, dfd, l.v[i], fresh, kept, d);
 	if (ret == 0 && !fresh)
 		ret = prune_extra(st, dfd, d);
 	stage_listing_release(&l);
@@ -431,17 +494,57 @@ static int park(struct cb_stage *st, int dfd, const struct stage_ent *o)
 	}
 	p->size = o->rec.size;
 	p->mtime = o->rec.mtime;
+	p->ctime = o->rec.ctime;
 	ino_map_put(&st->orphans, o->rec.dev, o->rec.ino, p);
 	st->stats->deleted++;
 	return 0;
 }
 
+/* Same bytes in both files (of size bytes)? 1 yes, 0 no or unreadable. */
+static int same_bytes(struct cb_stage *st, int a, int b, uint64_t size)
+{
+	char *x = st->buf, *y = st->buf + STAGE_BUF_SIZE / 2;
+	uint64_t off = 0;
+
+	while (off < size) {
+		size_t k = size - off < STAGE_BUF_SIZE / 2 ? (size_t)(size - off) : STAGE_BUF_SIZE / 2;
+		if (pread(a, x, k, (off_t)off) != (ssize_t)k || pread(b, y, k, (off_t)off) != (ssize_t)k ||
+		    memcmp(x, y, k))
+			return 0;
+		off += k;
+	}
+	return 1;
+}
+
+/* A parked copy stands for the renamed file only if its identity is the
+ * whole of it (dev, ino, size, mtime, ctime). A rename moves the ctime,
+ * and so does a write with the mtime put back, or an inode recycled for
+ * another file: then the bytes decide. */
+static int parked_matches(struct cb_stage *st, int sfd, const char *name, const struct stat *sb,
+			  const struct orphan *p)
+{
+	int in, held, ok;
+
+	if (p->used || p->size != (uint64_t)sb->st_size || !ts_eq(&p->mtime, &sb->st_mtim))
+		return 0;
+	if (ts_eq(&p->ctime, &sb->st_ctim))
+		return 1;
+	in = stage_open_src(st, sfd, name, O_RDONLY | O_NONBLOCK, sb);
+	held = openat(st->hold_fd, p->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	ok = in >= 0 && held >= 0 && same_bytes(st, in, held, p->size);
+	if (in >= 0)
+		close(in);
+	if (held >= 0)
+		close(held);
+	return ok;
+}
+
 /* Move a parked file back under its new name: 0, or 1 if there is none. */
-static int unpark(struct cb_stage *st, int dfd, const char *name, const struct stat *sb)
+static int unpark(struct cb_stage *st, int sfd, int dfd, const char *name, const struct stat *sb)
 {
 	struct orphan *p = ino_map_get(&st->orphans, sb->st_dev, sb->st_ino);
 
-	if (!p || p->used || p->size != (uint64_t)sb->st_size || !ts_eq(&p->mtime, &sb->st_mtim))
+	if (!p || !parked_matches(st, sfd, name, sb, p))
 		return 1;
 	if (renameat(st->hold_fd, p->name, dfd, name) < 0)
 		return 1;
@@ -521,10 +624,10 @@ static int p2_gone(struct cb_stage *st, int dfd, struct stage_ent *o)
 static int rewrite_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 		       const struct stat *sb)
 {
-	int in = stage_open_src(st, sfd, name, O_RDONLY | O_NONBLOCK), out, ret;
+	int in, out, ret;
 
-	if (in < 0)
-		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	if ((ret = src_open(st, sfd, name, O_RDONLY | O_NONBLOCK, sb, &in)) != 0)
+		return ret;
 	out = openat(dfd, name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
 	if (out < 0 && errno == ENOENT)
 		out = open_new(st, dfd, name);
@@ -541,7 +644,7 @@ static int rewrite_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
  * pass under another name: only make sure the staged names share it.
  * 1 if handled that way, 0 if not, -1 on error. */
 static int p2_linked(struct cb_stage *st, int sfd, int dfd, const char *name,
-		     const struct stat *sb, int *dirty)
+		     const struct stat *sb, struct stage_ent *e, int *dirty)
 {
 	struct link_ent *m = ino_map_get(&st->links, sb->st_dev, sb->st_ino);
 	struct stat have;
@@ -555,7 +658,7 @@ static int p2_linked(struct cb_stage *st, int sfd, int dfd, const char *name,
 	*dirty = 1;
 	if (stage_remove(st, dfd, name, &n) < 0)
 		return -1;
-	return create_reg(st, sfd, dfd, name, sb, 0) < 0 ? -1 : 1;
+	return create_entry(st, sfd, dfd, name, sb, 0, e) < 0 ? -1 : 1;
 }
 
 static int p2_subdir(struct cb_stage *st, int sfd, struct staged_dir *dd, const char *name,
@@ -569,18 +672,17 @@ static int p2_subdir(struct cb_stage *st, int sfd, struct staged_dir *dd, const 
 		o->sub = NULL;
 		if (!meta)
 			return 0;
-		return (dfd = staged_fd(st, dd)) < 0 ? -1 : stage_meta(st, -1, -1, dfd, name, sb, 0);
+		return (dfd = staged_fd(st, dd)) < 0 ? -1 : stage_meta(st, -1, -1, sfd, dfd, name, sb, 0);
 	}
-	csfd = stage_open_src(st, sfd, name, O_RDONLY | O_DIRECTORY);
-	if (csfd < 0)
-		return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+	if ((ret = src_open(st, sfd, name, O_RDONLY | O_DIRECTORY, sb, &csfd)) != 0)
+		return ret;
 	ret = p2_dir(st, csfd, &child, o->sub, &e->sub, &dirty);
 	o->sub = NULL;
 	/* children made or removed bump the staged dir's times: set them again */
 	if (ret == 0 && (meta || dirty)) {
 		dfd = staged_fd(st, dd);
 		ret = dfd < 0 || staged_fd(st, &child) < 0
-			      ? -1 : stage_meta(st, csfd, child.fd, dfd, name, sb, 0);
+			      ? -1 : stage_meta(st, csfd, child.fd, -1, dfd, name, sb, 0);
 	}
 	if (child.fd >= 0)
 		close(child.fd);
@@ -598,14 +700,13 @@ static int p2_changed(struct cb_stage *st, int sfd, struct staged_dir *dd, const
 	e->sub = NULL;
 	if (S_ISDIR(sb->st_mode) && delta != CB_DELTA_REPLACE)
 		return p2_subdir(st, sfd, dd, name, sb, o, e, delta != CB_DELTA_SAME);
-	/* unchanged: nothing to do in staging, but for a file with several
+	/* unchanged: nothing to do in staging, but for an entry with several
 	 * links, whose staged names must still share one inode */
-	if (delta == CB_DELTA_SAME && !(S_ISREG(sb->st_mode) && sb->st_nlink > 1))
+	if (delta == CB_DELTA_SAME && sb->st_nlink < 2)
 		return 0;
 	if ((dfd = staged_fd(st, dd)) < 0)
 		return -1;
-	if (delta != CB_DELTA_REPLACE && S_ISREG(sb->st_mode) &&
-	    (r = p2_linked(st, sfd, dfd, name, sb, dirty)) != 0)
+	if (delta != CB_DELTA_REPLACE && (r = p2_linked(st, sfd, dfd, name, sb, e, dirty)) != 0)
 		return r < 0 ? -1 : 0;
 	if (delta == CB_DELTA_REPLACE) {
 		*dirty = 1;
@@ -617,9 +718,9 @@ static int p2_changed(struct cb_stage *st, int sfd, struct staged_dir *dd, const
 	}
 	if (delta == CB_DELTA_DATA)
 		return rewrite_reg(st, sfd, dfd, name, sb);
-	if (delta == CB_DELTA_META && stage_meta(st, -1, -1, dfd, name, sb, 0) < 0)
+	if (delta == CB_DELTA_META && stage_meta(st, -1, -1, sfd, dfd, name, sb, 0) < 0)
 		return -1;
-	if (S_ISREG(sb->st_mode) && sb->st_nlink > 1)
+	if (sb->st_nlink > 1)
 		return link_remember_at(st, dfd, name, sb);
 	return 0;
 }
@@ -628,8 +729,8 @@ static int p2_new(struct cb_stage *st, int sfd, int dfd, const char *name,
 		  const struct stat *sb, struct stage_ent *e)
 {
 	e->sub = NULL;
-	if (S_ISREG(sb->st_mode) && st->hold_fd >= 0 && unpark(st, dfd, name, sb) == 0) {
-		if (stage_meta(st, -1, -1, dfd, name, sb, 0) < 0)
+	if (S_ISREG(sb->st_mode) && st->hold_fd >= 0 && unpark(st, sfd, dfd, name, sb) == 0) {
+		if (stage_meta(st, -1, -1, sfd, dfd, name, sb, 0) < 0)
 			return -1;
 		return sb->st_nlink > 1 ? link_remember_at(st, dfd, name, sb) : 0;
 	}
@@ -700,9 +801,9 @@ static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct st
 	int ret;
 
 	*out = NULL;
-	if (list_source(st, sfd, &l) < 0) {
+	if ((ret = list_source(st, sfd, &l)) != 0) {
 		stage_dir_free(old);
-		return -1;
+		return ret;
 	}
 	nd = dir_from_listing(&l);
 	ret = p2_sweep_gone(st, dd, old, &l, dirty);
@@ -725,6 +826,18 @@ static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct st
 
 /* ---- the public passes ---- */
 
+/* The side store goes with the staging copy: kept with it, else removed. */
+static void side_release(struct cb_stage *st)
+{
+	char *dir = cb_xasprintf("%s%s", st->dst, CB_STAGE_XATTR_DIR);
+
+	if (st->side_fd >= 0)
+		close(st->side_fd);
+	if (!st->keep && st->dst[0])
+		cb_remove_tree(dir);
+	free(dir);
+}
+
 int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct cb_log *log)
 {
 	struct cb_stage *st = cb_xcalloc(1, sizeof(*st));
@@ -742,7 +855,9 @@ int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct
 	st->log = log;
 	cb_throttle_init(&st->throttle, opts->bwlimit);
 	st->progress = opts->progress;
-	st->dst_fd = st->hold_fd = -1;
+	st->keep = opts->keep;
+	st->dst_fd = st->hold_fd = st->side_fd = -1;
+	st->side_stamp = (uint64_t)(cb_now() * 1e9);
 	st->is_root = geteuid() == 0;
 	st->buf = cb_xmalloc(STAGE_BUF_SIZE);
 	st->xbuf = cb_xmalloc(STAGE_XATTR_MAX);
@@ -759,12 +874,14 @@ void cb_stage_free(struct cb_stage *st)
 	if (st->dst_fd >= 0)
 		close(st->dst_fd);
 	stage_dir_free(st->root);
+	stage_dir_free(st->kept);
 	ino_map_clear(&st->links, free_link);
 	cb_strvec_clear(&st->excludes);
 	free(st->src);
 	free(st->dst);
 	free(st->buf);
 	free(st->xbuf);
+	side_release(st);
 	free(st->rel);
 	free(st);
 }
@@ -801,6 +918,12 @@ static int open_dst_root(struct cb_stage *st, int *fresh)
 	return 0;
 }
 
+/* The source root itself cannot vanish: that is an error. */
+static int root_ret(struct cb_stage *st, int ret)
+{
+	return ret == 1 ? cb_error("source '%s' vanished", st->src) : ret;
+}
+
 static void begin_pass(struct cb_stage *st, struct cb_stage_stats *stats)
 {
 	memset(stats, 0, sizeof(*stats));
@@ -826,11 +949,20 @@ int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 	st->root_dev = sb.st_dev;
 	ret = open_dst_root(st, &fresh);
 	stats->files++;
+	/* the kept index is read, then removed before anything changes: an
+	 * interrupted run leaves a copy that no index vouches for */
+	if (ret == 0 && st->keep && !fresh)
+		st->kept = stage_keep_load(st);
+	stage_keep_drop(st);
 	if (ret == 0)
-		ret = p1_dir(st, sfd, st->dst_fd, fresh, &st->root);
+		ret = root_ret(st, p1_dir(st, sfd, st->dst_fd, fresh, st->kept, &st->root));
+	stage_dir_free(st->kept);
+	st->kept = NULL;
 	if (ret == 0)
-		ret = stage_meta(st, sfd, st->dst_fd, -1, ".", &sb, fresh);
+		ret = stage_meta(st, sfd, st->dst_fd, -1, -1, ".", &sb, fresh);
 	stage_rec_fill(&st->root_rec, &sb);
+	if (ret == 0 && st->keep)
+		ret = stage_keep_save(st);
 	close(sfd);
 	stats->seconds = cb_now() - stats->seconds;
 	return ret;
@@ -855,14 +987,18 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	st->root_dev = sb.st_dev;
 	stats->files++;
 	delta = cb_stage_decide(&st->root_rec, &sb);
+	/* what pass 1 kept no longer vouches for the copy pass 2 changes;
+	 * cb_stage_save_index() writes the new one once the guest runs again */
+	if (st->keep)
+		stage_keep_drop(st);
 	st->hold_ok = !stage_dir_find(st->root, STAGE_HOLD_NAME);
-	ret = p2_dir(st, sfd, &(struct staged_dir){ NULL, st->dst_fd, ".", 0 }, st->root, &st->root,
-		     &dirty);
+	ret = root_ret(st, p2_dir(st, sfd, &(struct staged_dir){ NULL, st->dst_fd, ".", 0 },
+				  st->root, &st->root, &dirty));
 	dirty |= st->hold_fd >= 0;
 	hold_release(st);
 	/* the root's own metadata last: its children are done */
 	if (ret == 0 && (dirty || delta != CB_DELTA_SAME))
-		ret = stage_meta(st, sfd, st->dst_fd, -1, ".", &sb, 0);
+		ret = stage_meta(st, sfd, st->dst_fd, -1, -1, ".", &sb, 0);
 	stage_rec_fill(&st->root_rec, &sb);
 	if (ret < 0) {  /* a half-updated index would lie to a later pass */
 		stage_dir_free(st->root);
@@ -873,6 +1009,13 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	return ret;
 }
 
+int cb_stage_save_index(struct cb_stage *st)
+{
+	if (!st->keep || !st->root)
+		return 0;
+	return stage_keep_save(st);
+}
+
 /* ---- estimate ---- */
 
 static int est_dir(struct cb_stage *st, int fd, uint64_t *bytes, uint64_t *entries)
@@ -880,8 +1023,8 @@ static int est_dir(struct cb_stage *st, int fd, uint64_t *bytes, uint64_t *entri
 	struct listing l;
 	int ret = 0;
 
-	if (stage_list(fd, &l) < 0)
-		return stage_fail(st, "cannot list", "in source");
+	if (stage_list(fd, &l) < 0)  /* removed since it was opened: nothing */
+		return errno == ENOENT && st->rel_len ? 0 : stage_fail(st, "cannot list", "in source");
 	for (size_t i = 0; i < l.n && ret == 0; i++) {
 		struct stat sb;
 		size_t saved;
@@ -891,7 +1034,7 @@ static int est_dir(struct cb_stage *st, int fd, uint64_t *bytes, uint64_t *entri
 			(*entries)++;
 			*bytes += S_ISREG(sb.st_mode) ? (uint64_t)sb.st_blocks * 512 : 4096;
 			if (S_ISDIR(sb.st_mode) && sb.st_dev == st->root_dev) {
-				int sub = stage_open_src(st, fd, l.v[i], O_RDONLY | O_DIRECTORY);
+				int sub = stage_open_src(st, fd, l.v[i], O_RDONLY | O_DIRECTORY, &sb);
 				if (sub >= 0) {
 					ret = est_dir(st, sub, bytes, entries);
 					close(sub);

@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -21,8 +23,10 @@ int stage_fail(struct cb_stage *st, const char *verb, const char *where)
 			      where ? where : "");
 }
 
-int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags)
+int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags,
+		   const struct stat *sb)
 {
+	struct stat now;
 	int fd;
 
 	(void)st;
@@ -32,6 +36,16 @@ int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags)
 	fd = openat(sdfd, name, flags | O_NOFOLLOW | O_CLOEXEC | O_NOATIME);
 	if (fd < 0 && errno == EPERM)
 		fd = openat(sdfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || !sb)
+		return fd;
+	/* what is read is what was stat'ed: a name that became another entry
+	 * (a file turned into a directory) between the two is not copied */
+	if (fstat(fd, &now) < 0 || ((now.st_mode ^ sb->st_mode) & S_IFMT) ||
+	    now.st_ino != sb->st_ino || now.st_dev != sb->st_dev) {
+		close(fd);
+		errno = ESTALE;
+		return -1;
+	}
 	return fd;
 }
 
@@ -200,7 +214,10 @@ static int set_times(struct cb_stage *st, int dfd, int ddfd, const char *name,
 	return r < 0 ? stage_fail(st, "cannot set times of", "in staging") : 0;
 }
 
-/* Where xattr calls go: an open fd, or a full path (symlinks, devices). */
+/* Where xattr calls go: an open fd, or for symlinks and devices the name
+ * below its open directory, "/proc/self/fd/DIR/NAME": no component is
+ * looked up again (none can be swapped for a symlink), whatever the depth
+ * or the length of the path. */
 struct xtarget {
 	int fd;
 	char *path;
@@ -257,15 +274,61 @@ static int has_name(const char *list, ssize_t len, const char *name)
 	return 0;
 }
 
+/*
+ * An xattr the staging file system cannot hold (ext4 keeps all of an
+ * inode's xattrs in one block, 4 KiB, where tmpfs or XFS take 64 KiB) is
+ * kept in the side store <dst>.xattrs/ID (name, NUL, value) and the staged
+ * entry gets the marker CB_STAGE_XATTR_MARK ID; the archive puts the value
+ * back under its name. IDs are unique across runs (a kept copy keeps its
+ * markers).
+ */
+static int x_side_store(struct cb_stage *st, const struct xtarget *d, const char *name,
+			const void *v, size_t len)
+{
+	char id[64], *mark;
+	int fd, ret;
+
+	if (st->side_fd < 0) {
+		char *dir = cb_xasprintf("%s%s", st->dst, CB_STAGE_XATTR_DIR);
+		mkdir(dir, 0700);  /* EEXIST: a kept copy's; the open checks it */
+		st->side_fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		free(dir);
+		if (st->side_fd < 0)
+			return stage_fail(st, "cannot keep a big xattr of", "beside staging");
+	}
+	snprintf(id, sizeof(id), "%llx-%x-%u", (unsigned long long)st->side_stamp,
+		 (unsigned)getpid(), st->side_seq++);
+	fd = openat(st->side_fd, id, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	ret = fd < 0 || cb_write_all(fd, name, strlen(name) + 1) < 0 || cb_write_all(fd, v, len) < 0;
+	if (fd >= 0)
+		close(fd);
+	if (ret)
+		return stage_fail(st, "cannot keep a big xattr of", "beside staging");
+	mark = cb_xasprintf("%s%s", CB_STAGE_XATTR_MARK, id);
+	ret = x_set(d, mark, "", 0);
+	free(mark);
+	if (ret < 0)
+		return cb_error_errno("cannot set xattr '%s' of '%s' in staging", name, stage_relname(st));
+	return 0;
+}
+
 static int x_set_one(struct cb_stage *st, const struct xtarget *s, const struct xtarget *d,
 		     const char *name)
 {
-	ssize_t v = x_get(s, name, st->xbuf, STAGE_XATTR_MAX);
+	ssize_t v;
 
+	/* our own markers are never taken from a guest */
+	if (!strncmp(name, CB_STAGE_OWN_XATTRS, strlen(CB_STAGE_OWN_XATTRS)))
+		return 0;
+	v = x_get(s, name, st->xbuf, STAGE_XATTR_MAX);
+	/* gone from the source since its stat (ENOENT): pass 2 settles it */
 	if (v < 0)
-		return errno == ENODATA ? 0 : stage_fail(st, "cannot read xattrs of", "in source");
+		return errno == ENODATA || errno == ENOENT ? 0
+							   : stage_fail(st, "cannot read xattrs of", "in source");
 	if (x_set(d, name, st->xbuf, (size_t)v) == 0)
 		return 0;
+	if (errno == ENOSPC || errno == E2BIG || errno == ERANGE)
+		return x_side_store(st, d, name, st->xbuf, (size_t)v);
 	if (!no_xattrs(errno))
 		return cb_error_errno("cannot set xattr '%s' of '%s' in staging", name,
 				      stage_relname(st));
@@ -301,16 +364,38 @@ static int set_xattrs(struct cb_stage *st, const struct xtarget *s, const struct
 	return 0;
 }
 
+/* The flags chattr sets and a restore can set again (no file-system
+ * bookkeeping such as extents or inline data). */
+#define USER_FFLAGS (FS_SECRM_FL | FS_UNRM_FL | FS_COMPR_FL | FS_SYNC_FL | FS_IMMUTABLE_FL | \
+		     FS_APPEND_FL | FS_NODUMP_FL | FS_NOATIME_FL | FS_JOURNAL_DATA_FL | \
+		     FS_NOTAIL_FL | FS_DIRSYNC_FL | FS_TOPDIR_FL | FS_NOCOW_FL | \
+		     FS_PROJINHERIT_FL)
+
+/* The source's chattr flags as CB_STAGE_FFLAGS_XATTR on the staged copy
+ * (x_prune() has removed an old one). */
+static int keep_fflags(struct cb_stage *st, int sfd, const struct xtarget *d)
+{
+	char v[16];
+	int fl = 0;
+
+	if (ioctl(sfd, FS_IOC_GETFLAGS, &fl) < 0 || !(fl & USER_FFLAGS))
+		return 0;
+	snprintf(v, sizeof(v), "%u", (unsigned)(fl & USER_FFLAGS));
+	if (x_set(d, CB_STAGE_FFLAGS_XATTR, v, strlen(v)) == 0 || no_xattrs(errno))
+		return 0;
+	return cb_error_errno("cannot keep the chattr flags of '%s' in staging", stage_relname(st));
+}
+
 /*
  * Owner, mode, xattrs (ACLs included), times of the staged entry, in the
  * order that keeps them: chown first (it clears setuid bits and
  * security.capability), stale xattrs removed before chmod (dropping an ACL
  * must not leave its mask in the mode), times last (nothing after them
  * may bump them). sfd/dfd: open source/staged fds of a file or directory,
- * or -1 to go by name (ddfd + name, and full paths for xattrs). fresh: we
+ * or -1 to go by name below the open directories sdfd/ddfd. fresh: we
  * just created the staged entry, so there is nothing to compare or remove.
  */
-int stage_meta(struct cb_stage *st, int sfd, int dfd, int ddfd, const char *name,
+int stage_meta(struct cb_stage *st, int sfd, int dfd, int sdfd, int ddfd, const char *name,
 	       const struct stat *sb, int fresh)
 {
 	struct xtarget s = { sfd, NULL }, d = { dfd, NULL };
@@ -329,9 +414,9 @@ int stage_meta(struct cb_stage *st, int sfd, int dfd, int ddfd, const char *name
 	if (chowned < 0)
 		return -1;
 	if (sfd < 0)
-		s.path = cb_xasprintf("%s%s", st->src, st->rel);
+		s.path = cb_xasprintf("/proc/self/fd/%d/%s", sdfd, name);
 	if (dfd < 0)
-		d.path = cb_xasprintf("%s%s", st->dst, st->rel);
+		d.path = cb_xasprintf("/proc/self/fd/%d/%s", ddfd, name);
 	slen = x_names(&s, &slist);
 	ret = slen < 0 ? stage_fail(st, "cannot list xattrs of", "in source") : 0;
 	if (ret == 0 && !fresh)
@@ -340,6 +425,8 @@ int stage_meta(struct cb_stage *st, int sfd, int dfd, int ddfd, const char *name
 		ret = set_mode(st, dfd, ddfd, name, sb, hp, chowned);
 	if (ret == 0)
 		ret = set_xattrs(st, &s, &d, slist, slen);
+	if (ret == 0 && sfd >= 0)
+		ret = keep_fflags(st, sfd, &d);
 	if (ret == 0)
 		ret = set_times(st, dfd, ddfd, name, sb);
 	free(slist);
@@ -358,8 +445,10 @@ static int make_link(struct cb_stage *st, int sdfd, int ddfd, const char *name,
 	ssize_t n = readlinkat(sdfd, name, target, len);
 	int ret = 0;
 
+	/* gone, or no longer a symlink (EINVAL): pass 2 settles it */
 	if (n < 0)
-		ret = errno == ENOENT ? 1 : stage_fail(st, "cannot read link", "in source");
+		ret = errno == ENOENT || errno == EINVAL ? 1
+							 : stage_fail(st, "cannot read link", "in source");
 	else if ((size_t)n >= len)
 		ret = 1;  /* retargeted under us: treat as vanished, pass 2 sees it */
 	else {

@@ -175,6 +175,7 @@ void stage_rec_fill(struct cb_index_rec *r, const struct stat *sb)
 	r->mode = sb->st_mode;
 	r->uid = sb->st_uid;
 	r->gid = sb->st_gid;
+	r->rdev = sb->st_rdev;
 }
 
 void stage_rel_push(struct cb_stage *st, const char *name, size_t *saved)

@@ -60,7 +60,7 @@ struct link_ent {
 /* Orphan map value (pass 2): a vanished staged file parked for reuse. */
 struct orphan {
 	uint64_t size;
-	struct timespec mtime;
+	struct timespec mtime, ctime;
 	int used;
 	char name[24];              /* inside the holding directory */
 };
@@ -73,6 +73,8 @@ struct cb_stage {
 	dev_t root_dev;             /* source root's device: never leave it */
 	unsigned gen;               /* pass number: 1, 2, ... */
 	struct stage_dir *root;     /* index; NULL before pass 1 */
+	struct stage_dir *kept;     /* pass 1 over a kept copy: the last run's index */
+	int keep;                   /* keep-staging: save the index after each pass */
 	struct cb_index_rec root_rec;
 	struct ino_map links;
 	struct ino_map orphans;
@@ -88,6 +90,9 @@ struct cb_stage {
 	int no_cfr;                 /* copy_file_range unusable: read/write */
 	int is_root;                /* may chown */
 	int warned_xattr;
+	int side_fd;                /* <dst>.xattrs, -1 until a big xattr needs it */
+	uint64_t side_stamp;        /* run's start (ns): side store IDs unique across runs */
+	unsigned side_seq;
 	char *buf;                  /* read/write fallback buffer */
 	char *xbuf;                 /* one xattr value */
 };
@@ -112,10 +117,18 @@ void stage_rel_pop(struct cb_stage *st, size_t saved);
 const char *stage_relname(const struct cb_stage *st);
 int stage_excluded_slash(const struct cb_strvec *ex, const char *slashpath, int is_dir);
 
+/* stage_keep.c */
+struct stage_dir *stage_keep_load(struct cb_stage *st);
+int stage_keep_save(struct cb_stage *st);
+void stage_keep_drop(struct cb_stage *st);
+
 /* stage_copy.c */
-int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags);
+/* openat below sdfd, never following a symlink; with sb, the fd must be
+ * the entry sb describes (type, dev, ino), else -1 with errno ESTALE. */
+int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags,
+		   const struct stat *sb);
 int stage_copy_data(struct cb_stage *st, int in, int out, const struct stat *sb);
-int stage_meta(struct cb_stage *st, int sfd, int dfd, int ddfd, const char *name,
+int stage_meta(struct cb_stage *st, int sfd, int dfd, int sdfd, int ddfd, const char *name,
 	       const struct stat *sb, int fresh);
 int stage_make_special(struct cb_stage *st, int sdfd, int ddfd, const char *name,
 		       const struct stat *sb);

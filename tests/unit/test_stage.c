@@ -10,6 +10,7 @@
 #include <linux/capability.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/sysmacros.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -47,7 +48,8 @@ static struct stat base_stat(mode_t mode)
 static struct cb_index_rec rec_of(const struct stat *s)
 {
 	struct cb_index_rec r = { (uint64_t)s->st_dev, (uint64_t)s->st_ino, (uint64_t)s->st_size,
-				  s->st_mtim, s->st_ctim, s->st_mode, s->st_uid, s->st_gid };
+				  s->st_mtim, s->st_ctim, s->st_mode, s->st_uid, s->st_gid,
+				  (uint64_t)s->st_rdev };
 	return r;
 }
 
@@ -85,10 +87,26 @@ static void test_decide_meta(void **state)
 	(void)state;
 
 	assert_int_equal(cb_stage_decide(&r, &s), CB_DELTA_SAME);
-	n = s;  /* lchown of a symlink: ctime and owner */
+	n = s;  /* lchown of a symlink, or one made again under its freed
+		 * inode number: only reading it tells, so it is made again */
 	n.st_uid = 99;
 	n.st_ctim.tv_sec++;
-	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_META);
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_REPLACE);
+	n = s;
+	n.st_ctim.tv_nsec++;
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_REPLACE);
+	s = base_stat(S_IFCHR | 0600);  /* a device: rdev alone tells */
+	s.st_rdev = makedev(1, 3);
+	r = rec_of(&s);
+	assert_int_equal(cb_stage_decide(&r, &s), CB_DELTA_SAME);
+	n = s;
+	n.st_rdev = makedev(1, 5);
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_REPLACE);
+	n = s;
+	n.st_mode = S_IFCHR | 0644;
+	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_REPLACE);
+	s = base_stat(S_IFLNK | 0777);
+	r = rec_of(&s);
 	n = s;
 	n.st_mode = S_IFREG | 0777;
 	assert_int_equal(cb_stage_decide(&r, &n), CB_DELTA_REPLACE);
@@ -537,7 +555,7 @@ static void test_deep_changes(void **state)
 static void test_keep_staging(void **state)
 {
 	struct tree *t = *state;
-	struct cb_stage_opts o = { .src = t->src, .dst = t->dst };
+	struct cb_stage_opts o = { .src = t->src, .dst = t->dst, .keep = 1 };
 	struct cb_stage_stats stats;
 	struct cb_stage *st;
 	int have_cap;

@@ -30,6 +30,29 @@ static void test_errors(void **state)
 	assert_string_equal(cb_last_error(), "first sync: cannot open '/nope': No such file or directory");
 }
 
+/* A path of any length keeps the cause at the end of the message. */
+static void test_long_errors(void **state)
+{
+	size_t n = 40000;
+	char *path = malloc(n + 1), *want;
+	const char *got;
+	(void)state;
+
+	memset(path, 'a', n);
+	path[n] = '\0';
+	errno = ENAMETOOLONG;
+	cb_error_errno("cannot open '%s'", path);
+	cb_error_prefix("first sync");
+	got = cb_last_error();
+	want = cb_xasprintf("': %s", strerror(ENAMETOOLONG));
+	assert_true(strlen(got) > 8000);
+	assert_int_equal(strncmp(got, "first sync: cannot open 'aaa", 28), 0);
+	assert_string_equal(got + strlen(got) - strlen(want), want);
+	assert_non_null(strstr(got, "..."));
+	free(want);
+	free(path);
+}
+
 static void test_fmt(void **state)
 {
 	char b[32];
@@ -142,6 +165,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_long_errors),
 		cmocka_unit_test(test_fmt),
 		cmocka_unit_test(test_strvec),
 		cmocka_unit_test(test_remove_tree),
