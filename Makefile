@@ -28,7 +28,7 @@ LIBOBJS := $(filter-out $(BUILD)/core/main.o,$(OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all deps check unit e2e demo install clean bench fuzz fuzz-deps fuzz-build print-libflags
+.PHONY: all deps lint check unit e2e demo install clean bench fuzz fuzz-deps fuzz-build print-libflags
 all: cbackup
 
 cbackup: $(BUILD)/cbackup
@@ -52,7 +52,12 @@ $(BUILD) $(BUILD)/tests:
 deps:
 	@sh scripts/deps.sh
 
-check: deps
+# the lint first: a test body whose assertions cannot fail proves nothing
+lint:
+	@sh tests/lint.sh
+
+check: lint
+	@sh scripts/deps.sh
 	@$(MAKE) --no-print-directory all $(UNIT_BINS)
 	@UNIT_BINS="$(UNIT_BINS)" sh tests/run.sh
 

@@ -119,14 +119,50 @@ test_done() {
 	exit 1
 }
 
-# test_must_fail CMD...: CMD must fail (a plain `! CMD` is ignored by set -e)
+# ---- assertions (git's test-lib names and meanings) ---------------------
+#
+# A body runs under `set -e`, which ignores `! cmd` and every `a && b` but the
+# last: write one assertion per line with these (tests/lint.sh enforces it).
+
+# test_must_fail [ok=signal] CMD...: CMD exits non-zero. A death by signal
+# (status > 128), "not found" (127) or "not executable" (126) is a failure
+# too, unless ok=signal is given: a crash is not the refusal being tested.
 test_must_fail() {
-	if "$@"; then
-		echo "unexpected success: $*"
+	local ok= rc=0
+	case $1 in ok=*) ok=${1#ok=}; shift ;; esac
+	"$@" || rc=$?
+	if [ "$rc" = 0 ]; then
+		echo "test_must_fail: command succeeded: $*"
+		return 1
+	elif [ "$rc" -gt 128 ] && [ "$ok" != signal ]; then
+		echo "test_must_fail: killed by signal $((rc - 128)): $*"
+		return 1
+	elif [ "$rc" = 126 ] || [ "$rc" = 127 ]; then
+		echo "test_must_fail: cannot run (status $rc): $*"
 		return 1
 	fi
 	return 0
 }
+
+# test_has FILE ERE: some line of FILE matches ERE
+test_has() {
+	grep -Eq -- "$2" "$1" && return 0
+	echo "test_has: no line of '$1' matches '$2'; it has:"
+	head -n 40 "$1"
+	return 1
+}
+
+# test_lacks FILE ERE: FILE exists and no line matches ERE (prints those that do)
+test_lacks() {
+	[ -r "$1" ] || { echo "test_lacks: cannot read '$1'"; return 1; }
+	grep -E -- "$2" "$1" >/dev/null || return 0
+	echo "test_lacks: '$1' has lines matching '$2':"
+	grep -E -- "$2" "$1" | head -n 40
+	return 1
+}
+
+# test_cmp EXPECTED ACTUAL: identical files (shows the diff)
+test_cmp() { diff -u -- "$1" "$2"; }
 
 # ---- prerequisites -------------------------------------------------------
 
@@ -231,7 +267,7 @@ find_archive() {
 	echo "$found"
 }
 
-# no_leftovers DIR: no .tmp files (and nothing else named cbackup-*.tar*)
+# no_tmp_files DIR: no *.tmp file anywhere below DIR (prints those left)
 no_tmp_files() {
 	local left
 	left=$(find "$1" -name '*.tmp' 2>/dev/null)
