@@ -212,24 +212,11 @@ test_have_prereq() {
 	done
 }
 
-# ---- helpers (C, compiled once into build/e2e-helpers) -------------------
+# ---- helpers (C, built by `make helpers` into build/e2e-helpers) ---------
 
-build_helpers() {
-	local src bin
-	mkdir -p "$HELPERS" || return 1
-	for src in "$TOP"/tests/helpers/*.c; do
-		bin=$HELPERS/$(basename "$src" .c)
-		case $src in
-		*/faultinject.c)  # an LD_PRELOAD shim, not a program
-			[ "$bin.so" -nt "$src" ] && continue
-			cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$bin.so.$$" "$src" -ldl &&
-				mv -f "$bin.so.$$" "$bin.so" || return 1
-			continue ;;
-		esac
-		[ "$bin" -nt "$src" ] && continue
-		cc -O2 -Wall -Wextra -Werror -o "$bin.$$" "$src" && mv -f "$bin.$$" "$bin" || return 1
-	done
-}
+# the Makefile's rule, run here too so that a script started by hand (or a
+# helper added since the last make) finds them up to date
+build_helpers() { make --no-print-directory -s -C "$TOP" helpers >&2; }
 build_helpers || { echo "Bail out! cannot build tests/helpers"; exit 1; }
 
 # ---- running cbackup -----------------------------------------------------
