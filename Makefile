@@ -14,7 +14,7 @@ ifneq ($(or $(MAKECMDGOALS),all),$(filter $(NOLIB_GOALS),$(or $(MAKECMDGOALS),al
 MISSING := $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) 2>/dev/null && echo y),,$(p))) \
            $(if $(wildcard /usr/include/iniparser/iniparser.h),,iniparser)
 ifneq ($(strip $(MISSING)),)
-$(error missing libraries:$(MISSING) (pkg-config/headers): run make deps)
+$(error missing libraries: $(strip $(MISSING)) (pkg-config, headers): run make deps)
 endif
 endif
 
@@ -45,7 +45,7 @@ LIBOBJS := $(filter-out $(BUILD)/core/main.o,$(OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all deps lint check unit e2e demo install clean bench fuzz fuzz-deps fuzz-build fuzz-replay helpers print-libflags
+.PHONY: all deps lint check unit e2e demo install clean bench fuzz fuzz-deps fuzz-build fuzz-replay helpers unit-bins mutants print-libflags
 all: cbackup
 
 cbackup: $(BUILD)/cbackup
@@ -77,6 +77,12 @@ check: lint
 	@sh scripts/deps.sh
 	@$(MAKE) --no-print-directory all helpers $(UNIT_BINS)
 	@UNIT_BINS="$(UNIT_BINS)" sh tests/run.sh
+
+unit-bins: $(UNIT_BINS)
+
+# the mutation check (tests/mutants/run.sh; long: not part of check)
+mutants: all helpers unit-bins
+	@bash tests/mutants/run.sh $(M)
 
 unit: all $(UNIT_BINS)
 	@UNIT_BINS="$(UNIT_BINS)" E2E=0 sh tests/run.sh
