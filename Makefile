@@ -45,7 +45,7 @@ LIBOBJS := $(filter-out $(BUILD)/core/main.o,$(OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all deps lint check unit e2e demo install clean bench fuzz fuzz-deps fuzz-build fuzz-replay helpers unit-bins mutants print-libflags
+.PHONY: all deps lint check unit e2e demo install clean bench fuzz fuzz-deps fuzz-build fuzz-replay helpers unit-bins mutants docs check-docs print-libflags
 all: cbackup
 
 cbackup: $(BUILD)/cbackup
@@ -76,6 +76,7 @@ lint:
 check: lint
 	@sh scripts/deps.sh
 	@$(MAKE) --no-print-directory all helpers $(UNIT_BINS)
+	@$(MAKE) --no-print-directory check-docs
 	@UNIT_BINS="$(UNIT_BINS)" sh tests/run.sh
 
 unit-bins: $(UNIT_BINS)
@@ -189,6 +190,18 @@ else
 fuzz-replay:
 	@$(MAKE) --no-print-directory SAN=1 fuzz-replay
 endif
+
+# ---- docs: the option lists of the man pages come from cb_opt_table ---------
+MANOPTS := $(BUILD)/manopts
+
+$(MANOPTS): scripts/manopts.c $(LIBOBJS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS)
+
+docs: $(MANOPTS)
+	@sh scripts/gendocs.sh $(MANOPTS)
+
+check-docs: $(MANOPTS)
+	@sh scripts/gendocs.sh $(MANOPTS) --check
 
 # ---- e2e helper programs (tests/helpers/*.c) --------------------------------
 # Plain builds, never sanitized: faultinject.so is LD_PRELOADed into any

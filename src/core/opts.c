@@ -53,7 +53,7 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "auto: store already-compressed data raw; always: compress everything", 0,
 	  OFF(compress_policy), 0, 0, policy_names },
 	{ "zstd", CB_OPT_INT, "0", G | S | U | C, "0-256",
-	  "zstd worker threads (0 = all cores)", 0, OFF(zstd_threads), 0, 256, NULL },
+	  "worker threads of zstd (0 = all cores)", 0, OFF(zstd_threads), 0, 256, NULL },
 	{ "pigz", CB_OPT_INT, "0", G | S | U | C, "0-256",
 	  "parallel gzip threads (0 = single-threaded gzip, 1 = half the cores, N = N threads)", 0,
 	  OFF(pigz_threads), 0, 256, NULL },
