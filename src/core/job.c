@@ -172,6 +172,13 @@ static size_t run_guests(struct cb_opts *guests, size_t n, struct cb_log *log)
 	return failed;
 }
 
+static void free_guests(struct cb_opts *guests, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cb_opts_release(&guests[i]);
+	free(guests);
+}
+
 int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_lock lock = CB_LOCK_INIT;
@@ -188,12 +195,18 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 	if (n == 0 || (n > 1 && guests[0].to_stdout)) {
 		cb_err(log, n ? "--stdout writes the archive of exactly one guest (%zu given)"
 			      : "no guest left to back up (all excluded)", n);
-		for (size_t i = 0; i < n; i++)
-			cb_opts_release(&guests[i]);
-		free(guests);
+		free_guests(guests, n);
 		return CB_EXIT_USAGE;
 	}
-	cb_opts_copy(&job_opts, &guests[0]);  /* job-level keys: the first guest's view */
+	/* job-level keys (the job hooks' script, dumpdir, storage; lockwait,
+	 * quiet, verbose): global < its storage < command line, the same
+	 * whichever guest comes first; resolved once, a guest's section has
+	 * no say. It resolved for the guests already: it cannot fail here. */
+	if (cb_config_resolve(cfg, NULL, &cli->kv, &job_opts) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		free_guests(guests, n);
+		return CB_EXIT_USAGE;
+	}
 	log->quiet = job_opts.quiet;
 	log->verbose = job_opts.verbose;
 	if (job_hook(&job_opts, "job-init", log) < 0) {
@@ -220,9 +233,7 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 	cb_info(log, "Backup job finished %s", failed ? "with errors" : "successfully");
 	status = failed ? CB_EXIT_FAILED : CB_EXIT_OK;
 out:
-	for (size_t i = 0; i < n; i++)
-		cb_opts_release(&guests[i]);
-	free(guests);
+	free_guests(guests, n);
 	cb_opts_release(&job_opts);
 	cb_lock_release(&lock);
 	return status;
