@@ -31,7 +31,8 @@
 #include "cb_stage.h"
 
 struct guest_run {
-	struct cb_opts opts;
+	struct cb_opts opts;         /* as resolved: read only (cb_opts.h) */
+	enum cb_mode mode;           /* the mode run: snapshot falls back to suspend */
 	struct cb_log *log;
 	struct cb_strvec excludes;   /* exclude-path + stdexcludes */
 	char *stage_dir;
@@ -131,7 +132,7 @@ static int guest_hook(struct guest_run *r, const char *phase)
 
 	if (r->opts.dry_run)
 		return 0;   /* a dry run runs nothing */
-	return cb_hook_run(r->opts.script, phase, cb_mode_name(r->opts.mode), r->opts.id, &env, r->log);
+	return cb_hook_run(r->opts.script, phase, cb_mode_name(r->mode), r->opts.id, &env, r->log);
 }
 
 /* Options whose feature is not built yet: say so once per guest. */
@@ -631,12 +632,13 @@ static void start_guest_log(struct guest_run *r)
 		cb_warn(r->log, "%s", cb_last_error());
 	cb_info(r->log, "Starting Backup of %s %s (%s)", type_upper(r), r->opts.id,
 		cb_guest_type_name(r->opts.type));
-	if (r->opts.mode == CB_MODE_SNAPSHOT) {
+	r->mode = r->opts.mode;
+	if (r->mode == CB_MODE_SNAPSHOT) {
 		cb_info(r->log, "mode failure - snapshots are not supported for this guest");
 		cb_info(r->log, "trying 'suspend' mode instead");
-		r->opts.mode = CB_MODE_SUSPEND;
+		r->mode = CB_MODE_SUSPEND;
 	}
-	cb_info(r->log, "backup mode: %s", cb_mode_name(r->opts.mode));
+	cb_info(r->log, "backup mode: %s", cb_mode_name(r->mode));
 	if (r->opts.bwlimit)
 		cb_info(r->log, "bandwidth limit: %ld KB/s", r->opts.bwlimit);
 	apply_ionice(r);

@@ -77,4 +77,18 @@ test_expect_success '--script on the command line is the job hook' '
 	test_lacks "$TRACE" "^global "
 '
 
+test_expect_success 'mode snapshot: the run and its hooks fall back to suspend (the options stay as resolved)' '
+	cat >"$SCRATCH/mode.sh" <<-HOOK
+	#!/bin/sh
+	echo "\$1 \${2:--}" >>"$TRACE"
+	HOOK
+	chmod +x "$SCRATCH/mode.sh"
+	rm -f "$TRACE"
+	cbackup_run 0 2 --config "$CONF" --script "$SCRATCH/mode.sh" --mode snapshot
+	test_has "$CB_ERR" "trying .suspend. mode instead"
+	test_has "$CB_ERR" "backup mode: suspend"
+	test_has "$TRACE" "^backup-start suspend\$"
+	test_lacks "$TRACE" "snapshot"
+'
+
 test_done
