@@ -67,6 +67,13 @@ run_tests() {
 	return 0
 }
 
+# first_failure: what failed in $LOG (a TAP "not ok", a cmocka FAILED, or
+# the last line), so that a kill can be checked for the right reason
+first_failure() {
+	grep -m 1 -E "^not ok|^\[  (FAILED|ERROR) +\] [a-z]" "$LOG" ||
+		tail -n 1 "$LOG"
+}
+
 # parse FILE: sets M_FILE, M_SEDS (array), M_PATCH, M_TESTS, M_WHY
 parse() {
 	local key rest
@@ -137,7 +144,8 @@ for m in "$MUTDIR"/*.mut; do
 	run_tests $M_TESTS
 	rc=$?
 	case $rc in
-	1) echo "killed   $name by $M_TESTS ($((SECONDS - t0)) s)"; killed=$((killed + 1)) ;;
+	1) echo "killed   $name by $M_TESTS ($((SECONDS - t0)) s): $(first_failure)"
+	   killed=$((killed + 1)) ;;
 	0) echo "SURVIVED $name: $M_TESTS all pass - ${M_WHY:-no test notices}"; survived=$((survived + 1)) ;;
 	*) echo "BROKEN   $name: $(tail -n 1 "$LOG")"; broken=$((broken + 1)) ;;
 	esac
