@@ -36,4 +36,34 @@ for mode in suspend stop; do
 	'
 done
 
+# SIGTERM while frozen: the signal handler thaws at once (the cleanup
+# stack), before the interrupted pass even returns, so the guest is running
+# again by the time the error path runs its first hook (pre-restart, which
+# waits up to 2 s for the thaw, in case it is handed to a helper process).
+# The freeze command plants a file that only pass 2 reads; the first read
+# of it raises the signal.
+test_expect_success ROOT 'SIGTERM in pass 2: thawed by the signal handler, before the error path' '
+	rm -f "$TRACE" "$SRC/late.bin"
+	cat >"$SCRATCH/freeze.sh" <<-EOS
+	#!/bin/sh
+	head -c 65536 /dev/zero >"$SRC/late.bin"
+	echo freeze >>"$TRACE"
+	EOS
+	cat >"$SCRATCH/phase.sh" <<-EOS
+	#!/bin/bash
+	if [ "\$1" = pre-restart ]; then
+		for i in \$(seq 100); do grep -qx thaw "$TRACE" && break; sleep 0.02; done
+		echo "hook pre-restart, thaws so far: \$(grep -cx thaw "$TRACE")" >>"$TRACE"
+	fi
+	EOS
+	chmod +x "$SCRATCH/freeze.sh" "$SCRATCH/phase.sh"
+	with_fault "read:SIGTERM:late.bin" cbackup_run 1 backup --root "$SRC" --id 2 \
+		--tmpdir "$SCRATCH/tmp" --dumpdir "$SCRATCH/dump" --script "$SCRATCH/phase.sh" \
+		--freeze-cmd "$SCRATCH/freeze.sh" --thaw-cmd "echo thaw >>$TRACE"
+	fault_fired "^read .*late.bin"
+	cat "$TRACE"
+	test_has "$CB_ERR" "interrupted by signal TERM"
+	test_has "$TRACE" "^hook pre-restart, thaws so far: 1\$"
+'
+
 test_done
