@@ -36,6 +36,16 @@ for d in range(80):
 CG=$(cat "$SCRATCH/cg" 2>/dev/null)
 
 test_expect_success ROOT,CGROUP2,TMPFS 'final sync longer than max-freeze: thawed at the deadline, ERROR, next guest backed up' '
+	# the error path'"'"'s first hook (pre-restart) finds the guest thawed
+	# already: the deadline thawed it, not the error path (it waits up to
+	# 2 s for the thaw, in case a helper process runs it)
+	cat >"$SCRATCH/hook.sh" <<-HOOK
+	#!/bin/bash
+	[ "\$1" = pre-restart ] || exit 0
+	for i in \$(seq 100); do [ -s "$SCRATCH/thawed-at" ] && break; sleep 0.02; done
+	if [ -s "$SCRATCH/thawed-at" ]; then echo thawed; else echo frozen; fi >"$SCRATCH/at-pre-restart"
+	HOOK
+	chmod +x "$SCRATCH/hook.sh"
 	cat >"$SCRATCH/cbackup.conf" <<-CONF
 	tmpdir = $TMPD
 	dumpdir = $DUMP
@@ -45,6 +55,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'final sync longer than max-freeze: thawe
 	[ct 601]
 	root = $SRC
 	max-freeze = 1
+	script = $SCRATCH/hook.sh
 	freeze-cmd = head -c 300M /dev/zero >$SRC/burst.bin && rm -rf $SRC/burst && cp -r $FS/tpl $SRC/burst && echo 1 >$CG/cgroup.freeze && date +%s.%N >$SCRATCH/froze-at
 	thaw-cmd = echo 0 >$CG/cgroup.freeze && date +%s.%N >>$SCRATCH/thawed-at
 
@@ -60,6 +71,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'final sync longer than max-freeze: thawe
 	thawed=$(head -n 1 "$SCRATCH/thawed-at")
 	awk -v f="$froze" -v t="$thawed" "BEGIN { d = t - f; print \"thawed \" d \" s after the freeze\"; exit !(d >= 0.9 && d < 2.5) }"
 	guest_thawed "$CG" "$SIDE"
+	grep -x thawed "$SCRATCH/at-pre-restart"
 	no_tmp_files "$DUMP"
 	test -z "$(ls "$DUMP" | grep "cbackup-ct-601-.*\.tar")" || { ls -la "$DUMP"; false; }
 	dir_empty "$TMPD" "staging left"
