@@ -7,12 +7,29 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 VERSION := 0.1.0
 
+# Without the libraries every compile fails with a missing header: say so once,
+# before anything runs (goals that install or need no compiler go on).
+NOLIB_GOALS := deps clean lint check demo fuzz-deps print-libflags
+ifneq ($(or $(MAKECMDGOALS),all),$(filter $(NOLIB_GOALS),$(or $(MAKECMDGOALS),all)))
+MISSING := $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) 2>/dev/null && echo y),,$(p))) \
+           $(if $(wildcard /usr/include/iniparser/iniparser.h),,iniparser)
+ifneq ($(strip $(MISSING)),)
+$(error missing libraries: $(strip $(MISSING)) (pkg-config, headers): run make deps)
+endif
+endif
+
+# The flags every build shares (release, SAN=1, fuzzing); each adds its own.
+COMMON_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
+                 -DCB_VERSION='"$(VERSION)"' -Iinclude -I/usr/include/iniparser $(PKG_CFLAGS)
+# UBSan findings stop the program (exit non-zero) like ASan's, or a test
+# that triggers one would still pass
+SAN_FLAGS     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
-           -DCB_VERSION='"$(VERSION)"' -Iinclude -I/usr/include/iniparser $(PKG_CFLAGS)
+CFLAGS  += $(COMMON_CFLAGS)
 LDLIBS  += $(PKG_LIBS) -liniparser -lpthread
 ifeq ($(SAN),1)
-CFLAGS  += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
+CFLAGS  += $(SAN_FLAGS) -O1
 LDFLAGS += -fsanitize=address,undefined
 BUILD   := build/san
 else
@@ -28,7 +45,7 @@ LIBOBJS := $(filter-out $(BUILD)/core/main.o,$(OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all deps check unit e2e demo install clean bench fuzz fuzz-deps fuzz-build print-libflags
+.PHONY: all deps lint check unit e2e demo install clean bench fuzz fuzz-deps fuzz-build fuzz-replay helpers unit-bins mutants docs check-docs print-libflags
 all: cbackup
 
 cbackup: $(BUILD)/cbackup
@@ -52,14 +69,26 @@ $(BUILD) $(BUILD)/tests:
 deps:
 	@sh scripts/deps.sh
 
-check: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BINS)
+# the lint first: a test body whose assertions cannot fail proves nothing
+lint:
+	@sh tests/lint.sh
+
+check: lint
+	@sh scripts/deps.sh
+	@$(MAKE) --no-print-directory all helpers $(UNIT_BINS)
+	@$(MAKE) --no-print-directory check-docs
 	@UNIT_BINS="$(UNIT_BINS)" sh tests/run.sh
+
+unit-bins: $(UNIT_BINS)
+
+# the mutation check (tests/mutants/run.sh; long: not part of check)
+mutants: all helpers unit-bins
+	@bash tests/mutants/run.sh $(M)
 
 unit: all $(UNIT_BINS)
 	@UNIT_BINS="$(UNIT_BINS)" E2E=0 sh tests/run.sh
 
-e2e: all
+e2e: all helpers
 	@UNIT_BINS= sh tests/run.sh $(T)
 
 demo: deps
@@ -93,9 +122,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS    := $(addprefix build/fuzz/,$(FUZZ_TARGETS))
-FUZZ_CFLAGS  := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
-                -DCB_VERSION='"$(VERSION)"' -Iinclude -I/usr/include/iniparser $(PKG_CFLAGS) \
-                -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS  := $(COMMON_CFLAGS) -O1 -g $(SAN_FLAGS)
 FUZZ_OBJS    := $(patsubst src/%.c,build/fuzz/obj/%.o,$(filter-out src/core/main.c,$(SRCS)))
 
 fuzz-deps:
@@ -139,6 +166,62 @@ fuzz: fuzz-build
 		grep -E "^(stat::number_of_executed_units|stat::average_exec_per_sec|stat::new_units_added)" build/fuzz/$$t.log; \
 	done; \
 	[ -z "$$failed" ] || { echo "fuzz: failed:$$failed"; exit 1; }
+
+# ---- replaying the kept fuzz inputs without libFuzzer (CI) ------------------
+# Each target linked with tests/fuzz/replay.c (a main that feeds it the files
+# named on its command line) and the SAN=1 library objects, built by $(CC):
+# no clang needed. Replays tests/fuzz/crashes/TARGET/* and corpus/TARGET/*.
+REPLAY_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
+
+$(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBOBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< tests/fuzz/replay.c $(LIBOBJS) $(LDLIBS)
+
+ifeq ($(SAN),1)
+fuzz-replay: $(REPLAY_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+		set -- $$(ls -d tests/fuzz/crashes/$$t/* tests/fuzz/corpus/$$t/* 2>/dev/null); \
+		[ $$# = 0 ] && continue; \
+		$(BUILD)/fuzz/$$t "$$@" >$(BUILD)/fuzz/$$t.replay.log 2>&1 || \
+			{ tail -n 30 $(BUILD)/fuzz/$$t.replay.log; echo "fuzz-replay: $$t FAILED"; exit 1; }; \
+		echo "fuzz-replay: $$t: $$# input(s) replayed under ASan+UBSan, no error"; \
+	done
+else
+fuzz-replay:
+	@$(MAKE) --no-print-directory SAN=1 fuzz-replay
+endif
+
+# ---- docs: the option lists of the man pages come from cb_opt_table ---------
+MANOPTS := $(BUILD)/manopts
+
+$(MANOPTS): scripts/manopts.c $(LIBOBJS)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS)
+
+docs: $(MANOPTS)
+	@sh scripts/gendocs.sh $(MANOPTS)
+
+check-docs: $(MANOPTS)
+	@sh scripts/gendocs.sh $(MANOPTS) --check
+
+# ---- e2e helper programs (tests/helpers/*.c) --------------------------------
+# Plain builds, never sanitized: faultinject.so is LD_PRELOADed into any
+# cbackup, and the others are the guests' stand-ins.
+HELPER_DIR  := build/e2e-helpers
+HELPER_SRCS := $(wildcard tests/helpers/*.c)
+HELPER_BINS := $(patsubst tests/helpers/%.c,$(HELPER_DIR)/%,$(filter-out %/faultinject.c,$(HELPER_SRCS))) \
+               $(HELPER_DIR)/faultinject.so
+HELPER_CFLAGS := -O2 -Wall -Wextra -Werror
+
+helpers: $(HELPER_BINS)
+
+$(HELPER_DIR)/faultinject.so: tests/helpers/faultinject.c | $(HELPER_DIR)
+	cc $(HELPER_CFLAGS) -shared -fPIC -o $@ $< -ldl
+
+$(HELPER_DIR)/%: tests/helpers/%.c | $(HELPER_DIR)
+	cc $(HELPER_CFLAGS) -o $@ $<
+
+$(HELPER_DIR):
+	mkdir -p $@
 
 clean:
 	rm -rf build cbackup

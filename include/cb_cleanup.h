@@ -4,8 +4,8 @@
  * Push an action right after the resource exists (thaw right after a freeze
  * succeeds, sink-abort right after the sink opens) and pop it when the
  * resource is released normally. On SIGINT/SIGTERM/SIGHUP the handler runs
- * every pushed action (newest first) that is marked signal-safe, then
- * records the signal so that long loops stop (cb_interrupted()) and the
+ * every pushed action, newest first (the order of the pushes, whatever was
+ * popped in between), then records the signal so that long loops stop (cb_interrupted()) and the
  * normal error path unwinds and reports. Only the owner pid runs actions:
  * a forked child never thaws or unlinks on its parent's behalf.
  */
@@ -16,8 +16,10 @@ typedef void (*cb_cleanup_fn)(void *arg);
 
 /* Install the signal handlers; call once from main. */
 void cb_cleanup_install(void);
-/* Push an action; returns a handle for cb_cleanup_pop(). The action must be
- * async-signal-safe (open/write/close/unlink/kill/fork+exec only). */
+/* Push an action; returns a handle for cb_cleanup_pop(), or -1 when the
+ * stack is full (32 actions): the caller must then not go on, its resource
+ * would be unprotected. Every action runs in a signal handler, so it must
+ * be async-signal-safe (open/write/close/unlink/kill and the like). */
 int cb_cleanup_push(cb_cleanup_fn fn, void *arg);
 /* Remove the action without running it (run_it=0) or run and remove it. */
 void cb_cleanup_pop(int handle, int run_it);

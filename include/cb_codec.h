@@ -44,7 +44,8 @@ struct cb_codec_params {
 	enum cb_compress type;
 	enum cb_policy policy;
 	int level;      /* 0 = codec default (zstd 3, gzip 6, lzo 1) */
-	int threads;    /* zstd workers / pigz threads; 0 = all cores */
+	int threads;    /* zstd workers (0 = all cores); gzip: vzdump's pigz value
+	                 * (0 = classic single-threaded, 1 = half the cores, N) */
 };
 
 struct cb_codec_writer;

@@ -1,6 +1,7 @@
 /*
- * cb_commands: subcommands other than backup. Each returns an exit status
- * (enum cb_exit) after reporting its error once.
+ * cb_commands: the subcommands, and the one table (git's commands[]) from
+ * which the command line finds them (name, arity) and main runs them. Each
+ * returns an exit status (enum cb_exit) after reporting its error once.
  */
 #ifndef CB_COMMANDS_H
 #define CB_COMMANDS_H
@@ -10,8 +11,24 @@
 #include "cb_config.h"
 #include "cb_log.h"
 
-int cb_cmd_restore(const struct cb_cli *cli, struct cb_log *log);
-int cb_cmd_verify(const struct cb_cli *cli, struct cb_log *log);
+/* The signature of every subcommand: cfg is the loaded configuration for
+ * the commands that read it (needs_config), NULL for the others. */
+typedef int cb_command_fn(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
+
+struct cb_command_def {
+	const char *name;
+	enum cb_command id;
+	int min_args, max_args;   /* positional arguments; max -1: any number */
+	int needs_config;         /* main loads --config before run */
+	cb_command_fn *run;
+};
+
+/* The entry of a name or of an id; NULL if there is none. */
+const struct cb_command_def *cb_command_find(const char *name);
+const struct cb_command_def *cb_command_get(enum cb_command id);
+
+int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
+int cb_cmd_verify(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 int cb_cmd_probe(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);

@@ -34,7 +34,7 @@ struct cb_opts {
 	enum cb_policy compress_policy;
 	int zstd_threads;         /* 0 = all cores */
 	int zstd_level;           /* default 3 */
-	int pigz_threads;         /* 0 = all cores; 1 = single stream */
+	int pigz_threads;         /* 0 = classic single-stream gzip; 1 = half the cores; N */
 	char *storage;            /* storage section name */
 	char *dumpdir;
 	char *tmpdir;
@@ -98,6 +98,7 @@ struct cb_opt_schema {
 	size_t offset;            /* field in struct cb_opts */
 	long min, max;            /* INT/LONG range */
 	const struct cb_enum_name *names; /* ENUM: NULL-terminated */
+	const char *doc;          /* more for cbackup.conf(5), as roff lines; NULL if none */
 };
 
 /* The table, terminated by an entry with key == NULL. */

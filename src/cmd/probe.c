@@ -102,6 +102,8 @@ static void unlink_probe_file(void *arg)
 	unlink(((struct probe_file *)arg)->path);
 }
 
+static void probe_file_remove(struct probe_file *pf);
+
 static int probe_file_create(struct probe_file *pf, const char *dir, const char *stage)
 {
 	pf->path = cb_xasprintf("%s/.cbackup-probe-%ld.tmp", dir, (long)getpid());
@@ -113,6 +115,12 @@ static int probe_file_create(struct probe_file *pf, const char *dir, const char 
 		return -1;
 	}
 	pf->cleanup_handle = cb_cleanup_push(unlink_probe_file, pf);
+	if (pf->cleanup_handle < 0) {
+		/* a signal now would leave the file behind: do not go on */
+		cb_error("%s: cleanup stack full, cannot protect '%s'", stage, pf->path);
+		probe_file_remove(pf);
+		return -1;
+	}
 	return 0;
 }
 

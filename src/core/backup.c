@@ -35,7 +35,8 @@
 #include "cb_stage.h"
 
 struct guest_run {
-	struct cb_opts opts;
+	struct cb_opts opts;         /* as resolved: read only (cb_opts.h) */
+	enum cb_mode mode;           /* the mode run: snapshot falls back to suspend */
 	struct cb_log *log;
 	struct cb_strvec excludes;   /* exclude-path + stdexcludes */
 	char *stage_dir;
@@ -139,7 +140,7 @@ static int guest_hook_bounded(struct guest_run *r, const char *phase, int timeou
 
 	if (r->opts.dry_run)
 		return 0;   /* a dry run runs nothing */
-	return cb_hook_run(r->opts.script, phase, cb_mode_name(r->opts.mode), r->opts.id, &env, r->log);
+	return cb_hook_run(r->opts.script, phase, cb_mode_name(r->mode), r->opts.id, &env, r->log);
 }
 
 static int guest_hook(struct guest_run *r, const char *phase)
@@ -454,14 +455,18 @@ static int freeze(struct guest_run *r, int max_ms)
 	return 0;
 }
 
-/* What is left of the frozen time for the pre-restart hook (0 = no limit). */
+/* What is left of the frozen time for the pre-restart hook (0 = no limit),
+ * at least HOOK_MIN_MS. */
+#define HOOK_MIN_MS 2000
 static int frozen_time_left_ms(const struct guest_run *r, int max_ms)
 {
 	double left = r->guest.frozen_since + max_ms / 1000.0 - cb_now();
 
 	if (!max_ms || r->guest.kind == CB_FREEZER_NONE || r->guest.kept_paused)
 		return 0;
-	return left > 0.001 ? (int)(left * 1000) : 1;
+	/* past the deadline the watchdog has thawed: the hook may still run
+	 * (it can no longer hold the guest), briefly */
+	return left * 1000 > HOOK_MIN_MS ? (int)(left * 1000) : HOOK_MIN_MS;
 }
 
 /* Thaws even when the pre-restart hook fails: the guest must run again. */
@@ -812,12 +817,13 @@ static void start_guest_log(struct guest_run *r)
 	reserve_name(r);
 	cb_info(r->log, "Starting Backup of %s %s (%s)", type_upper(r), r->opts.id,
 		cb_guest_type_name(r->opts.type));
-	if (r->opts.mode == CB_MODE_SNAPSHOT) {
+	r->mode = r->opts.mode;
+	if (r->mode == CB_MODE_SNAPSHOT) {
 		cb_info(r->log, "mode failure - snapshots are not supported for this guest");
 		cb_info(r->log, "trying 'suspend' mode instead");
-		r->opts.mode = CB_MODE_SUSPEND;
+		r->mode = CB_MODE_SUSPEND;
 	}
-	cb_info(r->log, "backup mode: %s", cb_mode_name(r->opts.mode));
+	cb_info(r->log, "backup mode: %s", cb_mode_name(r->mode));
 	if (r->opts.bwlimit)
 		cb_info(r->log, "bandwidth limit: %ld KB/s", r->opts.bwlimit);
 	apply_ionice(r);

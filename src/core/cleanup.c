@@ -4,6 +4,7 @@
  * a signal handler has no other way to reach what must be undone.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,7 +20,11 @@ struct cleanup_slot {
 	void *arg;
 };
 
+/* A stack: slots[0..top) in push order; a popped slot below the top stays
+ * empty until everything above it is popped too, so that running from the
+ * top down is always newest first. */
 static struct cleanup_slot slots[CB_CLEANUP_MAX];
+static volatile sig_atomic_t top;
 static pid_t owner_pid;
 static volatile sig_atomic_t got_signal;
 static volatile sig_atomic_t signal_count;
@@ -30,7 +35,7 @@ static void run_all(void)
 {
 	if (getpid() != owner_pid)
 		return;
-	for (int i = CB_CLEANUP_MAX - 1; i >= 0; i--) {
+	for (int i = top - 1; i >= 0; i--) {
 		cb_cleanup_fn fn = slots[i].fn;
 		if (fn) {
 			slots[i].fn = NULL;
@@ -71,42 +76,51 @@ void cb_cleanup_install(void)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+}
+
+/* Signals off while the stack changes; the process has threads, whose
+ * masks are their own (helper threads block these signals for good). */
+static void block_all(sigset_t *old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, old);
 }
 
 int cb_cleanup_push(cb_cleanup_fn fn, void *arg)
 {
-	sigset_t all, old;
+	sigset_t old;
 	int handle = -1;
 
 	if (!owner_pid)
 		owner_pid = getpid();
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
-	for (int i = 0; i < CB_CLEANUP_MAX; i++) {
-		if (!slots[i].fn) {
-			slots[i].arg = arg;
-			slots[i].fn = fn;
-			handle = i;
-			break;
-		}
+	block_all(&old);
+	if (top < CB_CLEANUP_MAX) {
+		handle = top;
+		slots[handle].arg = arg;
+		slots[handle].fn = fn;
+		top = handle + 1;
 	}
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return handle;
 }
 
 void cb_cleanup_pop(int handle, int run_it)
 {
-	sigset_t all, old;
+	sigset_t old;
 	struct cleanup_slot s;
 
 	if (handle < 0 || handle >= CB_CLEANUP_MAX)
 		return;
-	sigfillset(&all);
-	sigprocmask(SIG_BLOCK, &all, &old);
+	block_all(&old);
 	s = slots[handle];
 	slots[handle].fn = NULL;
-	sigprocmask(SIG_SETMASK, &old, NULL);
+	while (top > 0 && !slots[top - 1].fn)
+		top--;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (run_it && s.fn)
 		s.fn(s.arg);
 }

@@ -4,21 +4,8 @@
 #include <string.h>
 
 #include "cb_cli.h"
+#include "cb_commands.h"
 #include "cb_opts.h"
-
-static const struct {
-	const char *name;
-	enum cb_command cmd;
-	int min_args, max_args;
-} commands[] = {
-	{ "backup", CB_CMD_BACKUP, 0, -1 },
-	{ "restore", CB_CMD_RESTORE, 2, 2 },
-	{ "verify", CB_CMD_VERIFY, 1, 1 },
-	{ "list", CB_CMD_LIST, 0, 1 },
-	{ "prune", CB_CMD_PRUNE, 0, 1 },
-	{ "probe", CB_CMD_PROBE, 0, 0 },
-};
-#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 /* Options that are not config keys. */
 enum cli_only { OPT_CONFIG, OPT_ALL, OPT_EXCLUDE, OPT_FORCE, OPT_HELP, OPT_VERSION, OPT_NONE };
@@ -143,24 +130,22 @@ out:
 	return ret;
 }
 
+/* The subcommands and their arity come from cb_commands' table. */
 static int find_command(struct cb_cli *cli, const char *word)
 {
-	for (size_t i = 0; i < N_COMMANDS; i++)
-		if (!strcmp(commands[i].name, word))
-			return cli->command = commands[i].cmd, 1;
-	return 0;
+	const struct cb_command_def *c = cb_command_find(word);
+
+	if (c)
+		cli->command = c->id;
+	return c != NULL;
 }
 
 static int check_arity(const struct cb_cli *cli)
 {
-	for (size_t i = 0; i < N_COMMANDS; i++) {
-		if (commands[i].cmd != cli->command)
-			continue;
-		if ((int)cli->args.n < commands[i].min_args ||
-		    (commands[i].max_args >= 0 && (int)cli->args.n > commands[i].max_args))
-			return cb_error("wrong number of arguments for '%s' (see cbackup --help)",
-					commands[i].name);
-	}
+	const struct cb_command_def *c = cb_command_get(cli->command);
+
+	if ((int)cli->args.n < c->min_args || (c->max_args >= 0 && (int)cli->args.n > c->max_args))
+		return cb_error("wrong number of arguments for '%s' (see cbackup --help)", c->name);
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /*
- * cb_commands: the subcommands other than backup (restore, list, prune,
- * verify, probe): each resolves what it needs from the command line and the
- * configuration, runs its module, and returns an exit status.
+ * cb_commands: the subcommand table, and the subcommands other than backup
+ * (restore, list, prune, verify, probe): each resolves what it needs from
+ * the command line and the configuration, runs its module, and returns an
+ * exit status.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,17 +10,46 @@
 
 #include "cb_commands.h"
 #include "cb_exit.h"
+#include "cb_job.h"
 #include "cb_list.h"
 #include "cb_probe.h"
 #include "cb_prune.h"
 #include "cb_restore.h"
 #include "cb_verify.h"
 
-int cb_cmd_restore(const struct cb_cli *cli, struct cb_log *log)
+/* A new subcommand is one line here (and its enum cb_command value). */
+static const struct cb_command_def commands[] = {
+	{ "backup",  CB_CMD_BACKUP,  0, -1, 1, cb_job_run },
+	{ "restore", CB_CMD_RESTORE, 2,  2, 0, cb_cmd_restore },
+	{ "verify",  CB_CMD_VERIFY,  1,  1, 0, cb_cmd_verify },
+	{ "list",    CB_CMD_LIST,    0,  1, 1, cb_cmd_list },
+	{ "prune",   CB_CMD_PRUNE,   0,  1, 1, cb_cmd_prune },
+	{ "probe",   CB_CMD_PROBE,   0,  0, 1, cb_cmd_probe },
+	{ NULL, 0, 0, 0, 0, NULL }
+};
+
+const struct cb_command_def *cb_command_find(const char *name)
+{
+	for (const struct cb_command_def *c = commands; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+const struct cb_command_def *cb_command_get(enum cb_command id)
+{
+	for (const struct cb_command_def *c = commands; c->name; c++)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_restore_opts ro = { cli->args.v[0], cli->args.v[1], cli->force };
 	struct cb_restore_stats st = { 0 };
 
+	(void)cfg;   /* restore reads no configuration */
 	if (cb_restore_run(&ro, log, &st) < 0) {
 		cb_err(log, "restore of '%s' failed - %s", ro.archive, cb_last_error());
 		return CB_EXIT_FAILED;
@@ -27,10 +57,11 @@ int cb_cmd_restore(const struct cb_cli *cli, struct cb_log *log)
 	return CB_EXIT_OK;
 }
 
-int cb_cmd_verify(const struct cb_cli *cli, struct cb_log *log)
+int cb_cmd_verify(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_verify_stats st;
 
+	(void)cfg;   /* verify reads no configuration */
 	if (cb_verify_run(cli->args.v[0], log, &st) < 0) {
 		cb_err(log, "verify of '%s' failed - %s", cli->args.v[0], cb_last_error());
 		return CB_EXIT_FAILED;

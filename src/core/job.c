@@ -224,6 +224,13 @@ static int check_job(const struct cb_cli *cli, const struct cb_opts *guests, siz
 	return 0;
 }
 
+static void free_guests(struct cb_opts *guests, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cb_opts_release(&guests[i]);
+	free(guests);
+}
+
 int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_lock lock = CB_LOCK_INIT;
@@ -239,12 +246,19 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 	for (size_t i = 0; i < cfg->warnings.n; i++)
 		cb_warn(log, "%s", cfg->warnings.v[i]);
 	if (check_job(cli, guests, n, log) < 0) {
-		for (size_t i = 0; i < n; i++)
-			cb_opts_release(&guests[i]);
-		free(guests);
+		free_guests(guests, n);
 		return CB_EXIT_USAGE;
 	}
-	cb_opts_copy(&job_opts, &guests[0]);  /* job-level keys: the first guest's view */
+	/* job-level keys (the job hooks' script, dumpdir, storage; lockwait,
+	 * quiet, verbose; mailto, json-status): global < its storage <
+	 * command line, the same whichever guest comes first; resolved once, a
+	 * guest's section has no say. It resolved for the guests already: it
+	 * cannot fail here. */
+	if (cb_config_resolve(cfg, NULL, &cli->kv, &job_opts) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		free_guests(guests, n);
+		return CB_EXIT_USAGE;
+	}
 	log->quiet = job_opts.quiet;
 	log->verbose = job_opts.verbose;
 	cb_jobstatus_init(&js, cli->cmdline);
@@ -279,9 +293,7 @@ out:
 	cb_lock_release(&lock);   /* the next job need not wait for the mail */
 	report_job(&js, &job_opts, status, log);
 	cb_jobstatus_release(&js);
-	for (size_t i = 0; i < n; i++)
-		cb_opts_release(&guests[i]);
-	free(guests);
+	free_guests(guests, n);
 	cb_opts_release(&job_opts);
 	return status;
 }

@@ -10,36 +10,23 @@
 #include "cb_commands.h"
 #include "cb_config.h"
 #include "cb_exit.h"
-#include "cb_job.h"
 #include "cb_log.h"
 
-/* Commands that read the configuration. */
-static int run_with_config(const struct cb_cli *cli, struct cb_log *log)
+/* Run the subcommand from cb_commands' table, with the configuration
+ * loaded first for those that read it. */
+static int run_command(const struct cb_cli *cli, struct cb_log *log)
 {
+	const struct cb_command_def *c = cb_command_get(cli->command);
 	struct cb_config cfg;
 	int status;
 
+	if (!c->needs_config)
+		return c->run(cli, NULL, log);
 	if (cb_config_load(&cfg, cli->config_path) < 0) {
 		cb_err(log, "%s", cb_last_error());
 		return CB_EXIT_USAGE;
 	}
-	switch (cli->command) {
-	case CB_CMD_BACKUP:
-		status = cb_job_run(cli, &cfg, log);
-		break;
-	case CB_CMD_LIST:
-		status = cb_cmd_list(cli, &cfg, log);
-		break;
-	case CB_CMD_PRUNE:
-		status = cb_cmd_prune(cli, &cfg, log);
-		break;
-	case CB_CMD_PROBE:
-		status = cb_cmd_probe(cli, &cfg, log);
-		break;
-	default:
-		cb_err(log, "this command is not implemented in this version");
-		status = CB_EXIT_USAGE;
-	}
+	status = c->run(cli, &cfg, log);
 	cb_config_release(&cfg);
 	return status;
 }
@@ -70,12 +57,7 @@ int main(int argc, char **argv)
 		cb_cli_release(&cli);
 		return CB_EXIT_OK;
 	}
-	if (cli.command == CB_CMD_RESTORE)
-		status = cb_cmd_restore(&cli, &log);
-	else if (cli.command == CB_CMD_VERIFY)
-		status = cb_cmd_verify(&cli, &log);
-	else
-		status = run_with_config(&cli, &log);
+	status = run_command(&cli, &log);
 	cb_cli_release(&cli);
 	return status;
 }

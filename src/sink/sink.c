@@ -184,6 +184,12 @@ int cb_sink_open_file(struct cb_sink **out, const char *final_path)
 	s->owns_fd = 1;
 	s->syncer = cb_syncer_start(s->fd, s->tmp_path);
 	s->cleanup_handle = cb_cleanup_push(unlink_tmp, s);
+	if (s->cleanup_handle < 0) {
+		/* a signal now would leave the .tmp behind: do not go on */
+		cb_error("cleanup stack full, cannot protect '%s'", s->tmp_path);
+		cb_sink_free(s);
+		return -1;
+	}
 	*out = s;
 	return 0;
 }

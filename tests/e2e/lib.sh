@@ -119,29 +119,49 @@ test_done() {
 	exit 1
 }
 
-# test_must_fail CMD...: CMD must fail (a plain `! CMD` is ignored by set -e)
+# ---- assertions (git's test-lib names and meanings) ---------------------
+#
+# A body runs under `set -e`, which ignores `! cmd` and every `a && b` but the
+# last: write one assertion per line with these (tests/lint.sh enforces it).
+
+# test_must_fail [ok=signal] CMD...: CMD exits non-zero. A death by signal
+# (status > 128), "not found" (127) or "not executable" (126) is a failure
+# too, unless ok=signal is given: a crash is not the refusal being tested.
 test_must_fail() {
-	if "$@"; then
-		echo "unexpected success: $*"
+	local ok= rc=0
+	case $1 in ok=*) ok=${1#ok=}; shift ;; esac
+	"$@" || rc=$?
+	if [ "$rc" = 0 ]; then
+		echo "test_must_fail: command succeeded: $*"
+		return 1
+	elif [ "$rc" -gt 128 ] && [ "$ok" != signal ]; then
+		echo "test_must_fail: killed by signal $((rc - 128)): $*"
+		return 1
+	elif [ "$rc" = 126 ] || [ "$rc" = 127 ]; then
+		echo "test_must_fail: cannot run (status $rc): $*"
 		return 1
 	fi
 	return 0
 }
 
-# test_has FILE ERE: FILE has a line matching ERE
+# test_has FILE ERE: some line of FILE matches ERE
 test_has() {
 	grep -Eq -- "$2" "$1" && return 0
-	echo "'$1' has no line matching '$2':"
-	cat "$1"
+	echo "test_has: no line of '$1' matches '$2'; it has:"
+	head -n 40 "$1"
 	return 1
 }
 
-# test_lacks FILE ERE: no line of FILE matches ERE (prints those that do)
+# test_lacks FILE ERE: FILE exists and no line matches ERE (prints those that do)
 test_lacks() {
-	! grep -E -- "$2" "$1" || { echo "^ lines of '$1' matching '$2'"; return 1; }
+	[ -r "$1" ] || { echo "test_lacks: cannot read '$1'"; return 1; }
+	grep -E -- "$2" "$1" >/dev/null || return 0
+	echo "test_lacks: '$1' has lines matching '$2':"
+	grep -E -- "$2" "$1" | head -n 40
+	return 1
 }
 
-# test_cmp A B: same contents (diff -u shows how not)
+# test_cmp EXPECTED ACTUAL: identical files (shows the diff)
 test_cmp() { diff -u -- "$1" "$2"; }
 
 # ---- prerequisites -------------------------------------------------------
@@ -192,24 +212,11 @@ test_have_prereq() {
 	done
 }
 
-# ---- helpers (C, compiled once into build/e2e-helpers) -------------------
+# ---- helpers (C, built by `make helpers` into build/e2e-helpers) ---------
 
-build_helpers() {
-	local src bin
-	mkdir -p "$HELPERS" || return 1
-	for src in "$TOP"/tests/helpers/*.c; do
-		bin=$HELPERS/$(basename "$src" .c)
-		case $src in
-		*/faultinject.c)  # an LD_PRELOAD shim, not a program
-			[ "$bin.so" -nt "$src" ] && continue
-			cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$bin.so.$$" "$src" -ldl &&
-				mv -f "$bin.so.$$" "$bin.so" || return 1
-			continue ;;
-		esac
-		[ "$bin" -nt "$src" ] && continue
-		cc -O2 -Wall -Wextra -Werror -o "$bin.$$" "$src" && mv -f "$bin.$$" "$bin" || return 1
-	done
-}
+# the Makefile's rule, run here too so that a script started by hand (or a
+# helper added since the last make) finds them up to date
+build_helpers() { make --no-print-directory -s -C "$TOP" helpers >&2; }
 build_helpers || { echo "Bail out! cannot build tests/helpers"; exit 1; }
 
 # ---- running cbackup -----------------------------------------------------
@@ -247,7 +254,7 @@ find_archive() {
 	echo "$found"
 }
 
-# no_leftovers DIR: no .tmp files (and nothing else named cbackup-*.tar*)
+# no_tmp_files DIR: no *.tmp file anywhere below DIR (prints those left)
 no_tmp_files() {
 	local left
 	left=$(find "$1" -name '*.tmp' 2>/dev/null)

@@ -79,7 +79,9 @@ test_expect_success '.sha256 files check out with sha256sum -c in the dump direc
 '
 
 test_expect_success '.sha256 detects a changed archive' '
-	d=$SCRATCH/copy && mkdir "$d" && cp -p "$DUMP"/cbackup-ct-101-* "$d"/
+	d=$SCRATCH/copy
+	mkdir "$d"
+	cp -p "$DUMP"/cbackup-ct-101-* "$d"/
 	cd "$d"
 	a=$(find_archive . ct 101 .gz)
 	printf "X" | dd of="$a" bs=1 seek=100 conv=notrunc status=none

@@ -114,7 +114,9 @@ test_expect_success 'prune: removes archive, .log, .sha256, .verified; keeps the
 				test ! -e "$f" || { echo "$f should be gone"; exit 1; }
 			done
 		else
-			test -e "$b.tar.zst" && test -e "$b.log" && test -e "$b.tar.zst.sha256"
+			test -e "$b.tar.zst"
+			test -e "$b.log"
+			test -e "$b.tar.zst.sha256"
 		fi
 	done <"$SCRATCH/expected"
 	test -e "$D/cbackup-ct-101-2021_01_12-12_30_00.tar.zst.verified"

@@ -55,7 +55,8 @@ test_expect_success 'the lock released: the next run works' '
 '
 
 test_expect_success 'released while waiting: the waiting job gets the lock and runs' '
-	rm -rf "$D" && mkdir "$D"
+	rm -rf "$D"
+	mkdir "$D"
 	hold_lock "$GLOBAL"
 	("$CBACKUP" 101 --config "$SCRATCH/c.conf" --lockwait 1 >/dev/null 2>"$SCRATCH/waiter.err"
 	 echo $? >"$SCRATCH/waiter.rc") &
@@ -71,7 +72,8 @@ test_expect_success 'released while waiting: the waiting job gets the lock and r
 '
 
 test_expect_success 'two concurrent jobs: the second waits, then exit 3; the first finishes' '
-	rm -rf "$D" "$SCRATCH/go" "$SCRATCH/started" "$SCRATCH/first.rc" && mkdir "$D"
+	rm -rf "$D" "$SCRATCH/go" "$SCRATCH/started" "$SCRATCH/first.rc"
+	mkdir "$D"
 	("$CBACKUP" 101 --config "$SCRATCH/c.conf" --script "$SCRATCH/wait-hook" \
 		>/dev/null 2>"$SCRATCH/first.err"; echo $? >"$SCRATCH/first.rc") &
 	wait_for 10 test -e "$SCRATCH/started"
@@ -93,7 +95,8 @@ test_expect_success 'two concurrent jobs: the second waits, then exit 3; the fir
 '
 
 test_expect_success 'lock files left by dead processes do not block' '
-	rm -rf "$D" && mkdir "$D"
+	rm -rf "$D"
+	mkdir "$D"
 	# the holders are SIGKILLed: the files stay, the flocks go with them
 	hold_lock "$GLOBAL"; g=$HOLD_PID
 	hold_lock "$L/cbackup-101.lock"; p=$HOLD_PID
@@ -102,7 +105,9 @@ test_expect_success 'lock files left by dead processes do not block' '
 	wait_for 5 lock_is_free "$GLOBAL"
 	wait_for 5 lock_is_free "$L/cbackup-101.lock"
 	wait_for 5 lock_is_free "$D/.cbackup-ct-101.lock"
-	test -e "$GLOBAL" && test -e "$L/cbackup-101.lock" && test -e "$D/.cbackup-ct-101.lock"
+	test -e "$GLOBAL"
+	test -e "$L/cbackup-101.lock"
+	test -e "$D/.cbackup-ct-101.lock"
 	echo 99999 >"$GLOBAL"   # even with a dead PID in it
 	cbackup_run 0 101 --config "$SCRATCH/c.conf" --lockwait 0.05
 	test_must_fail grep "trying to get global lock" "$CB_ERR"
@@ -110,7 +115,8 @@ test_expect_success 'lock files left by dead processes do not block' '
 '
 
 test_expect_success 'per-guest lock held on this host: that guest fails (exit 1), the other succeeds' '
-	rm -rf "$D" && mkdir "$D"
+	rm -rf "$D"
+	mkdir "$D"
 	hold_lock "$L/cbackup-101.lock"
 	cbackup_run 1 101 102 --config "$SCRATCH/c.conf"
 	release_lock "$HOLD_PID" "$L/cbackup-101.lock"
@@ -122,7 +128,8 @@ test_expect_success 'per-guest lock held on this host: that guest fails (exit 1)
 '
 
 test_expect_success 'per-guest lock file on the storage held (another host): that guest fails' '
-	rm -rf "$D" && mkdir "$D"
+	rm -rf "$D"
+	mkdir "$D"
 	hold_lock "$D/.cbackup-ct-102.lock"
 	cbackup_run 1 101 102 --config "$SCRATCH/c.conf"
 	release_lock "$HOLD_PID" "$D/.cbackup-ct-102.lock"
@@ -132,7 +139,8 @@ test_expect_success 'per-guest lock file on the storage held (another host): tha
 '
 
 test_expect_success 'a backup in progress holds its guest lock and its storage lock' '
-	rm -rf "$D" "$SCRATCH/go" "$SCRATCH/started" "$SCRATCH/first.rc" && mkdir "$D"
+	rm -rf "$D" "$SCRATCH/go" "$SCRATCH/started" "$SCRATCH/first.rc"
+	mkdir "$D"
 	("$CBACKUP" 101 --config "$SCRATCH/c.conf" --script "$SCRATCH/wait-hook" \
 		>/dev/null 2>"$SCRATCH/first.err"; echo $? >"$SCRATCH/first.rc") &
 	wait_for 10 test -e "$SCRATCH/started"

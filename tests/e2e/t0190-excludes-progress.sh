@@ -23,8 +23,13 @@ test_expect_success 'stdexcludes: /tmp/?*, /var/tmp/?*, /var/run/?*.pid are left
 	rm -rf "$D"/*
 	"$CBACKUP" backup --root "$R" --id 101 --tmpdir "$T" --dumpdir "$D" --quiet
 	list_archive >got
-	grep -qx "./tmp/" got && grep -qx "./var/tmp/" got
-	! grep -q "^./tmp/junk\$\|^./tmp/sub\|^./var/tmp/junk\$\|^./var/run/app.pid\$" got
+	test_has got "^\./tmp/\$"
+	test_has got "^\./var/tmp/\$"
+	test_has got "^\./var/run/\$"
+	test_lacks got "^\./tmp/junk\$"
+	test_lacks got "^\./tmp/sub"
+	test_lacks got "^\./var/tmp/junk\$"
+	test_lacks got "^\./var/run/app\.pid\$"
 	grep -qx "./var/run/app.sock.txt" got
 	grep -qx "./srv/tmp/not-anchored" got      # /tmp/?* is anchored at the root
 	grep -qx "./etc/keep.conf" got
@@ -34,7 +39,10 @@ test_expect_success 'stdexcludes 0 keeps them' '
 	rm -rf "$D"/*
 	"$CBACKUP" backup --root "$R" --id 101 --tmpdir "$T" --dumpdir "$D" --quiet --stdexcludes 0
 	list_archive >got
-	grep -qx "./tmp/junk" got && grep -qx "./var/run/app.pid" got
+	grep -qx "./tmp/junk" got
+	grep -qx "./tmp/sub/deep" got
+	grep -qx "./var/tmp/junk" got
+	grep -qx "./var/run/app.pid" got
 '
 
 test_expect_success 'exclude-path: unanchored globs match at any depth, anchored ones at the root' '
@@ -42,10 +50,12 @@ test_expect_success 'exclude-path: unanchored globs match at any depth, anchored
 	"$CBACKUP" backup --root "$R" --id 101 --tmpdir "$T" --dumpdir "$D" --quiet --stdexcludes 0 \
 		--exclude-path "*.log" --exclude-path "/srv/cache/" --exclude-path "/var/run/?*.pid"
 	list_archive >got
-	! grep -q "\.log\$" got                    # ./etc/b.log and ./srv/cache/a.log
-	! grep -q "^./srv/cache" got               # the directory itself is excluded
-	! grep -q "app.pid" got
-	grep -qx "./tmp/junk" got && grep -qx "./etc/keep.conf" got
+	test_lacks got "\.log\$"                  # ./etc/b.log and ./srv/cache/a.log
+	test_lacks got "^\./srv/cache"             # the directory itself is excluded
+	test_lacks got "app\.pid"
+	grep -qx "./var/run/app.sock.txt" got
+	grep -qx "./tmp/junk" got
+	grep -qx "./etc/keep.conf" got
 '
 
 test_expect_success 'exclude-path lines from the config file apply too' '
@@ -60,7 +70,8 @@ test_expect_success 'exclude-path lines from the config file apply too' '
 	CONF
 	"$CBACKUP" 101 --config "$SCRATCH/c.conf" --quiet
 	list_archive >got
-	! grep -q "^./etc/b.log\$" got && ! grep -q "keep.dat" got
+	test_lacks got "^\./etc/b\.log\$"
+	test_lacks got "keep\.dat"
 	grep -qx "./srv/cache/a.log" got
 '
 
@@ -73,16 +84,16 @@ test_expect_success 'progress: shown on a terminal, never in the log file' '
 	tr "\r" "\n" <"$SCRATCH/tty.out" | grep -a -q "^.*first sync: *[0-9]*% "
 	tr "\r" "\n" <"$SCRATCH/tty.out" | grep -a -q "^.*archive: *[0-9]*% "
 	log=$(ls "$D"/*.log)
-	! grep -q "first sync: *[0-9]*%\|archive: *[0-9]*%" "$log"
-	! grep -q "$(printf "\r")" "$log"
+	test_lacks "$log" "first sync: *[0-9]*%|archive: *[0-9]*%"
+	test_lacks "$log" "$(printf "\r")"
 '
 
 test_expect_success 'progress: never when stderr is not a terminal' '
 	rm -rf "$D"/*
 	"$CBACKUP" backup --root "$R" --id 101 --tmpdir "$T" --dumpdir "$D" --compress lzo \
 		--bwlimit 65536 2>err
-	! grep -q "first sync: *[0-9]*%\|archive: *[0-9]*%" err
-	! grep -q "$(printf "\r")" err
+	test_lacks err "first sync: *[0-9]*%|archive: *[0-9]*%"
+	test_lacks err "$(printf "\r")"
 '
 
 test_done

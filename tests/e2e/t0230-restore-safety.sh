@@ -125,7 +125,8 @@ test_expect_success 'symlink to an outside file, then a regular file of that nam
 	[ "$rc" -lt 128 ]
 	outside_untouched
 	if [ "$rc" = 0 ]; then
-		test -f "$SCRATCH/dest-sto/t" && test ! -L "$SCRATCH/dest-sto/t"
+		test -f "$SCRATCH/dest-sto/t"
+		test ! -L "$SCRATCH/dest-sto/t"
 		grep -x PWNED "$SCRATCH/dest-sto/t"
 	fi
 '

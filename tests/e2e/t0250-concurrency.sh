@@ -47,7 +47,9 @@ test_expect_success ROOT,CGROUP2 'three jobs at once: all succeed, one after the
 	wait $c || rc=$?
 	tail -n 3 "$SCRATCH"/[abc].err
 	echo "exit status A $ra, B $rb, C $rc"
-	[ $ra = 0 ] && [ $rb = 0 ] && [ $rc = 0 ]
+	test "$ra" = 0
+	test "$rb" = 0
+	test "$rc" = 0
 	grep "trying to get global lock - waiting" "$SCRATCH/b.err"
 	grep "trying to get global lock - waiting" "$SCRATCH/c.err"
 	grep -x "INFO: Backup job finished successfully" "$SCRATCH/a.err"

@@ -26,7 +26,8 @@ test_expect_success ROOT 'setup: a guest, host files with the same names' '
 	stage=$(find "$STAGE_PARENT" -type d -name "*.stage" -print -quit)
 	echo "$stage" >"$STAGE_SEEN"
 	case $SWAP in
-	root)	mv "$stage" "$stage.moved" && ln -s "$HOST_DIR" "$stage" ;;
+	root)	mv "$stage" "$stage.moved"
+		ln -s "$HOST_DIR" "$stage" ;;
 	race)	setsid python3 "$RACER" "$stage/d" "$HOST_DIR" "$RACER_STOP" \
 			>/dev/null 2>&1 </dev/null &
 		echo $! >"$RACER_PID"

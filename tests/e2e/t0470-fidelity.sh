@@ -19,10 +19,14 @@ test_expect_success ROOT,TMPFS,ACL 'setup: a guest with every metadata kind, on 
 	mkdir -p "$SRC/etc" "$SRC/links" "$SRC/data" "$SCRATCH/tmp" "$SCRATCH/dump"
 	echo guest >"$SRC/etc/hostname"
 	# hardlinks of every type
-	echo regular >"$SRC/links/reg1" && ln "$SRC/links/reg1" "$SRC/links/reg2"
-	ln -s some/target "$SRC/links/sym1" && ln -P "$SRC/links/sym1" "$SRC/links/sym2"
-	mkfifo "$SRC/links/fifo1" && ln "$SRC/links/fifo1" "$SRC/links/fifo2"
-	mknod "$SRC/links/dev1" c 1 7 && ln "$SRC/links/dev1" "$SRC/links/dev2"
+	echo regular >"$SRC/links/reg1"
+	ln "$SRC/links/reg1" "$SRC/links/reg2"
+	ln -s some/target "$SRC/links/sym1"
+	ln -P "$SRC/links/sym1" "$SRC/links/sym2"
+	mkfifo "$SRC/links/fifo1"
+	ln "$SRC/links/fifo1" "$SRC/links/fifo2"
+	mknod "$SRC/links/dev1" c 1 7
+	ln "$SRC/links/dev1" "$SRC/links/dev2"
 	# dense zeros (a swap file) and a sparse file
 	head -c 2M /dev/zero >"$SRC/data/dense-zeros"
 	truncate -s 8M "$SRC/data/sparse"

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "cb_cli.h"
+#include "cb_commands.h"
 #include "cb_opts.h"
 
 static void test_defaults(void **state)
@@ -125,6 +126,29 @@ static void test_cli_subcommands(void **state)
 	cb_cli_release(&cli);
 }
 
+/* One table serves the parser and main: every subcommand is found by its
+ * name, its entry by its id, and each has something to run. */
+static void test_command_table(void **state)
+{
+	const char *const names[] = { "backup", "restore", "verify", "list", "prune", "probe", NULL };
+	struct cb_cli cli;
+	(void)state;
+	for (int i = 0; names[i]; i++) {
+		const struct cb_command_def *c = cb_command_find(names[i]);
+		const char *const args[] = { "cbackup", names[i], "a", "b", NULL };
+		assert_non_null(c);
+		assert_ptr_equal(cb_command_get(c->id), c);
+		assert_non_null(c->run);
+		assert_int_equal(parse(&cli, args) == 0, c->max_args < 0 || c->max_args >= 2);
+		if (c->max_args < 0 || c->max_args >= 2)
+			assert_int_equal(cli.command, c->id);
+		cb_cli_release(&cli);
+	}
+	assert_null(cb_command_find("nosuch"));
+	assert_false(cb_command_find("restore")->needs_config);
+	assert_true(cb_command_find("prune")->needs_config);
+}
+
 static void test_cli_errors(void **state)
 {
 	struct cb_cli cli;
@@ -158,6 +182,7 @@ int main(void)
 		cmocka_unit_test(test_copy_is_deep),
 		cmocka_unit_test(test_cli_backup),
 		cmocka_unit_test(test_cli_subcommands),
+		cmocka_unit_test(test_command_table),
 		cmocka_unit_test(test_cli_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

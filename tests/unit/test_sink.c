@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include <openssl/evp.h>
 
+#include "cb_cleanup.h"
 #include "cb_sink.h"
 #include "cb_syncer.h"
 #include "cb_util.h"
@@ -291,9 +292,38 @@ static void test_abort_removes_tmp(void **state)
 	assert_int_equal(cb_sink_open_file(&s, path), 0);
 	assert_int_equal(cb_sink_write(s, f->data, 2 * MIB + 3), 0);
 	assert_int_equal(access(tmp, F_OK), 0);
+	assert_int_equal(access(path, F_OK), -1);   /* written under NAME.tmp only */
 	cb_sink_free(s);
 	assert_int_equal(access(tmp, F_OK), -1);
 	assert_int_equal(access(path, F_OK), -1);
+	free(path);
+	free(tmp);
+}
+
+static void nothing(void *arg)
+{
+	(void)arg;
+}
+
+/* With the cleanup stack full, a signal could not remove the .tmp: the
+ * sink refuses to open (nothing left behind) rather than go on unprotected. */
+static void test_open_refused_when_unprotected(void **state)
+{
+	struct fixture *f = *state;
+	char *path = cb_xasprintf("%s/d.tar", f->dir), *tmp = cb_xasprintf("%s.tmp", path);
+	struct cb_sink *s = NULL;
+	int h[64], n = 0;
+
+	while (n < 64 && (h[n] = cb_cleanup_push(nothing, NULL)) >= 0)
+		n++;
+	assert_true(n < 64);
+	assert_int_equal(cb_sink_open_file(&s, path), -1);
+	assert_non_null(strstr(cb_last_error(), "cleanup stack full"));
+	assert_int_equal(access(tmp, F_OK), -1);
+	while (n > 0)
+		cb_cleanup_pop(h[--n], 0);
+	assert_int_equal(cb_sink_open_file(&s, path), 0);
+	cb_sink_free(s);
 	free(path);
 	free(tmp);
 }
@@ -306,6 +336,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fd_sink_checksum_switch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_error_surfaces, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abort_removes_tmp, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_refused_when_unprotected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_durable_while_written, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -110,6 +110,32 @@ static void mark(void *arg)
 	ran = *(int *)arg;
 }
 
+static char order[8];
+static void note(void *arg)
+{
+	strncat(order, arg, sizeof(order) - strlen(order) - 1);
+}
+
+/* Newest first, as cb_cleanup.h promises, even when a slot below was popped
+ * and a later push could reuse it: thaw (pushed last) must run before the
+ * removal of what the frozen guest was writing to. */
+static void test_cleanup_newest_first(void **state)
+{
+	int a, c;
+	(void)state;
+	order[0] = '\0';
+	a = cb_cleanup_push(note, "a");
+	cb_cleanup_push(note, "b");
+	cb_cleanup_pop(a, 0);
+	c = cb_cleanup_push(note, "c");
+	assert_true(c >= 0);
+	cb_cleanup_run_all();
+	assert_string_equal(order, "cb");
+	order[0] = '\0';
+	cb_cleanup_run_all();            /* each ran once, and is gone */
+	assert_string_equal(order, "");
+}
+
 static void test_cleanup_stack(void **state)
 {
 	int one = 1, two = 2;
@@ -169,6 +195,7 @@ int main(void)
 		cmocka_unit_test(test_fmt),
 		cmocka_unit_test(test_strvec),
 		cmocka_unit_test(test_remove_tree),
+		cmocka_unit_test(test_cleanup_newest_first),
 		cmocka_unit_test(test_cleanup_stack),
 		cmocka_unit_test(test_huge_buffers),
 	};
