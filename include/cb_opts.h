@@ -25,6 +25,7 @@ struct cb_opts {
 	char *root;               /* ct: rootfs directory */
 	char *guest_config;       /* key "config": file stored in the archive */
 	struct cb_strvec disks;   /* vm: disk images (key "disk", repeatable) */
+	struct cb_strvec mps;     /* ct: mount points "SOURCE,TARGET" (key "mp", repeatable) */
 
 	/* how */
 	enum cb_mode mode;
@@ -105,6 +106,14 @@ void cb_opts_copy(struct cb_opts *dst, const struct cb_opts *src);
  * List keys (disk, exclude-path) append.
  */
 int cb_opts_set(struct cb_opts *o, const char *key, const char *value, int *unknown);
+
+/*
+ * One mp value "SOURCE,TARGET-IN-GUEST": SOURCE an absolute directory on
+ * the host, TARGET an absolute path in the guest other than "/", without
+ * "." or ".." parts. *source and *target (newly allocated; target as the
+ * archive names it, "./srv/data") may be NULL to validate only.
+ */
+int cb_mp_split(const char *value, char **source, char **target);
 
 const char *cb_compress_ext(enum cb_compress c);   /* ".zst", ".lzo", ".gz", "" */
 const char *cb_compress_name(enum cb_compress c);  /* "zstd", "lzo", "gzip", "none" */

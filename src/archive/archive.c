@@ -40,6 +40,9 @@ struct arch {
 	struct cb_archive_stats *st;
 	unsigned char *buf, *zeros;
 	dev_t root_dev;
+	const struct cb_archive_graft *grafts;
+	size_t n_grafts;
+	unsigned char *grafted;       /* per graft: archived already */
 	int codec_failed;             /* the message is in cb_last_error() */
 	/* bytes read in place into the codec's chunk, on their way through
 	 * libarchive (see out_cb) */
@@ -300,14 +303,46 @@ static int list_dir(const char *path, struct cb_strvec *names)
 
 static int walk(struct arch *c, const char *src, const char *name);
 
+static const struct cb_archive_graft *graft_at(const struct arch *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_grafts; i++)
+		if (!c->grafted[i] && !strcmp(c->grafts[i].name, name))
+			return &c->grafts[i];
+	return NULL;
+}
+
+/* A mount point's tree in place of NAME: its own root entry and walk, on
+ * its own file system. */
+static int add_graft(struct arch *c, const struct cb_archive_graft *g)
+{
+	dev_t outer = c->root_dev;
+	struct stat st;
+	int ret;
+
+	c->grafted[g - c->grafts] = 1;
+	if (stat(g->tree, &st) < 0)
+		return cb_error_errno("cannot stat mount point tree '%s'", g->tree);
+	if (!S_ISDIR(st.st_mode))
+		return cb_error("mount point tree '%s' is not a directory", g->tree);
+	c->root_dev = st.st_dev;
+	ret = add_tree_entry(c, g->tree, g->name, &st);
+	if (ret == 0)
+		ret = walk(c, g->tree, g->name);
+	c->root_dev = outer;
+	return ret;
+}
+
 /* One child of a directory: archive it, descend into directories that
  * stay on the tree's file system. */
 static int walk_child(struct arch *c, const char *src, const char *name)
 {
+	const struct cb_archive_graft *g = graft_at(c, name);
 	struct stat st;
 
 	if (cb_check_interrupt() < 0)
 		return -1;
+	if (g)
+		return add_graft(c, g);
 	if (lstat(src, &st) < 0) {
 		if (errno == ENOENT) {
 			cb_warn(c->log, "'%s' vanished while archiving", src);
@@ -450,21 +485,41 @@ static void arch_release(struct arch *c)
 	archive_entry_linkresolver_free(c->links);
 	cb_free_huge(c->buf, DATA_BUF);
 	free(c->zeros);
+	free(c->grafted);
+}
+
+/* Mount points whose target the main tree does not have. */
+static int add_left_grafts(struct arch *c)
+{
+	for (size_t i = 0; i < c->n_grafts; i++)
+		if (!c->grafted[i] && add_graft(c, &c->grafts[i]) < 0)
+			return -1;
+	return 0;
 }
 
 int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, size_t n_extras,
 		     struct cb_codec_writer *codec, struct cb_log *log, struct cb_archive_stats *stats)
 {
-	struct arch c = { .codec = codec, .log = log, .st = stats };
+	return cb_archive_write_grafted(tree, NULL, 0, extras, n_extras, codec, log, stats);
+}
+
+int cb_archive_write_grafted(const char *tree, const struct cb_archive_graft *grafts,
+			     size_t n_grafts, const struct cb_archive_extra *extras, size_t n_extras,
+			     struct cb_codec_writer *codec, struct cb_log *log,
+			     struct cb_archive_stats *stats)
+{
+	struct arch c = { .codec = codec, .log = log, .st = stats, .grafts = grafts,
+			  .n_grafts = n_grafts };
 	double t0 = cb_now();
 	int ret = -1;
 
 	memset(stats, 0, sizeof(*stats));
 	c.buf = cb_xmalloc_huge(DATA_BUF);
 	c.zeros = cb_xcalloc(1, DATA_BUF);
+	c.grafted = cb_xcalloc(n_grafts + 1, 1);
 	if (arch_open(&c) < 0)
 		goto out;
-	if (tree && add_tree(&c, tree) < 0)
+	if (tree && (add_tree(&c, tree) < 0 || add_left_grafts(&c) < 0))
 		goto out;
 	for (size_t i = 0; i < n_extras; i++)
 		if (add_extra(&c, &extras[i]) < 0)

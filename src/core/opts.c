@@ -113,6 +113,9 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "guest configuration file stored in the archive", 0, OFF(guest_config), 0, 0, NULL },
 	{ "disk", CB_OPT_LIST, NULL, U | C, "FILE",
 	  "VM disk image (repeatable)", 0, OFF(disks), 0, 0, NULL },
+	{ "mp", CB_OPT_LIST, NULL, U | C, "SOURCE,TARGET",
+	  "container mount point: host directory SOURCE appears at TARGET in the guest "
+	  "(repeatable; snapshot mode snapshots it with the root)", 0, OFF(mps), 0, 0, NULL },
 	{ "type", CB_OPT_ENUM, "ct", C, "ct|vm",
 	  "guest type of an ad hoc backup", 0, OFF(type), 0, 0, type_names },
 	{ "id", CB_OPT_STRING, NULL, C, "ID",
@@ -196,6 +199,59 @@ static int check_prune(const char *value)
 	return cb_prune_parse(value, &rules);
 }
 
+/* TARGET without its leading '/', each part a real name. */
+static int check_target(const char *t)
+{
+	if (t[0] != '/')
+		return cb_error("mount point target '%s' is not an absolute path", t);
+	for (const char *p = t; *p;) {
+		size_t n;
+		p += strspn(p, "/");
+		n = strcspn(p, "/");
+		if ((n == 1 && p[0] == '.') || (n == 2 && !strncmp(p, "..", 2)))
+			return cb_error("mount point target '%s' has a '.' or '..' part", t);
+		p += n;
+	}
+	if (!t[strspn(t, "/")])
+		return cb_error("mount point target '/' is the guest root (that is key 'root')");
+	return 0;
+}
+
+/* "./a/b" from "/a//b/": the name the archive gives the target. */
+static char *target_name(const char *t)
+{
+	char *out = cb_xmalloc(strlen(t) + 3), *o = out;
+
+	*o++ = '.';
+	for (const char *p = t; *(p += strspn(p, "/"));) {
+		size_t n = strcspn(p, "/");
+		*o++ = '/';
+		memcpy(o, p, n);
+		o += n;
+		p += n;
+	}
+	*o = '\0';
+	return out;
+}
+
+int cb_mp_split(const char *value, char **source, char **target)
+{
+	const char *comma = strchr(value, ',');
+
+	if (!comma || strchr(comma + 1, ','))
+		return cb_error("invalid value '%s' (accepted: SOURCE,TARGET)", value);
+	if (value[0] != '/')
+		return cb_error("mount point source '%.*s' is not an absolute path",
+				(int)(comma - value), value);
+	if (check_target(comma + 1) < 0)
+		return -1;
+	if (source)
+		*source = cb_xasprintf("%.*s", (int)(comma - value), value);
+	if (target)
+		*target = target_name(comma + 1);
+	return 0;
+}
+
 static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const char *value)
 {
 	char *field = (char *)o + s->offset;
@@ -222,6 +278,8 @@ static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const cha
 	case CB_OPT_LIST:
 		if (!*value)
 			return cb_error("empty value");
+		if (s->offset == OFF(mps) && cb_mp_split(value, NULL, NULL) < 0)
+			return -1;
 		cb_strvec_push((struct cb_strvec *)field, value);
 		return 0;
 	}
