@@ -46,7 +46,8 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "storage section to write to", 0, OFF(storage), 0, 0, NULL },
 	{ "mode", CB_OPT_ENUM, "suspend", G | S | U | C, "suspend|stop|snapshot",
 	  "suspend: two-pass copy, frozen only for the final delta; stop: frozen for the whole copy; "
-	  "snapshot: falls back to suspend", 0, OFF(mode), 0, 0, mode_names },
+	  "snapshot: frozen only to take btrfs snapshots of every volume, archived from them (falls "
+	  "back to suspend where a volume cannot be snapshotted)", 0, OFF(mode), 0, 0, mode_names },
 	{ "compress", CB_OPT_ENUM, "zstd", G | S | U | C, "0|1|gzip|lzo|zstd|none",
 	  "archive compression (1 = lzo, 0 = none)", 0, OFF(compress), 0, 0, compress_names },
 	{ "compress-policy", CB_OPT_ENUM, "auto", G | S | U | C, "auto|always",

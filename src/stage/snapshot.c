@@ -198,6 +198,7 @@ static int remove_stale(struct cb_snapshot *s, struct cb_log *log)
 
 	if (ret <= 0)
 		return ret;
+	ret = 0;
 	cb_info(log, "removing stale snapshot directory '%s' left by an interrupted run", s->dir);
 	d = fdopendir(fd);
 	if (!d) {
