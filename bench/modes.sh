@@ -68,7 +68,7 @@ mkfs_mount() {
 }
 
 # written DIR: bytes written so far to the block device holding DIR
-written() { awk '{ print $7 * 512 }' "/sys/block/$(dev_of "$1")/stat"; }
+written() { awk '{ printf "%.0f\n", $7 * 512 }' "/sys/block/$(dev_of "$1")/stat"; }
 dev_of() { basename "$(findmnt -n -o SOURCE --target "$1")"; }
 
 # the hook: the device's count before cbackup removes its staging copy
@@ -77,7 +77,7 @@ make_hook() {
 	#!/bin/sh
 	[ "$1" = backup-end ] || exit 0
 	sync -f "$BENCH_TMPDIR"
-	awk '{ print $7 * 512 }' "/sys/block/$BENCH_DEV/stat" >"$BENCH_WRITTEN_AT"
+	awk '{ printf "%.0f\n", $7 * 512 }' "/sys/block/$BENCH_DEV/stat" >"$BENCH_WRITTEN_AT"
 	EOF
 	chmod 755 "$work/hook.sh"
 }

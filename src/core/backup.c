@@ -423,9 +423,13 @@ static int sync_mps(struct guest_run *r, int final)
 	for (size_t i = 0; i < r->n_mps; i++) {
 		struct cb_stage_stats stats = { 0 };
 		struct mount_point *mp = &r->mps[i];
+		int ret;
 		cb_info(r->log, "starting %s sync %s/ to %s (mount point %s)", which, mp->source,
 			mp->stage_dir, mp->target + 1);
-		if ((final ? cb_stage_pass2(mp->stage, &stats) : cb_stage_pass1(mp->stage, &stats)) < 0)
+		cb_progress_start(&r->progress, !r->opts.quiet && !final, "first sync", 0);
+		ret = final ? cb_stage_pass2(mp->stage, &stats) : cb_stage_pass1(mp->stage, &stats);
+		cb_progress_end(&r->progress);
+		if (ret < 0)
 			return cb_error_prefix("%s sync of '%s'", which, mp->source);
 		log_sync_stats(r, which, &stats);
 		log_cloned(r, final, &stats);

@@ -268,7 +268,14 @@ int cb_snapshot_prepare(struct cb_snapshot *s, const struct cb_snap_backend *be,
 	if (open_parent(s) < 0 || remove_stale(s, log) < 0)
 		return -1;
 	s->cleanup_handle = cb_cleanup_push(snap_cleanup, s);
-	return make_dir(s);
+	if (make_dir(s) < 0)
+		return -1;
+	/* Taking a snapshot writes out the volume's dirty data and commits a
+	 * transaction: done now, while the guest runs, the one in the freeze
+	 * has only what was written since. */
+	if (syncfs(s->vol_fd) < 0)
+		cb_warn(log, "cannot sync '%s' before its snapshot: %s", s->volume, strerror(errno));
+	return 0;
 }
 
 int cb_snapshot_create(struct cb_snapshot *s)
