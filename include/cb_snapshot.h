@@ -64,7 +64,9 @@ int cb_snapshot_prepare(struct cb_snapshot *s, const struct cb_snap_backend *be,
 			const char *volume, const char *id, unsigned index, struct cb_log *log);
 int cb_snapshot_create(struct cb_snapshot *s);
 const char *cb_snapshot_path(const struct cb_snapshot *s);
-/* Removes the snapshot and its directory (either may be gone already). */
+/* Removes the snapshot and its directory (either may be gone already):
+ * 1 if a snapshot was removed, 0 if there was none, -1 on error (it stays
+ * for the next run to remove). */
 int cb_snapshot_remove(struct cb_snapshot *s);
 /* Closes and frees; removes first if still there. s may be zeroed. */
 void cb_snapshot_release(struct cb_snapshot *s);
