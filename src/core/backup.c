@@ -751,6 +751,10 @@ static int write_archive(struct guest_run *r)
 	}
 	log_archive_stats(r, &as, codec, sink);
 out:
+	/* a signal's cleanup removed the snapshots under the walk: the signal,
+	 * not the file that vanished next, is the cause */
+	if (ret < 0 && r->snaps && cb_interrupted())
+		cb_check_interrupt();
 	if (ret < 0)
 		cb_error_prefix("archive");
 	cb_codec_writer_free(codec);
