@@ -33,4 +33,20 @@ struct cb_archive_stats {
 int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, size_t n_extras,
 		     struct cb_codec_writer *codec, struct cb_log *log, struct cb_archive_stats *stats);
 
+/*
+ * A container's mount point: the directory tree (a snapshot or a staging
+ * copy of the volume) is archived under name in place of what the main
+ * tree has there (the empty mount-point directory), or after the main tree
+ * when it has nothing of that name. Grafts may nest.
+ */
+struct cb_archive_graft {
+	const char *name;   /* "./srv/data" */
+	const char *tree;   /* directory on disk */
+};
+
+int cb_archive_write_grafted(const char *tree, const struct cb_archive_graft *grafts,
+			     size_t n_grafts, const struct cb_archive_extra *extras, size_t n_extras,
+			     struct cb_codec_writer *codec, struct cb_log *log,
+			     struct cb_archive_stats *stats);
+
 #endif

@@ -27,6 +27,7 @@ struct cb_opts {
 	char *root;               /* ct: rootfs directory */
 	char *guest_config;       /* key "config": file stored in the archive */
 	struct cb_strvec disks;   /* vm: disk images (key "disk", repeatable) */
+	struct cb_strvec mps;     /* ct: mount points "SOURCE,TARGET" (key "mp", repeatable) */
 
 	/* how */
 	enum cb_mode mode;
@@ -123,6 +124,14 @@ int cb_opts_set(struct cb_opts *o, const char *key, const char *value, int *unkn
 /* Guest IDs: letters, digits, '_', '-', '.', not starting with '.' or '-'
  * (so no '/', no "..", no option look-alike). 0, or -1 with the message. */
 int cb_guest_id_check(const char *id);
+/*
+ * One mp value "SOURCE,TARGET-IN-GUEST": SOURCE an absolute directory on
+ * the host, TARGET an absolute path in the guest other than "/", without
+ * "." or ".." parts. *source and *target (newly allocated; target as the
+ * archive names it, "./srv/data") may be NULL to validate only.
+ */
+int cb_mp_split(const char *value, char **source, char **target);
+
 const char *cb_compress_ext(enum cb_compress c);   /* ".zst", ".lzo", ".gz", "" */
 const char *cb_compress_name(enum cb_compress c);  /* "zstd", "lzo", "gzip", "none" */
 const char *cb_mode_name(enum cb_mode m);

@@ -9,8 +9,9 @@
  *          with the index; copy only what changed, remove what vanished,
  *          fix metadata; cost tracks the change, not the tree's size.
  *
- * Fidelity: regular files (holes kept via SEEK_DATA/SEEK_HOLE, data with
- * copy_file_range), directories, symlinks, hardlinks, block/char devices,
+ * Fidelity: regular files (cloned with FICLONE where staging and source
+ * share a file system that can, else holes kept via SEEK_DATA/SEEK_HOLE and
+ * data copied with copy_file_range), directories, symlinks, hardlinks, block/char devices,
  * fifos; sockets skipped with a note; owner, mode, nanosecond mtime/atime,
  * xattrs (security.capability, user.*, trusted.*, and the POSIX ACLs as
  * system.posix_acl_*). Stays on the source's file system (like rsync -x:
@@ -64,6 +65,8 @@ struct cb_stage_stats {
 	uint64_t transferred_size;    /* bytes of data copied */
 	uint64_t deleted;             /* entries removed from staging */
 	uint64_t skipped;             /* sockets, vanished files, excluded entries */
+	uint64_t cloned_files;        /* of files_transferred: reflinked (FICLONE) */
+	uint64_t cloned_size;         /* of transferred_size: reflinked, not copied */
 	double seconds;
 };
 

@@ -44,6 +44,9 @@ struct arch {
 	unsigned char *buf, *zeros;
 	dev_t root_dev;
 	int side_fd;                  /* the staging engine's big-xattr store, or -1 */
+	const struct cb_archive_graft *grafts;
+	size_t n_grafts;
+	unsigned char *grafted;       /* per graft: archived already */
 	int codec_failed;             /* the message is in cb_last_error() */
 	/* bytes read in place into the codec's chunk, on their way through
 	 * libarchive (see out_cb) */
@@ -493,16 +496,51 @@ static int open_entry(int dfd, const char *name, const char *arcname, int *fd, s
 }
 
 static int walk(struct arch *c, int dfd, const char *arcname);
+static int open_tree_root(struct arch *c, const char *tree, struct stat *st);
+
+static const struct cb_archive_graft *graft_at(const struct arch *c, const char *name)
+{
+	for (size_t i = 0; i < c->n_grafts; i++)
+		if (!c->grafted[i] && !strcmp(c->grafts[i].name, name))
+			return &c->grafts[i];
+	return NULL;
+}
+
+/* A mount point's tree in place of NAME: its own root entry and walk, on
+ * its own file system, with its own side store. */
+static int add_graft(struct arch *c, const struct cb_archive_graft *g)
+{
+	dev_t outer_dev = c->root_dev;
+	int outer_side = c->side_fd, fd, ret;
+	struct stat st;
+
+	c->grafted[g - c->grafts] = 1;
+	fd = open_tree_root(c, g->tree, &st);
+	if (fd < 0)
+		return -1;
+	ret = add_tree_entry(c, -1, NULL, g->name, fd, &st);
+	if (ret == 0)
+		ret = walk(c, fd, g->name);
+	close(fd);
+	if (c->side_fd >= 0)
+		close(c->side_fd);
+	c->root_dev = outer_dev;
+	c->side_fd = outer_side;
+	return ret;
+}
 
 /* One child of a directory: archive it, descend into directories that
  * stay on the tree's file system. */
 static int walk_child(struct arch *c, int dfd, const char *name, const char *arcname)
 {
+	const struct cb_archive_graft *g = graft_at(c, arcname);
 	struct stat st;
 	int fd, ret;
 
 	if (cb_check_interrupt() < 0)
 		return -1;
+	if (g)
+		return add_graft(c, g);
 	ret = open_entry(dfd, name, arcname, &fd, &st);
 	if (ret == 1)
 		cb_warn(c->log, "'%s' vanished while archiving", arcname);
@@ -540,25 +578,36 @@ static int walk(struct arch *c, int dfd, const char *arcname)
 }
 
 /* The staging root itself is opened without following a symlink too. */
-static int add_tree(struct arch *c, const char *tree)
+/* Open a tree's root (never through a symlink) and its side store of big
+ * xattrs; the tree's device becomes the walk's. The fd or -1. */
+static int open_tree_root(struct arch *c, const char *tree, struct stat *st)
 {
-	struct stat st;
-	int fd = open(tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ret;
+	int fd = open(tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	char *side;
 
-	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(tree, &st) == 0 &&
-	    S_ISLNK(st.st_mode))
+	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(tree, st) == 0 &&
+	    S_ISLNK(st->st_mode))
 		return cb_error("'%s' is a symlink, not the staging directory", tree);
 	if (fd < 0)
 		return cb_error_errno("cannot open '%s'", tree);
-	if (fstat(fd, &st) < 0) {
+	if (fstat(fd, st) < 0) {
 		close(fd);
 		return cb_error_errno("cannot stat '%s'", tree);
 	}
-	c->root_dev = st.st_dev;
+	c->root_dev = st->st_dev;
 	side = cb_xasprintf("%s%s", tree, CB_STAGE_XATTR_DIR);
 	c->side_fd = open(side, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	free(side);
+	return fd;
+}
+
+static int add_tree(struct arch *c, const char *tree)
+{
+	struct stat st;
+	int fd = open_tree_root(c, tree, &st), ret;
+
+	if (fd < 0)
+		return -1;
 	ret = add_tree_entry(c, -1, NULL, "./", fd, &st);
 	if (ret == 0)
 		ret = walk(c, fd, "./");
@@ -656,21 +705,41 @@ static void arch_release(struct arch *c)
 		close(c->side_fd);
 	cb_free_huge(c->buf, DATA_BUF);
 	free(c->zeros);
+	free(c->grafted);
+}
+
+/* Mount points whose target the main tree does not have. */
+static int add_left_grafts(struct arch *c)
+{
+	for (size_t i = 0; i < c->n_grafts; i++)
+		if (!c->grafted[i] && add_graft(c, &c->grafts[i]) < 0)
+			return -1;
+	return 0;
 }
 
 int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, size_t n_extras,
 		     struct cb_codec_writer *codec, struct cb_log *log, struct cb_archive_stats *stats)
 {
-	struct arch c = { .codec = codec, .log = log, .st = stats, .side_fd = -1 };
+	return cb_archive_write_grafted(tree, NULL, 0, extras, n_extras, codec, log, stats);
+}
+
+int cb_archive_write_grafted(const char *tree, const struct cb_archive_graft *grafts,
+			     size_t n_grafts, const struct cb_archive_extra *extras, size_t n_extras,
+			     struct cb_codec_writer *codec, struct cb_log *log,
+			     struct cb_archive_stats *stats)
+{
+	struct arch c = { .codec = codec, .log = log, .st = stats, .side_fd = -1, .grafts = grafts,
+			  .n_grafts = n_grafts };
 	double t0 = cb_now();
 	int ret = -1;
 
 	memset(stats, 0, sizeof(*stats));
 	c.buf = cb_xmalloc_huge(DATA_BUF);
 	c.zeros = cb_xcalloc(1, DATA_BUF);
+	c.grafted = cb_xcalloc(n_grafts + 1, 1);
 	if (arch_open(&c) < 0)
 		goto out;
-	if (tree && add_tree(&c, tree) < 0)
+	if (tree && (add_tree(&c, tree) < 0 || add_left_grafts(&c) < 0))
 		goto out;
 	for (size_t i = 0; i < n_extras; i++)
 		if (add_extra(&c, &extras[i]) < 0)

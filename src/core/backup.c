@@ -32,7 +32,16 @@
 #include "cb_private.h"
 #include "cb_prune.h"
 #include "cb_sink.h"
+#include "cb_snapshot.h"
 #include "cb_stage.h"
+
+/* A container's extra volume (key mp): host SOURCE at TARGET in the guest. */
+struct mount_point {
+	char *source;
+	char *target;               /* "./srv/data", as archived */
+	char *stage_dir;            /* suspend/stop: its own staging copy */
+	struct cb_stage *stage;
+};
 
 struct guest_run {
 	struct cb_opts opts;         /* as resolved: read only (cb_opts.h) */
@@ -54,6 +63,12 @@ struct guest_run {
 	struct cb_lock guest_lock;   /* host-local, per guest */
 	struct cb_lock store_lock;   /* on the storage, per guest */
 	struct cb_guest_result *res; /* what the job reports (mail, JSON) */
+	struct mount_point *mps;     /* ct: the mp volumes */
+	size_t n_mps;
+	/* snapshot mode: one backend and snapshot per volume, root first */
+	const struct cb_snap_backend **snap_be;
+	struct cb_snapshot *snaps;
+	char mode_why[512];          /* why this mode (for the log and --dry-run) */
 };
 
 static const char *const std_excludes[] = { "/tmp/?*", "/var/tmp/?*", "/var/run/?*.pid", NULL };
@@ -199,14 +214,43 @@ static int check_dir(const char *what, const char *path, int need_write)
 	return 0;
 }
 
+/* What staging one container volume needs: with reflink staging its
+ * file data is cloned, not copied, and counts as free. */
+static int volume_estimate(struct guest_run *r, const char *src, uint64_t *need, uint64_t *entries)
+{
+	uint64_t bytes = 0, n = 0;
+
+	if (cb_stage_estimate(src, &r->excludes, &bytes, &n) < 0)
+		return -1;
+	if (r->mode != CB_MODE_SNAPSHOT && cb_reflink_possible(src, r->opts.tmpdir)) {
+		cb_verbose(r->log, "'%s' and tmpdir share a file system that clones data (reflink): "
+			   "file data needs no space", src);
+		bytes = n * 4096;
+	}
+	*need += bytes;
+	*entries += n;
+	return 0;
+}
+
+static int guest_estimate(struct guest_run *r, uint64_t *need, uint64_t *entries)
+{
+	if (r->opts.type == CB_GUEST_VM)
+		return cb_imgstage_estimate(&r->opts.disks, need);
+	if (volume_estimate(r, r->opts.root, need, entries) < 0)
+		return -1;
+	for (size_t i = 0; i < r->n_mps; i++)
+		if (volume_estimate(r, r->mps[i].source, need, entries) < 0)
+			return -1;
+	return 0;
+}
+
 static int check_space(struct guest_run *r)
 {
 	uint64_t need = 0, entries = 0, avail;
 	struct statvfs vfs;
 	char need_s[32], avail_s[32];
 
-	if (r->opts.type == CB_GUEST_VM ? cb_imgstage_estimate(&r->opts.disks, &need)
-					 : cb_stage_estimate(r->opts.root, &r->excludes, &need, &entries))
+	if (guest_estimate(r, &need, &entries) < 0)
 		return -1;
 	if (statvfs(r->opts.tmpdir, &vfs) < 0)
 		return cb_error_errno("cannot stat tmpdir '%s'", r->opts.tmpdir);
@@ -216,7 +260,8 @@ static int check_space(struct guest_run *r)
 	cb_fmt_bytes(avail_s, sizeof(avail_s), avail);
 	cb_verbose(r->log, "space estimate: %s in %llu entries, %s free in '%s'", need_s,
 		   (unsigned long long)entries, avail_s, r->opts.tmpdir);
-	if (need > avail && !r->opts.keep_staging)
+	/* snapshot mode reads the snapshots: the tmpdir is not written */
+	if (need > avail && !r->opts.keep_staging && r->mode != CB_MODE_SNAPSHOT)
 		return cb_error("not enough space in tmpdir '%s': need %s, %s available",
 				r->opts.tmpdir, need_s, avail_s);
 	return 0;
@@ -249,8 +294,13 @@ static int check_source(const struct guest_run *r)
 	if (r->opts.type == CB_GUEST_CT) {
 		if (!r->opts.root)
 			return cb_error("no root directory configured for CT %s", r->opts.id);
+		for (size_t i = 0; i < r->n_mps; i++)
+			if (check_dir("mount point source", r->mps[i].source, 0) < 0)
+				return -1;
 		return check_dir("root", r->opts.root, 0);
 	}
+	if (r->n_mps)
+		return cb_error("mp is for containers: VM %s has disks (disk = FILE)", r->opts.id);
 	if (!r->opts.disks.n)
 		return cb_error("no disk image configured for VM %s (disk = FILE)", r->opts.id);
 	for (size_t i = 0; i < r->opts.disks.n; i++)
@@ -392,6 +442,35 @@ static void log_sync_stats(struct guest_run *r, const char *which, const struct 
 	cb_info(r->log, "%s sync finished (%.2f seconds)", which, s->seconds);
 }
 
+static int remove_stale_stage(struct guest_run *r, const char *dir)
+{
+	struct stat st;
+
+	if (r->opts.keep_staging || lstat(dir, &st) < 0)
+		return 0;
+	cb_verbose(r->log, "removing stale staging directory '%s'", dir);
+	return cb_remove_tree(dir);
+}
+
+/* Suspend and stop mode stage each mount point beside the root's copy
+ * (not inside it: the root's passes own their tree); the archive puts it
+ * at its target. The same excludes apply, anchored at the volume. */
+static int open_mp_stages(struct guest_run *r)
+{
+	for (size_t i = 0; i < r->n_mps; i++) {
+		struct mount_point *mp = &r->mps[i];
+		/* beside the root's copy, in the same private directory */
+		mp->stage_dir = cb_xasprintf("%s.mp%zu", r->stage_dir, i + 1);
+		struct cb_stage_opts so = {
+			.src = mp->source, .dst = mp->stage_dir, .excludes = &r->excludes,
+			.bwlimit = r->opts.bwlimit, .progress = &r->progress,
+		};
+		if (remove_stale_stage(r, mp->stage_dir) < 0 || cb_stage_new(&mp->stage, &so, r->log) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 static int open_stage(struct guest_run *r)
 {
 	struct cb_stage_opts so = {
@@ -411,7 +490,36 @@ static int open_stage(struct guest_run *r)
 	if (r->opts.type == CB_GUEST_VM)
 		return cb_imgstage_new(&r->images, &r->opts.disks, r->stage_dir, r->opts.bwlimit,
 				       &r->progress, r->log);
-	return cb_stage_new(&r->stage, &so, r->log);
+	if (cb_stage_new(&r->stage, &so, r->log) < 0)
+		return -1;
+	return open_mp_stages(r);
+}
+
+static void log_cloned(struct guest_run *r, int final, const struct cb_stage_stats *s)
+{
+	if (!final && s->cloned_files)
+		cb_info(r->log, "first sync: data cloned (reflink)");
+}
+
+static int sync_mps(struct guest_run *r, int final)
+{
+	const char *which = final ? "final" : "first";
+
+	for (size_t i = 0; i < r->n_mps; i++) {
+		struct cb_stage_stats stats = { 0 };
+		struct mount_point *mp = &r->mps[i];
+		int ret;
+		cb_info(r->log, "starting %s sync %s/ to %s (mount point %s)", which, mp->source,
+			mp->stage_dir, mp->target + 1);
+		cb_progress_start(&r->progress, !r->opts.quiet && !final, "first sync", 0);
+		ret = final ? cb_stage_pass2(mp->stage, &stats) : cb_stage_pass1(mp->stage, &stats);
+		cb_progress_end(&r->progress);
+		if (ret < 0)
+			return cb_error_prefix("%s sync of '%s'", which, mp->source);
+		log_sync_stats(r, which, &stats);
+		log_cloned(r, final, &stats);
+	}
+	return 0;
 }
 
 static int sync_pass(struct guest_run *r, int final)
@@ -435,7 +543,8 @@ static int sync_pass(struct guest_run *r, int final)
 		return cb_error_prefix("%s sync", final ? "final" : "first");
 	log_sync_stats(r, final ? "final" : "first", &stats);
 	*(final ? &r->res->final_sync : &r->res->first_sync) = stats.seconds;
-	return 0;
+	log_cloned(r, final, &stats);
+	return sync_mps(r, final);
 }
 
 /* max_ms: the deadline of the frozen time (0 = none, stop mode). */
@@ -445,7 +554,7 @@ static int freeze(struct guest_run *r, int max_ms)
 		return -1;
 	if (r->guest.kind == CB_FREEZER_NONE)
 		return 0;
-	cb_info(r->log, "%s guest (%s)", r->opts.mode == CB_MODE_STOP ? "stopping" : "suspending",
+	cb_info(r->log, "%s guest (%s)", r->mode == CB_MODE_STOP ? "stopping" : "suspending",
 		cb_guest_kind_name(r->guest.kind));
 	r->guest.log = r->log;
 	if (cb_guest_freeze(&r->guest, r->opts.freeze_wait * 1000, max_ms) < 0)
@@ -509,7 +618,7 @@ static int stage_guest(struct guest_run *r)
 			"(set freeze-cgroup, freeze-pid, freeze-cmd or qmp)", type_upper(r), r->opts.id);
 	if (open_stage(r) < 0)
 		return -1;
-	if (r->opts.mode == CB_MODE_STOP) {
+	if (r->mode == CB_MODE_STOP) {
 		frozen_at = cb_now();
 		if (freeze(r, 0) < 0)
 			return -1;
@@ -529,6 +638,116 @@ static int stage_guest(struct guest_run *r)
 	ret = sync_pass(r, 1);
 	cb_cleanup_deadline(0, NULL);
 	return finish_freeze(r, frozen_at, max_ms, ret);
+}
+
+/* ---- snapshot mode ---- */
+
+static const char *volume_path(const struct guest_run *r, size_t i)
+{
+	return i ? r->mps[i - 1].source : r->opts.root;
+}
+
+/* Every volume must take a snapshot, or the whole guest falls back: a
+ * guest archived half from a snapshot and half live is neither. */
+static int detect_snapshots(struct guest_run *r)
+{
+	if (r->opts.type == CB_GUEST_VM) {
+		snprintf(r->mode_why, sizeof(r->mode_why), "VM disk images have no snapshot backend yet");
+		return 0;
+	}
+	r->snap_be = cb_xcalloc(r->n_mps + 1, sizeof(*r->snap_be));
+	for (size_t i = 0; i <= r->n_mps; i++)
+		if (!cb_snapshot_detect(volume_path(r, i), &r->snap_be[i], r->mode_why,
+					sizeof(r->mode_why)))
+			return 0;
+	snprintf(r->mode_why, sizeof(r->mode_why), "%zu volume(s), each a %s subvolume",
+		 r->n_mps + 1, r->snap_be[0]->name);
+	return 1;
+}
+
+/* vzdump's wording when a snapshot cannot be taken, then suspend mode. */
+static void choose_mode(struct guest_run *r)
+{
+	r->mode = r->opts.mode;
+	if (r->mode != CB_MODE_SNAPSHOT || detect_snapshots(r))
+		return;
+	cb_info(r->log, "snapshot not possible: %s", r->mode_why);
+	cb_info(r->log, "mode failure - some volumes do not support snapshots");
+	cb_info(r->log, "trying 'suspend' mode instead");
+	r->mode = CB_MODE_SUSPEND;
+}
+
+static int prepare_snapshots(struct guest_run *r)
+{
+	r->snaps = cb_xcalloc(r->n_mps + 1, sizeof(*r->snaps));
+	for (size_t i = 0; i <= r->n_mps; i++)
+		if (cb_snapshot_prepare(&r->snaps[i], r->snap_be[i], volume_path(r, i), r->opts.id,
+					(unsigned)i, r->log) < 0)
+			return -1;
+	return 0;
+}
+
+static int take_snapshots(struct guest_run *r)
+{
+	for (size_t i = 0; i <= r->n_mps; i++) {
+		cb_info(r->log, "create snapshot '%s'", cb_snapshot_path(&r->snaps[i]));
+		if (cb_snapshot_create(&r->snaps[i]) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* Snapshot mode: the guest is frozen only while every volume's snapshot
+ * is taken (one freeze for all: they are consistent with each other). */
+static int snapshot_guest(struct guest_run *r)
+{
+	char why[128];
+	double frozen_at;
+	int max_ms = r->opts.max_freeze * 1000, ret;
+
+	if (r->guest.kind == CB_FREEZER_NONE)
+		cb_warn(r->log, "no freeze control configured for %s %s: snapshots of a running guest "
+			"(set freeze-cgroup, freeze-pid, freeze-cmd or qmp)", type_upper(r), r->opts.id);
+	if (prepare_snapshots(r) < 0)
+		return cb_error_prefix("snapshot");
+	frozen_at = cb_now();
+	if (freeze(r, max_ms) < 0)
+		return -1;
+	snprintf(why, sizeof(why), "took longer than max-freeze (%d s): guest thawed",
+		 r->opts.max_freeze);
+	if (r->guest.kind != CB_FREEZER_NONE)
+		cb_cleanup_deadline(r->guest.frozen_since + r->opts.max_freeze, why);
+	ret = take_snapshots(r);
+	cb_cleanup_deadline(0, NULL);
+	if (ret < 0)
+		cb_error_prefix("snapshot");
+	return finish_freeze(r, frozen_at, max_ms, ret);
+}
+
+/* On every path (the cleanup stack covers signals, the next run a kill). */
+static void remove_snapshots(struct guest_run *r)
+{
+	for (size_t i = 0; r->snaps && i <= r->n_mps; i++) {
+		struct cb_snapshot *s = &r->snaps[i];
+		if (s->exists)
+			cb_info(r->log, "removing snapshot '%s'", s->path);
+		if (s->be && cb_snapshot_remove(s) < 0)
+			cb_warn(r->log, "%s", cb_last_error());
+		cb_snapshot_release(s);
+	}
+	free(r->snaps);
+	r->snaps = NULL;
+}
+
+/* The tree the archive reads (staging copy or snapshot) and where each
+ * mount point's tree goes in it. */
+static const char *archive_tree(const struct guest_run *r, struct cb_archive_graft *grafts)
+{
+	for (size_t i = 0; i < r->n_mps; i++) {
+		grafts[i].name = r->mps[i].target;
+		grafts[i].tree = r->snaps ? cb_snapshot_path(&r->snaps[i + 1]) : r->mps[i].stage_dir;
+	}
+	return r->snaps ? cb_snapshot_path(&r->snaps[0]) : r->stage_dir;
 }
 
 static void log_archive_stats(struct guest_run *r, const struct cb_archive_stats *as,
@@ -596,6 +815,8 @@ static int write_archive(struct guest_run *r)
 		r->opts.guest_config,
 	};
 	struct cb_archive_stats as = { 0 };
+	struct cb_archive_graft *grafts = cb_xcalloc(r->n_mps + 1, sizeof(*grafts));
+	const char *tree = archive_tree(r, grafts);
 	struct cb_codec_writer *codec = NULL;
 	struct cb_sink *sink = NULL;
 	double started = cb_now();
@@ -611,7 +832,8 @@ static int write_archive(struct guest_run *r)
 		goto out;
 	cb_progress_start(&r->progress, !r->opts.quiet, "archive", r->estimate);
 	cb_codec_set_progress(codec, &r->progress);
-	ret = cb_archive_write(r->stage_dir, &extra, r->opts.guest_config ? 1 : 0, codec, r->log, &as);
+	ret = cb_archive_write_grafted(tree, grafts, r->n_mps, &extra, r->opts.guest_config ? 1 : 0,
+				       codec, r->log, &as);
 	cb_progress_end(&r->progress);
 	if (ret < 0 || cb_codec_finish(codec) < 0 || cb_sink_prepare(sink) < 0) {
 		ret = -1;
@@ -630,10 +852,15 @@ static int write_archive(struct guest_run *r)
 	log_archive_stats(r, &as, codec, sink);
 	r->res->archive_seconds = cb_now() - started;
 out:
+	/* a signal's cleanup removed the snapshots under the walk: the signal,
+	 * not the file that vanished next, is the cause */
+	if (ret < 0 && r->snaps && cb_interrupted())
+		cb_check_interrupt();
 	if (ret < 0)
 		cb_error_prefix("archive");
 	cb_codec_writer_free(codec);
 	cb_sink_free(sink);
+	free(grafts);
 	return ret;
 }
 
@@ -698,10 +925,17 @@ static int run_guest_phases(struct guest_run *r)
 	if (preflight(r) < 0)
 		return cb_error_prefix("preflight");
 	if (r->opts.dry_run) {
+		if (r->mode == CB_MODE_SNAPSHOT || r->mode_why[0])
+			cb_info(r->log, "dry run: mode %s: %s%s", cb_mode_name(r->mode),
+				r->mode == CB_MODE_SNAPSHOT ? "" : "snapshot not possible: ",
+				r->mode_why);
+		else
+			cb_info(r->log, "dry run: mode %s, as configured", cb_mode_name(r->mode));
 		cb_info(r->log, "dry run: configuration, paths and space are fine; nothing copied");
 		return 0;
 	}
-	if (guest_hook(r, "backup-start") < 0 || stage_guest(r) < 0 ||
+	if (guest_hook(r, "backup-start") < 0 ||
+	    (r->mode == CB_MODE_SNAPSHOT ? snapshot_guest(r) : stage_guest(r)) < 0 ||
 	    (r->stage && cb_stage_save_index(r->stage) < 0) || write_archive(r) < 0 ||
 	    mark_archive(r) < 0)
 		return -1;
@@ -709,11 +943,25 @@ static int run_guest_phases(struct guest_run *r)
 	return guest_hook(r, "backup-end");
 }
 
+static void cleanup_mps(struct guest_run *r)
+{
+	for (size_t i = 0; i < r->n_mps; i++) {
+		struct mount_point *mp = &r->mps[i];
+		cb_stage_free(mp->stage);
+		mp->stage = NULL;
+		if (r->stage_created && mp->stage_dir && !r->opts.keep_staging &&
+		    cb_remove_tree(mp->stage_dir) < 0)
+			cb_warn(r->log, "%s", cb_last_error());
+	}
+}
+
 static void cleanup_run(struct guest_run *r)
 {
 	cb_guest_release(&r->guest);   /* thaws if an error left it frozen */
+	remove_snapshots(r);
 	cb_stage_free(r->stage);
 	cb_imgstage_free(r->images);
+	cleanup_mps(r);   /* first: the private directory goes when it is empty */
 	if (r->stage_created && !r->opts.keep_staging && cb_stage_dir_remove(r->stage_dir) < 0)
 		cb_warn(r->log, "%s", cb_last_error());
 	if (r->stage_created && r->opts.keep_staging && cb_stage_dir_record(r->stage_dir) < 0)
@@ -724,6 +972,13 @@ static void cleanup_run(struct guest_run *r)
 
 static void release_run(struct guest_run *r)
 {
+	for (size_t i = 0; i < r->n_mps; i++) {
+		free(r->mps[i].source);
+		free(r->mps[i].target);
+		free(r->mps[i].stage_dir);
+	}
+	free(r->mps);
+	free(r->snap_be);
 	cb_strvec_clear(&r->excludes);
 	free(r->stage_dir);
 	free(r->archive_path);
@@ -798,6 +1053,18 @@ static void reserve_name(struct guest_run *r)
 		MAX_NAME_TRIES);
 }
 
+/* The mp values were checked when they were set. */
+static void parse_mps(struct guest_run *r)
+{
+	r->n_mps = r->opts.mps.n;
+	r->mps = cb_xcalloc(r->n_mps + 1, sizeof(*r->mps));
+	for (size_t i = 0; i < r->n_mps; i++) {
+		struct mount_point *mp = &r->mps[i];
+		if (cb_mp_split(r->opts.mps.v[i], &mp->source, &mp->target) < 0)
+			abort();
+	}
+}
+
 /* vzdump's ionice: 8 = idle class, 0-7 = best-effort level. Set before any
  * worker thread starts, since threads inherit it. */
 static void apply_ionice(struct guest_run *r)
@@ -817,12 +1084,7 @@ static void start_guest_log(struct guest_run *r)
 	reserve_name(r);
 	cb_info(r->log, "Starting Backup of %s %s (%s)", type_upper(r), r->opts.id,
 		cb_guest_type_name(r->opts.type));
-	r->mode = r->opts.mode;
-	if (r->mode == CB_MODE_SNAPSHOT) {
-		cb_info(r->log, "mode failure - snapshots are not supported for this guest");
-		cb_info(r->log, "trying 'suspend' mode instead");
-		r->mode = CB_MODE_SUSPEND;
-	}
+	choose_mode(r);
 	cb_info(r->log, "backup mode: %s", cb_mode_name(r->mode));
 	if (r->opts.bwlimit)
 		cb_info(r->log, "bandwidth limit: %ld KB/s", r->opts.bwlimit);
@@ -865,6 +1127,7 @@ int cb_backup_guest(struct cb_opts *resolved, struct cb_log *log, struct cb_gues
 	r.guest.watchdog_fd = r.guest.report_fd = -1;
 	r.guest.cleanup_handle = -1;
 	r.guest_lock.fd = r.store_lock.fd = -1;
+	parse_mps(&r);
 	build_excludes(&r);
 	find_hostname(&r);
 	start_guest_log(&r);

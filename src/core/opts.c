@@ -60,7 +60,8 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "storage section to write to", 0, OFF(storage), 0, 0, NULL, NULL },
 	{ "mode", CB_OPT_ENUM, "suspend", G | S | U | C, "suspend|stop|snapshot",
 	  "suspend: two-pass copy, frozen only for the final delta; stop: frozen for the whole copy; "
-	  "snapshot: falls back to suspend", 0, OFF(mode), 0, 0, mode_names, NULL },
+	  "snapshot: frozen only to take btrfs snapshots of every volume, archived from them (falls "
+	  "back to suspend where a volume cannot be snapshotted)", 0, OFF(mode), 0, 0, mode_names, NULL },
 	{ "compress", CB_OPT_ENUM, "zstd", G | S | U | C, "0|1|gzip|lzo|zstd|none",
 	  "archive compression (1 = lzo, 0 = none)", 0, OFF(compress), 0, 0, compress_names, NULL },
 	{ "compress-policy", CB_OPT_ENUM, "auto", G | S | U | C, "auto|always",
@@ -183,6 +184,9 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "guest configuration file stored in the archive", 0, OFF(guest_config), 0, 0, NULL, NULL },
 	{ "disk", CB_OPT_LIST, NULL, U | C, "FILE",
 	  "VM disk image (repeatable)", 0, OFF(disks), 0, 0, NULL, NULL },
+	{ "mp", CB_OPT_LIST, NULL, U | C, "SOURCE,TARGET",
+	  "container mount point: host directory SOURCE appears at TARGET in the guest "
+	  "(repeatable; snapshot mode snapshots it with the root)", 0, OFF(mps), 0, 0, NULL, NULL },
 	{ "type", CB_OPT_ENUM, "ct", C, "ct|vm",
 	  "guest type of an ad hoc backup", 0, OFF(type), 0, 0, type_names, NULL },
 	{ "id", CB_OPT_STRING, NULL, C, "ID",
@@ -303,6 +307,59 @@ static int set_retention(struct cb_opts *o, const struct cb_opt_schema *s, const
 	return set_string(&o->prune_backups, buf);
 }
 
+/* TARGET without its leading '/', each part a real name. */
+static int check_target(const char *t)
+{
+	if (t[0] != '/')
+		return cb_error("mount point target '%s' is not an absolute path", t);
+	for (const char *p = t; *p;) {
+		size_t n;
+		p += strspn(p, "/");
+		n = strcspn(p, "/");
+		if ((n == 1 && p[0] == '.') || (n == 2 && !strncmp(p, "..", 2)))
+			return cb_error("mount point target '%s' has a '.' or '..' part", t);
+		p += n;
+	}
+	if (!t[strspn(t, "/")])
+		return cb_error("mount point target '/' is the guest root (that is key 'root')");
+	return 0;
+}
+
+/* "./a/b" from "/a//b/": the name the archive gives the target. */
+static char *target_name(const char *t)
+{
+	char *out = cb_xmalloc(strlen(t) + 3), *o = out;
+
+	*o++ = '.';
+	for (const char *p = t; *(p += strspn(p, "/"));) {
+		size_t n = strcspn(p, "/");
+		*o++ = '/';
+		memcpy(o, p, n);
+		o += n;
+		p += n;
+	}
+	*o = '\0';
+	return out;
+}
+
+int cb_mp_split(const char *value, char **source, char **target)
+{
+	const char *comma = strchr(value, ',');
+
+	if (!comma || strchr(comma + 1, ','))
+		return cb_error("invalid value '%s' (accepted: SOURCE,TARGET)", value);
+	if (value[0] != '/')
+		return cb_error("mount point source '%.*s' is not an absolute path",
+				(int)(comma - value), value);
+	if (check_target(comma + 1) < 0)
+		return -1;
+	if (source)
+		*source = cb_xasprintf("%.*s", (int)(comma - value), value);
+	if (target)
+		*target = target_name(comma + 1);
+	return 0;
+}
+
 static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const char *value)
 {
 	char *field = (char *)o + s->offset;
@@ -335,6 +392,8 @@ static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const cha
 	case CB_OPT_LIST:
 		if (!*value)
 			return cb_error("empty value");
+		if (s->offset == OFF(mps) && cb_mp_split(value, NULL, NULL) < 0)
+			return -1;
 		cb_strvec_push((struct cb_strvec *)field, value);
 		return 0;
 	}

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
+#include <linux/fs.h>
 
 #include "cb_cleanup.h"
 #include "stage_int.h"
@@ -155,11 +156,35 @@ static int copy_sparse(struct cb_stage *st, int in, int out, off_t size, off_t *
 	return 0;
 }
 
+/* Reflink (btrfs, xfs with reflink=1, tmpdir on the guest's file system):
+ * the staged file shares the source's blocks, no data is read or written.
+ * 1 = cloned, 0 = copy it instead, -1 = error. */
+static int clone_data(struct cb_stage *st, int in, int out, const struct stat *sb)
+{
+	if (st->no_clone || sb->st_size == 0)
+		return 0;
+	if (ioctl(out, FICLONE, in) == 0) {
+		st->stats->cloned_files++;
+		st->stats->cloned_size += sb->st_size;
+		st->stats->transferred_size += sb->st_size;
+		cb_progress_update(st->progress, st->stats->transferred_size);
+		return 1;
+	}
+	if (errno == ENOSPC || errno == EDQUOT)
+		return stage_fail(st, "cannot write", "to staging");
+	/* another file system, or one that cannot: no use trying each file */
+	if (errno == EXDEV || errno == EOPNOTSUPP || errno == ENOTTY || errno == ENOSYS)
+		st->no_clone = 1;
+	return 0;
+}
+
 int stage_copy_data(struct cb_stage *st, int in, int out, const struct stat *sb)
 {
 	off_t size = sb->st_size, end = 0;
-	int ret;
+	int ret = clone_data(st, in, out, sb);
 
+	if (ret != 0)
+		return ret < 0 ? -1 : (st->stats->files_transferred++, 0);
 	/* as many blocks as bytes: no hole worth two lseek() calls */
 	if ((off_t)sb->st_blocks * 512 >= size)
 		ret = copy_range(st, in, out, 0, size, &end);

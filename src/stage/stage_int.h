@@ -88,6 +88,7 @@ struct cb_stage {
 	struct cb_throttle throttle; /* bwlimit on data reads */
 	struct cb_progress *progress;
 	int no_cfr;                 /* copy_file_range unusable: read/write */
+	int no_clone;               /* FICLONE unusable here: copy */
 	int is_root;                /* may chown */
 	int warned_xattr;
 	int side_fd;                /* <dst>.xattrs, -1 until a big xattr needs it */

@@ -656,3 +656,40 @@ wait_vm_status() {
 	echo "VM at '$2' is '$(qmp "$2" status)', not '$3'"
 	return 1
 }
+
+# ---- file systems on loop devices (t065N-*) ------------------------------
+
+# make_loop_fs btrfs|xfs|ext4 DIR SIZE: a fresh file system of that type
+# (xfs with reflink=1) in a file under $SCRATCH, loop-mounted at DIR and
+# registered with cleanup_mount (the loop device goes with the umount)
+make_loop_fs() {
+	local type=$1 dir=$2 img=$SCRATCH/.$(basename "$2").img
+	mkdir -p "$dir" && truncate -s "$3" "$img" || return 1
+	case $type in
+	btrfs) mkfs.btrfs -q -f "$img" >/dev/null 2>&1 ;;  # -q still prints a NOTE
+	xfs)   mkfs.xfs -q -f -m reflink=1 "$img" ;;
+	ext4)  mkfs.ext4 -q -F "$img" ;;
+	*)     false ;;
+	esac || { echo "mkfs.$type failed"; return 1; }
+	mount -o loop "$img" "$dir" || { echo "cannot loop-mount $type"; return 1; }
+	cleanup_mount "$dir"
+}
+
+# loop_fs_unavailable TYPE...: prints why one of them cannot be made and
+# mounted here (and succeeds), or fails when all of them can
+loop_fs_unavailable() {
+	local t
+	[ "$(id -u)" = 0 ] || { echo "not root"; return 0; }
+	for t in "$@"; do
+		command -v "mkfs.$t" >/dev/null || { echo "mkfs.$t missing (make deps)"; return 0; }
+		grep -qw "$t" /proc/filesystems || { echo "no $t in this kernel"; return 0; }
+		make_loop_fs "$t" "$SCRATCH/.probe-$t" 320M >/dev/null 2>&1 ||
+			{ echo "cannot make and loop-mount $t (loop devices?)"; return 0; }
+		umount "$SCRATCH/.probe-$t" && rm -f "$SCRATCH/..probe-$t.img" &&
+			sed -i "\|^$SCRATCH/.probe-$t\$|d" "$SCRATCH/.cleanup-mounts"
+	done
+	return 1
+}
+
+# fs_used DIR: bytes in use on DIR's file system, after a sync
+fs_used() { sync -f "$1" && df -B1 --output=used "$1" | tail -n 1 | tr -d ' '; }

@@ -433,6 +433,49 @@ static void test_corrupt_archive(void **state)
 	free(dst);
 }
 
+/* Mount points: a graft replaces the tree's directory of its name (once,
+ * with the graft root's own mode), one the tree lacks comes after it. */
+static void test_grafts(void **state)
+{
+	struct fixture *f = *state;
+	char *mnt = cb_xasprintf("%s/mnt", f->tree), *v1 = fx_path(f, "vol1"), *v2 = fx_path(f, "vol2");
+	char *a = cb_xasprintf("%s/a", v1), *b = cb_xasprintf("%s/b", v2), *arch = fx_path(f, "m.tar");
+	struct cb_archive_graft grafts[] = { { "./mnt", v1 }, { "./new/place", v2 } };
+	struct cb_codec_params p = { .type = CB_COMPRESS_NONE, .policy = CB_POLICY_ALWAYS };
+	struct cb_archive_stats st;
+	struct cb_codec_writer *w;
+	struct cb_sink *s;
+	char *list;
+
+	assert_int_equal(mkdir(mnt, 0700), 0);
+	assert_int_equal(mkdir(v1, 0750), 0);
+	assert_int_equal(mkdir(v2, 0755), 0);
+	assert_int_equal(chmod(v1, 0750), 0);
+	put_file(a, "on volume 1\n", 0644);
+	put_file(b, "on volume 2\n", 0600);
+	assert_int_equal(cb_sink_open_file(&s, arch), 0);
+	assert_int_equal(cb_codec_writer_new(&w, &p, s), 0);
+	if (cb_archive_write_grafted(f->tree, grafts, 2, NULL, 0, w, &f->log, &st) < 0)
+		fail_msg("cb_archive_write_grafted: %s", cb_last_error());
+	assert_int_equal(cb_codec_finish(w), 0);
+	assert_int_equal(cb_sink_commit(s), 0);
+	cb_codec_writer_free(w);
+	cb_sink_free(s);
+	assert_int_equal(st.entries, 8 + 1 + 1 + 2);
+	list = slurp_cmd("tar -tvf '%s' | awk '{ print $1, $6 }'", arch);
+	assert_non_null(strstr(list, "drwxr-x--- ./mnt/\n-rw-r--r-- ./mnt/a\n"));
+	assert_null(strstr(list, "drwx------ ./mnt/"));
+	assert_non_null(strstr(list, "drwxr-xr-x ./new/place/\n-rw------- ./new/place/b\n"));
+	assert_int_equal(run("tar -xOf '%s' ./new/place/b | grep -qx 'on volume 2'", arch), 0);
+	free(list);
+	free(mnt);
+	free(v1);
+	free(v2);
+	free(a);
+	free(b);
+	free(arch);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -442,6 +485,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refuses_unsafe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nonempty_dest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_archive, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_grafts, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -173,10 +174,32 @@ static void test_cli_errors(void **state)
 	cb_cli_release(&cli);
 }
 
+static void test_mp_values(void **state)
+{
+	static const char *const bad[] = { "/a", "a,/b", "/a,b", "/a,/", "/a,//", "/a,/b/../c",
+					   "/a,/./b", "/a,/b,/c", NULL };
+	char *src, *target;
+
+	(void)state;
+	assert_int_equal(cb_mp_split("/srv/vol,/srv/data", &src, &target), 0);
+	assert_string_equal(src, "/srv/vol");
+	assert_string_equal(target, "./srv/data");
+	free(src);
+	free(target);
+	assert_int_equal(cb_mp_split("/v,//a//b/", NULL, &target), 0);
+	assert_string_equal(target, "./a/b");
+	free(target);
+	assert_int_equal(cb_mp_split("/v,/..data/.x", NULL, NULL), 0);
+	for (int i = 0; bad[i]; i++)
+		if (cb_mp_split(bad[i], NULL, NULL) == 0)
+			fail_msg("mp value '%s' accepted", bad[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_mp_values),
 		cmocka_unit_test(test_set_values),
 		cmocka_unit_test(test_bad_values),
 		cmocka_unit_test(test_copy_is_deep),
