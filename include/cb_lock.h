@@ -29,5 +29,11 @@ void cb_lock_release(struct cb_lock *l);
 const char *cb_lock_dir(void);
 /* Create the lock directory (0700) if missing and check it is private. */
 int cb_lock_dir_check(void);
+/* Both per-guest locks, tried once: the host-local one, then (store not
+ * NULL) the one in DUMPDIR. 0 when both are held; 1 when the local one is
+ * taken, 2 when the storage's is (error set naming it; neither is held
+ * then); -1 on error. */
+int cb_lock_guest(struct cb_lock *local, struct cb_lock *store, const char *dumpdir,
+		  const char *type, const char *id);
 
 #endif

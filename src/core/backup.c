@@ -27,6 +27,7 @@
 #include "cb_hook.h"
 #include "cb_imgstage.h"
 #include "cb_jobstatus.h"
+#include "cb_leftovers.h"
 #include "cb_lock.h"
 #include "cb_notes.h"
 #include "cb_private.h"
@@ -271,21 +272,17 @@ static int check_space(struct guest_run *r)
  * lock) and not from two hosts sharing the storage (a lock file there). */
 static int lock_guest(struct guest_run *r)
 {
-	char *local = cb_xasprintf("%s/cbackup-%s.lock", cb_lock_dir(), r->opts.id);
-	char *store = cb_xasprintf("%s/.cbackup-%s-%s.lock", r->opts.dumpdir,
-				   cb_guest_type_name(r->opts.type), r->opts.id);
-	int ret = cb_lock_acquire(&r->guest_lock, local, 0);
+	int ret = cb_lock_guest(&r->guest_lock, r->opts.to_stdout ? NULL : &r->store_lock,
+				r->opts.dumpdir, cb_guest_type_name(r->opts.type), r->opts.id);
 
 	if (ret == 1)
 		ret = cb_error("%s %s is locked by another cbackup on this host", type_upper(r), r->opts.id);
-	if (ret == 0 && !r->opts.to_stdout) {
-		ret = cb_lock_acquire(&r->store_lock, store, 0);
-		if (ret == 1)
-			ret = cb_error("%s %s is being backed up to this storage by another host "
-				       "(lock '%s' held)", type_upper(r), r->opts.id, store);
+	if (ret == 2) {
+		char held[1024];
+		snprintf(held, sizeof(held), "%s", cb_last_error());
+		ret = cb_error("%s %s is being backed up to this storage by another host (%s)",
+			       type_upper(r), r->opts.id, held);
 	}
-	free(local);
-	free(store);
 	return ret;
 }
 
@@ -309,107 +306,14 @@ static int check_source(const struct guest_run *r)
 	return 0;
 }
 
-/* 1 if some file named BASE.tar* is in DIR (an archive, finished or not). */
-static int has_archive(const char *dir, const char *base, size_t blen)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	int found = 0;
-
-	while (d && !found && (de = readdir(d)))
-		found = !strncmp(de->d_name, base, blen) && !strncmp(de->d_name + blen, ".tar", 4);
-	if (d)
-		closedir(d);
-	return found;
-}
-
-/* The log of a run that ended (finished or failed) says so in its last
- * lines; a run killed with SIGKILL never wrote them. */
-static int log_has_end(const char *path)
-{
-	char tail[4096];
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-	off_t size = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
-	ssize_t n = -1;
-
-	if (size >= 0) {
-		off_t from = size > (off_t)sizeof(tail) - 1 ? size - (off_t)sizeof(tail) + 1 : 0;
-		n = pread(fd, tail, sizeof(tail) - 1, from);
-	}
-	if (fd >= 0)
-		close(fd);
-	if (n < 0)
-		return 1;   /* cannot tell: keep it */
-	tail[n] = '\0';
-	return strstr(tail, "INFO: Finished Backup of ") || strstr(tail, "ERROR: Backup of ");
-}
-
-/* NAME.log of a killed run: no archive beside it, no end line in it (the
- * logs of failed runs stay). Never this run's own log. */
-static int is_orphan_log(const struct guest_run *r, const char *name)
-{
-	static const char *const whole[] = { "", NULL };
-	const char *own = r->log_path ? strrchr(r->log_path, '/') + 1 : "";
-	size_t n = strlen(name);
-	char *path, *as_tar;
-	int ours, orphan;
-
-	if (n <= 4 || strcmp(name + n - 4, ".log") || !strcmp(name, own))
-		return 0;
-	/* BASE.log belongs to the guest whose archive would be BASE.tar */
-	as_tar = cb_xasprintf("%.*s.tar", (int)(n - 4), name);
-	ours = cb_catalog_is_guest_file(as_tar, r->opts.type, r->opts.id, whole);
-	free(as_tar);
-	if (!ours)
-		return 0;
-	path = cb_xasprintf("%s/%s", r->opts.dumpdir, name);
-	orphan = !has_archive(r->opts.dumpdir, name, n - 4) && !log_has_end(path);
-	free(path);
-	return orphan;
-}
-
-/* NAME.tmp (archive or checksum), NAME.sha256 whose archive never got its
- * name, or the .log of a killed run, of exactly this guest: "web" never
- * claims "web-1"'s files. */
-static int is_leftover(const struct guest_run *r, const char *name)
-{
-	static const char *const tmp[] = { ".tmp", ".sha256.tmp", NULL };
-	static const char *const sum[] = { ".sha256", NULL };
-	size_t n = strlen(name);
-	char *archive;
-	int orphan;
-
-	if (cb_catalog_is_guest_file(name, r->opts.type, r->opts.id, tmp))
-		return 1;
-	if (is_orphan_log(r, name))
-		return 1;
-	if (!cb_catalog_is_guest_file(name, r->opts.type, r->opts.id, sum))
-		return 0;
-	archive = cb_xasprintf("%s/%.*s", r->opts.dumpdir, (int)(n - 7), name);
-	orphan = access(archive, F_OK) < 0 && errno == ENOENT;
-	free(archive);
-	return orphan;
-}
-
 /* A run killed with SIGKILL leaves its NAME.tmp and NAME.log; with the
- * storage lock held nobody else writes this guest here, so the next run
+ * guest's locks held nobody else writes this guest here, so the next run
  * removes them. */
 static void remove_stale_tmp(struct guest_run *r)
 {
-	DIR *d = opendir(r->opts.dumpdir);
-	struct dirent *de;
+	const char *own = r->log_path ? strrchr(r->log_path, '/') + 1 : NULL;
 
-	while (d && (de = readdir(d))) {
-		if (!is_leftover(r, de->d_name))
-			continue;
-		char *path = cb_xasprintf("%s/%s", r->opts.dumpdir, de->d_name);
-		cb_info(r->log, "removing '%s' left by an interrupted run", path);
-		if (unlink(path) < 0)
-			cb_warn(r->log, "cannot remove '%s': %s", path, strerror(errno));
-		free(path);
-	}
-	if (d)
-		closedir(d);
+	cb_leftovers_remove(r->opts.dumpdir, r->opts.type, r->opts.id, own, 0, r->log);
 }
 
 static int preflight(struct guest_run *r)

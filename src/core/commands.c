@@ -11,6 +11,8 @@
 #include "cb_commands.h"
 #include "cb_exit.h"
 #include "cb_job.h"
+#include "cb_leftovers.h"
+#include "cb_lock.h"
 #include "cb_list.h"
 #include "cb_probe.h"
 #include "cb_prune.h"
@@ -98,6 +100,22 @@ int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb
 	return status;
 }
 
+/* Prune also removes what killed runs of the guest left, when no run of
+ * it holds its locks (on this host or, through the storage, another). */
+static void prune_leftovers(const struct cb_opts *g, enum cb_guest_type type, const char *id,
+			    struct cb_log *log)
+{
+	struct cb_lock local = CB_LOCK_INIT, store = CB_LOCK_INIT;
+
+	if (cb_lock_dir_check() < 0 || cb_lock_guest(&local, &store, g->dumpdir, cb_guest_type_name(type), id) != 0) {
+		cb_verbose(log, "%s: locked by a running backup: its files are left alone", id);
+		return;
+	}
+	cb_leftovers_remove(g->dumpdir, type, id, NULL, g->dry_run, log);
+	cb_lock_release(&store);
+	cb_lock_release(&local);
+}
+
 int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	const char *id = cli->args.n ? cli->args.v[0] : NULL;
@@ -114,8 +132,14 @@ int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 		unsigned removed = 0;
 		if (i > 0 && !strcmp(cat.files[i].id, cat.files[i - 1].id) && cat.files[i].type == cat.files[i - 1].type)
 			continue;   /* one pass per guest */
-		if (resolve_for(cli, cfg, cat.files[i].id, &g) < 0 ||
-		    cb_prune_guest(g.dumpdir, cat.files[i].type, cat.files[i].id, g.prune_backups, NULL,
+		if (resolve_for(cli, cfg, cat.files[i].id, &g) < 0) {
+			cb_err(log, "prune of %s failed - %s", cat.files[i].id, cb_last_error());
+			status = CB_EXIT_FAILED;
+			cb_opts_release(&g);
+			continue;
+		}
+		prune_leftovers(&g, cat.files[i].type, cat.files[i].id, log);
+		if (cb_prune_guest(g.dumpdir, cat.files[i].type, cat.files[i].id, g.prune_backups, NULL,
 				   g.dry_run, log, &removed) < 0) {
 			cb_err(log, "prune of %s failed - %s", cat.files[i].id, cb_last_error());
 			status = CB_EXIT_FAILED;

@@ -79,3 +79,24 @@ void cb_lock_release(struct cb_lock *l)
 	free(l->path);
 	l->path = NULL;
 }
+
+int cb_lock_guest(struct cb_lock *local, struct cb_lock *store, const char *dumpdir,
+		  const char *type, const char *id)
+{
+	char *lp = cb_xasprintf("%s/cbackup-%s.lock", cb_lock_dir(), id);
+	char *sp = cb_xasprintf("%s/.cbackup-%s-%s.lock", dumpdir, type, id);
+	int ret = cb_lock_acquire(local, lp, 0);
+
+	if (ret == 0 && store) {
+		ret = cb_lock_acquire(store, sp, 0);
+		if (ret == 1) {
+			cb_error("lock '%s' held", sp);
+			ret = 2;
+		}
+		if (ret != 0)
+			cb_lock_release(local);
+	}
+	free(lp);
+	free(sp);
+	return ret;
+}
