@@ -877,11 +877,11 @@ void cb_stage_free(struct cb_stage *st)
 	stage_dir_free(st->kept);
 	ino_map_clear(&st->links, free_link);
 	cb_strvec_clear(&st->excludes);
+	side_release(st);   /* before dst: the side store is named from it */
 	free(st->src);
 	free(st->dst);
 	free(st->buf);
 	free(st->xbuf);
-	side_release(st);
 	free(st->rel);
 	free(st);
 }
