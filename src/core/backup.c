@@ -510,38 +510,56 @@ static int finish_freeze(struct guest_run *r, double frozen_at, int max_ms, int 
 	return ret;
 }
 
+static void warn_no_freezer(struct guest_run *r, const char *what)
+{
+	if (r->guest.kind == CB_FREEZER_NONE)
+		cb_warn(r->log, "no freeze control configured for %s %s: %s "
+			"(set freeze-cgroup, freeze-pid, freeze-cmd or qmp)", type_upper(r), r->opts.id,
+			what);
+}
+
+/* The frozen part of suspend and snapshot mode: freeze, WORK under the
+ * max-freeze deadline (the watchdog thaws at it; the clock check stops the
+ * work there too), thaw. */
+static int frozen_section(struct guest_run *r, int (*work)(struct guest_run *))
+{
+	char why[128];
+	double frozen_at = cb_now();
+	int max_ms = r->opts.max_freeze * 1000, ret;
+
+	if (freeze(r, max_ms) < 0)
+		return -1;
+	snprintf(why, sizeof(why), "took longer than max-freeze (%d s): guest thawed",
+		 r->opts.max_freeze);
+	if (r->guest.kind != CB_FREEZER_NONE)
+		cb_cleanup_deadline(r->guest.frozen_since + r->opts.max_freeze, why);
+	ret = work(r);
+	cb_cleanup_deadline(0, NULL);
+	return finish_freeze(r, frozen_at, max_ms, ret);
+}
+
+static int final_sync(struct guest_run *r)
+{
+	return sync_pass(r, 1);
+}
+
 /* Copy the guest into staging; the guest is frozen only for what must be. */
 static int stage_guest(struct guest_run *r)
 {
-	char why[128];
 	double frozen_at;
-	int max_ms = r->opts.max_freeze * 1000, ret;
 
-	if (r->guest.kind == CB_FREEZER_NONE)
-		cb_warn(r->log, "no freeze control configured for %s %s: backing up while it runs "
-			"(set freeze-cgroup, freeze-pid, freeze-cmd or qmp)", type_upper(r), r->opts.id);
+	warn_no_freezer(r, "backing up while it runs");
 	if (open_stage(r) < 0)
 		return -1;
 	if (r->mode == CB_MODE_STOP) {
 		frozen_at = cb_now();
 		if (freeze(r, 0) < 0)
 			return -1;
-		ret = sync_pass(r, 0);
-		return finish_freeze(r, frozen_at, 0, ret);
+		return finish_freeze(r, frozen_at, 0, sync_pass(r, 0));
 	}
 	if (sync_pass(r, 0) < 0)
 		return -1;
-	frozen_at = cb_now();
-	if (freeze(r, max_ms) < 0)
-		return -1;
-	/* the watchdog thaws at the deadline; this stops the copy there too */
-	snprintf(why, sizeof(why), "took longer than max-freeze (%d s): guest thawed",
-		 r->opts.max_freeze);
-	if (r->guest.kind != CB_FREEZER_NONE)
-		cb_cleanup_deadline(r->guest.frozen_since + r->opts.max_freeze, why);
-	ret = sync_pass(r, 1);
-	cb_cleanup_deadline(0, NULL);
-	return finish_freeze(r, frozen_at, max_ms, ret);
+	return frozen_section(r, final_sync);
 }
 
 /* ---- snapshot mode ---- */
@@ -596,7 +614,7 @@ static int take_snapshots(struct guest_run *r)
 	for (size_t i = 0; i <= r->n_mps; i++) {
 		cb_info(r->log, "create snapshot '%s'", cb_snapshot_path(&r->snaps[i]));
 		if (cb_snapshot_create(&r->snaps[i]) < 0)
-			return -1;
+			return cb_error_prefix("snapshot");
 	}
 	return 0;
 }
@@ -605,27 +623,10 @@ static int take_snapshots(struct guest_run *r)
  * is taken (one freeze for all: they are consistent with each other). */
 static int snapshot_guest(struct guest_run *r)
 {
-	char why[128];
-	double frozen_at;
-	int max_ms = r->opts.max_freeze * 1000, ret;
-
-	if (r->guest.kind == CB_FREEZER_NONE)
-		cb_warn(r->log, "no freeze control configured for %s %s: snapshots of a running guest "
-			"(set freeze-cgroup, freeze-pid, freeze-cmd or qmp)", type_upper(r), r->opts.id);
+	warn_no_freezer(r, "snapshots of a running guest");
 	if (prepare_snapshots(r) < 0)
 		return cb_error_prefix("snapshot");
-	frozen_at = cb_now();
-	if (freeze(r, max_ms) < 0)
-		return -1;
-	snprintf(why, sizeof(why), "took longer than max-freeze (%d s): guest thawed",
-		 r->opts.max_freeze);
-	if (r->guest.kind != CB_FREEZER_NONE)
-		cb_cleanup_deadline(r->guest.frozen_since + r->opts.max_freeze, why);
-	ret = take_snapshots(r);
-	cb_cleanup_deadline(0, NULL);
-	if (ret < 0)
-		cb_error_prefix("snapshot");
-	return finish_freeze(r, frozen_at, max_ms, ret);
+	return frozen_section(r, take_snapshots);
 }
 
 /* On every path (the cleanup stack covers signals, the next run a kill). */

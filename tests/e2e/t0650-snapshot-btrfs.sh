@@ -9,17 +9,6 @@
 # are snapshotted in one freeze.
 . "$(dirname "$0")/lib.sh"
 
-# minimal versions until lib.sh has them (same names and meaning)
-type test_has >/dev/null 2>&1 ||
-test_has() { grep -Eq -- "$2" "$1" || { echo "'$1' lacks '$2'"; return 1; }; }
-type test_lacks >/dev/null 2>&1 ||
-test_lacks() {
-	if grep -Eq -- "$2" "$1"; then
-		echo "'$1' has lines matching '$2':"; grep -E -- "$2" "$1"
-		return 1
-	fi
-}
-
 B=$SCRATCH/btrfs
 TMPD=$SCRATCH/tmp
 HOOK=$SCRATCH/hook.sh

@@ -7,16 +7,6 @@
 # bigger than the free space is backed up). The archive is the same.
 . "$(dirname "$0")/lib.sh"
 
-type test_has >/dev/null 2>&1 ||
-test_has() { grep -Eq -- "$2" "$1" || { echo "'$1' lacks '$2'"; return 1; }; }
-type test_lacks >/dev/null 2>&1 ||
-test_lacks() {
-	if grep -Eq -- "$2" "$1"; then
-		echo "'$1' has lines matching '$2':"; grep -E -- "$2" "$1"
-		return 1
-	fi
-}
-
 if why=$(loop_fs_unavailable xfs btrfs); then
 	test_skip 'reflink staging' "$why"
 	test_done
