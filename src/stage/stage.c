@@ -716,10 +716,10 @@ static int p2_changed(struct cb_stage *st, int sfd, struct staged_dir *dd, const
 			return -1;
 		return create_entry(st, sfd, dfd, name, sb, 0, e);
 	}
+	/* not a directory: cb_stage_decide gives no META here (a file whose
+	 * stat moved is copied again, any other entry made again) */
 	if (delta == CB_DELTA_DATA)
 		return rewrite_reg(st, sfd, dfd, name, sb);
-	if (delta == CB_DELTA_META && stage_meta(st, -1, -1, sfd, dfd, name, sb, 0) < 0)
-		return -1;
 	if (sb->st_nlink > 1)
 		return link_remember_at(st, dfd, name, sb);
 	return 0;

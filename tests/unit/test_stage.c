@@ -524,6 +524,9 @@ static void test_deep_changes(void **state)
 	put(pathf("%s/a/b/c/data", s), "new contents\n");
 	assert_int_equal(chmod(pathf("%s/a/b/c/mode", s), 0600), 0);
 	assert_int_equal(unlink(pathf("%s/a/b/d/gone", s)), 0);
+	/* a directory whose mode and owner change, nothing inside it */
+	assert_int_equal(chmod(pathf("%s/x", s), 0700), 0);
+	assert_int_equal(chown(pathf("%s/x", s), 4321, 4321), 0);
 	/* a new file in a/b/c whose directory times are then put back */
 	assert_int_equal(stat(pathf("%s/a/b/c", s), &sb), 0);
 	put(pathf("%s/a/b/c/added", s), "added\n");
