@@ -75,6 +75,24 @@ static int write_ctl(const char *dir, const char *name, const char *val)
 	return ret;
 }
 
+/* The kernel's own freezers, either way: a cgroup's freeze file, or
+ * SIGSTOP/SIGCONT to the process group (a group gone counts as thawed). */
+static int kernel_request(const struct cb_guest *g, int freeze)
+{
+	int v2 = g->kind == CB_FREEZER_CGROUP2;
+	const char *file = v2 ? V2_FREEZE : V1_STATE;
+
+	if (g->kind == CB_FREEZER_PID) {
+		if (kill(g->pgid ? -g->pgid : g->pid, freeze ? SIGSTOP : SIGCONT) == 0 ||
+		    (!freeze && errno == ESRCH))
+			return 0;
+		return cb_error_errno("cannot %s pid %d", freeze ? "stop" : "continue", (int)g->pid);
+	}
+	if (write_ctl(g->path, file, v2 ? (freeze ? "1" : "0") : (freeze ? "FROZEN" : "THAWED")) < 0)
+		return cb_error_errno("cannot write '%s/%s'", g->path, file);
+	return 0;
+}
+
 /* Ask the backend to thaw; does not wait for it. -1 with the error set. */
 static int thaw_request(const struct cb_guest *g)
 {
@@ -86,17 +104,9 @@ static int thaw_request(const struct cb_guest *g)
 
 	switch (g->kind) {
 	case CB_FREEZER_CGROUP2:
-		if (write_ctl(g->path, V2_FREEZE, "0") < 0)
-			return cb_error_errno("cannot write '%s/%s'", g->path, V2_FREEZE);
-		return 0;
 	case CB_FREEZER_CGROUP1:
-		if (write_ctl(g->path, V1_STATE, "THAWED") < 0)
-			return cb_error_errno("cannot write '%s/%s'", g->path, V1_STATE);
-		return 0;
 	case CB_FREEZER_PID:
-		if (kill(g->pgid ? -g->pgid : g->pid, SIGCONT) < 0 && errno != ESRCH)
-			return cb_error_errno("cannot continue pid %d", (int)g->pid);
-		return 0;
+		return kernel_request(g, 0);
 	case CB_FREEZER_CMD:
 		snprintf(what, sizeof(what), "thaw-cmd '%s'", g->thaw_cmd);
 		run.what = what;
@@ -718,17 +728,9 @@ static int freeze_request(struct cb_guest *g, int wait_ms)
 {
 	switch (g->kind) {
 	case CB_FREEZER_CGROUP2:
-		if (write_ctl(g->path, V2_FREEZE, "1") < 0)
-			return cb_error_errno("cannot write '%s/%s'", g->path, V2_FREEZE);
-		return 0;
 	case CB_FREEZER_CGROUP1:
-		if (write_ctl(g->path, V1_STATE, "FROZEN") < 0)
-			return cb_error_errno("cannot write '%s/%s'", g->path, V1_STATE);
-		return 0;
 	case CB_FREEZER_PID:
-		if (kill(g->pgid ? -g->pgid : g->pid, SIGSTOP) < 0)
-			return cb_error_errno("cannot stop pid %d", (int)g->pid);
-		return 0;
+		return kernel_request(g, 1);
 	case CB_FREEZER_CMD:
 		return freeze_cmd(g, wait_ms);
 	case CB_FREEZER_QMP: {
