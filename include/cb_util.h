@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdarg.h>
+#include <sys/types.h>
 
 #define CB_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
@@ -71,5 +72,14 @@ int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* Remove a directory tree (no symlink following, stays on one device). */
 int cb_remove_tree(const char *path);
+/* Remove NAME below dfd: a file, or a directory with everything in it,
+ * fd-relative and never through a symlink, with a bounded number of fds
+ * at any depth (cb_fdpath). dev != 0: never enter a directory of another
+ * device (a mount point inside). *count (may be NULL) gets the entries
+ * removed. Goes on past errors; 0, or -1 with errno of the first. */
+int cb_remove_at(int dfd, const char *name, dev_t dev, uint64_t *count);
+/* The names in directory dfd (without . and ..), sorted (strcmp), added to
+ * names. 0, or -1 with errno (names left empty). */
+int cb_dir_names(int dfd, struct cb_strvec *names);
 
 #endif

@@ -22,6 +22,7 @@
 
 #include "archive_int.h"
 #include "cb_archive.h"
+#include "cb_fdpath.h"
 #include "cb_cleanup.h"
 #include "cb_magic.h"
 #include "cb_stage.h"
@@ -58,6 +59,7 @@ struct arch {
 	unsigned char *hdr;
 	size_t hdr_len, hdr_cap;
 	struct paxfix fix;
+	struct cb_fdpath fp;          /* the walk's directories, bounded fds */
 };
 
 /* libarchive may write bytes of its own before the file data we gave it
@@ -430,40 +432,6 @@ out:
 	return ret;
 }
 
-static int name_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int list_dir(int dfd, const char *arcname, struct cb_strvec *names)
-{
-	int fd = dup(dfd);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	struct dirent *de;
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return cb_error_errno("cannot read directory '%s'", arcname);
-	}
-	rewinddir(d);
-	errno = 0;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			cb_strvec_push(names, de->d_name);
-		errno = 0;
-	}
-	if (errno) {
-		cb_error_errno("cannot read directory '%s'", arcname);
-		closedir(d);
-		return -1;
-	}
-	closedir(d);
-	if (names->n > 1)
-		qsort(names->v, names->n, sizeof(*names->v), name_cmp);
-	return 0;
-}
-
 /*
  * Open one entry of the staged tree below dfd and stat what was opened:
  * the metadata and data archived are those of one inode, and a symlink
@@ -495,7 +463,7 @@ static int open_entry(int dfd, const char *name, const char *arcname, int *fd, s
 	return cb_error("'%s' keeps changing while being archived", arcname);
 }
 
-static int walk(struct arch *c, int dfd, const char *arcname);
+static int walk(struct arch *c, const char *arcname);
 static int open_tree_root(struct arch *c, const char *tree, struct stat *st);
 
 static const struct cb_archive_graft *graft_at(const struct arch *c, const char *name)
@@ -519,8 +487,13 @@ static int add_graft(struct arch *c, const struct cb_archive_graft *g)
 	if (fd < 0)
 		return -1;
 	ret = add_tree_entry(c, -1, NULL, g->name, fd, &st);
-	if (ret == 0)
-		ret = walk(c, fd, g->name);
+	if (ret == 0) {
+		struct cb_fdpath outer = c->fp;
+		cb_fdpath_init(&c->fp, fd, 0);
+		ret = walk(c, g->name);
+		cb_fdpath_release(&c->fp);
+		c->fp = outer;
+	}
 	close(fd);
 	if (c->side_fd >= 0)
 		close(c->side_fd);
@@ -552,25 +525,35 @@ static int walk_child(struct arch *c, int dfd, const char *name, const char *arc
 		ret = -1;
 	else if (S_ISDIR(st.st_mode) && st.st_dev != c->root_dev)
 		cb_warn(c->log, "not descending into '%s': another file system", arcname);
-	else if (S_ISDIR(st.st_mode))
-		ret = walk(c, fd, arcname);
+	else if (S_ISDIR(st.st_mode) && cb_fdpath_push(&c->fp, fd, name, 0) < 0)
+		ret = cb_error_errno("cannot stat '%s'", arcname);
+	else if (S_ISDIR(st.st_mode)) {
+		ret = walk(c, arcname);   /* the path took the fd over */
+		cb_fdpath_pop(&c->fp);
+		fd = -1;
+	}
 	if (fd >= 0)
 		close(fd);
 	return ret;
 }
 
-static int walk(struct arch *c, int dfd, const char *arcname)
+static int walk(struct arch *c, const char *arcname)
 {
 	struct cb_strvec names = CB_STRVEC_INIT;
 	const char *sep = arcname[strlen(arcname) - 1] == '/' ? "" : "/";
-	int ret = 0;
+	size_t lv = cb_fdpath_top(&c->fp);
+	int dfd = cb_fdpath_fd(&c->fp, lv), ret = 0;
 
-	if (list_dir(dfd, arcname, &names) < 0)
-		return -1;
+	if (dfd < 0 || cb_dir_names(dfd, &names) < 0)
+		return cb_error_errno("cannot read directory '%s'", arcname);
 	for (size_t i = 0; i < names.n && ret == 0; i++) {
 		char *cname = cb_xasprintf("%s%s%s", arcname, sep, names.v[i]);
 
-		ret = walk_child(c, dfd, names.v[i], cname);
+		/* again for each entry: a subdirectory's walk may close it */
+		if ((dfd = cb_fdpath_fd(&c->fp, lv)) < 0)
+			ret = cb_error_errno("cannot open directory '%s'", arcname);
+		else
+			ret = walk_child(c, dfd, names.v[i], cname);
 		free(cname);
 	}
 	cb_strvec_clear(&names);
@@ -609,8 +592,11 @@ static int add_tree(struct arch *c, const char *tree)
 	if (fd < 0)
 		return -1;
 	ret = add_tree_entry(c, -1, NULL, "./", fd, &st);
-	if (ret == 0)
-		ret = walk(c, fd, "./");
+	if (ret == 0) {
+		cb_fdpath_init(&c->fp, fd, 0);
+		ret = walk(c, "./");
+		cb_fdpath_release(&c->fp);
+	}
 	close(fd);
 	return ret;
 }

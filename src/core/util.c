@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cb_fdpath.h"
 #include "cb_util.h"
 
 static _Thread_local char last_error[16384];
@@ -273,57 +274,136 @@ int cb_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* Unlink the contents of directory fd `dfd` (device `dev`), depth first. */
-static int remove_contents(int dfd, dev_t dev)
+static int name_cmp(const void *a, const void *b)
 {
-	DIR *d = fdopendir(dfd);
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int cb_dir_names(int dfd, struct cb_strvec *names)
+{
+	int fd = dup(dfd), err;
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *de;
-	int ret = 0;
 
 	if (!d) {
-		close(dfd);
+		err = errno;
+		if (fd >= 0)
+			close(fd);
+		errno = err;
 		return -1;
 	}
-	while ((de = readdir(d))) {
-		struct stat st;
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		if (S_ISDIR(st.st_mode)) {
-			int sub;
-			if (st.st_dev != dev) {
-				ret = -1;  /* a mount inside: never cross it */
-				continue;
-			}
-			sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-			if (sub < 0 || remove_contents(sub, dev) < 0)
-				ret = -1;
-			if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0)
-				ret = -1;
-		} else if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
-			ret = -1;
-		}
+	rewinddir(d);  /* the fd is shared with dfd: from the start */
+	errno = 0;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			cb_strvec_push(names, de->d_name);
+		errno = 0;
 	}
+	err = errno;
 	closedir(d);
-	return ret;
+	if (err) {
+		cb_strvec_clear(names);
+		errno = err;
+		return -1;
+	}
+	if (names->n > 1)
+		qsort(names->v, names->n, sizeof(*names->v), name_cmp);
+	return 0;
+}
+
+/* One entry below the top of p: unlinked, or (a directory) emptied and
+ * removed. *err keeps the first errno. */
+static void remove_level(struct cb_fdpath *p, dev_t dev, uint64_t *count, int *err);
+
+static void remove_one(struct cb_fdpath *p, const char *name, dev_t dev, uint64_t *count, int *err)
+{
+	size_t lv = cb_fdpath_top(p);
+	int fd = cb_fdpath_fd(p, lv), sub;
+	struct stat st;
+
+	if (fd < 0 || fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT && !*err)
+			*err = errno;
+		return;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		if (dev && st.st_dev != dev) {  /* a mount inside: never cross it */
+			*err = *err ? *err : EXDEV;
+			return;
+		}
+		sub = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0 || cb_fdpath_push(p, sub, name, 0) < 0) {
+			*err = *err ? *err : errno;
+			return;
+		}
+		remove_level(p, dev, count, err);
+		cb_fdpath_pop(p);
+		if ((fd = cb_fdpath_fd(p, lv)) < 0 || unlinkat(fd, name, AT_REMOVEDIR) < 0) {
+			*err = *err ? *err : errno;
+			return;
+		}
+	} else if (unlinkat(fd, name, 0) < 0) {
+		if (errno != ENOENT && !*err)
+			*err = errno;
+		return;
+	}
+	(*count)++;
+}
+
+static void remove_level(struct cb_fdpath *p, dev_t dev, uint64_t *count, int *err)
+{
+	struct cb_strvec names = CB_STRVEC_INIT;
+	int fd = cb_fdpath_fd(p, cb_fdpath_top(p));
+
+	if (fd < 0 || cb_dir_names(fd, &names) < 0) {
+		*err = *err ? *err : errno;
+		return;
+	}
+	for (size_t i = 0; i < names.n; i++)
+		remove_one(p, names.v[i], dev, count, err);
+	cb_strvec_clear(&names);
+}
+
+int cb_remove_at(int dfd, const char *name, dev_t dev, uint64_t *count)
+{
+	struct cb_fdpath p;
+	uint64_t n = 0;
+	int err = 0;
+
+	cb_fdpath_init(&p, dfd, 0);
+	remove_one(&p, name, dev, count ? count : &n, &err);
+	cb_fdpath_release(&p);
+	errno = err;
+	return err ? -1 : 0;
 }
 
 int cb_remove_tree(const char *path)
 {
+	char *parent = cb_xstrdup(path), *name;
 	struct stat st;
-	int fd;
+	int pfd, ret = 0;
 
-	if (lstat(path, &st) < 0)
+	if (lstat(path, &st) < 0) {
+		free(parent);
 		return errno == ENOENT ? 0 : cb_error_errno("cannot stat '%s'", path);
-	if (!S_ISDIR(st.st_mode))
-		return unlink(path) < 0 ? cb_error_errno("cannot remove '%s'", path) : 0;
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-	if (fd < 0)
-		return cb_error_errno("cannot open '%s'", path);
-	if (remove_contents(fd, st.st_dev) < 0 || rmdir(path) < 0)
-		return cb_error_errno("cannot remove '%s' completely", path);
-	return 0;
+	}
+	/* below an fd of its parent: the path is looked up once */
+	while (strlen(parent) > 1 && parent[strlen(parent) - 1] == '/')
+		parent[strlen(parent) - 1] = '\0';
+	name = strrchr(parent, '/');
+	if (name) {
+		*name++ = '\0';
+		pfd = open(*parent ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	} else {
+		name = parent;
+		pfd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (pfd < 0 || cb_remove_at(pfd, name, st.st_dev, NULL) < 0)
+		ret = cb_error_errno("cannot remove '%s' completely", path);
+	if (pfd >= 0)
+		close(pfd);
+	free(parent);
+	return ret;
 }
 
 int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)

@@ -22,11 +22,8 @@
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
-static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage_dir *kept,
-		  struct stage_dir **out);
-struct staged_dir;
-static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct stage_dir *old,
-		  struct stage_dir **out, int *dirty);
+static int p1_dir(struct cb_stage *st, int fresh, struct stage_dir *kept, struct stage_dir **out);
+static int p2_dir(struct cb_stage *st, struct stage_dir *old, struct stage_dir **out, int *dirty);
 
 static int ts_eq(const struct timespec *a, const struct timespec *b)
 {
@@ -84,6 +81,82 @@ static int src_open(struct cb_stage *st, int sfd, const char *name, int flags,
 	if (*fd >= 0)
 		return 0;
 	return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+}
+
+/*
+ * The walks hold their directories in st->sp (source) and st->dp
+ * (staging), level by level, with a bounded number of fds open
+ * (cb_fdpath.h): a directory's fd is fetched again after anything that
+ * can descend.
+ */
+
+/* The source directory at level lv: 0 (*fd set), 1 (it moved or
+ * vanished since it was entered), -1. */
+static int src_dir(struct cb_stage *st, size_t lv, int *fd)
+{
+	*fd = cb_fdpath_fd(&st->sp, lv);
+	if (*fd >= 0)
+		return 0;
+	return gone_errno(errno) ? vanished(st) : stage_fail(st, "cannot open", "in source");
+}
+
+/* The staged directory at level lv (opened on first use in pass 2, where
+ * most directories need nothing in staging): its fd, or -1 (reported). */
+static int dst_dir(struct cb_stage *st, size_t lv)
+{
+	size_t dir_len, now = st->rel_len;
+	int fd = cb_fdpath_fd(&st->dp, lv), err;
+	char c;
+
+	if (fd >= 0)
+		return fd;
+	/* name the directory that failed, not the entry being worked on */
+	err = errno;
+	dir_len = cb_fdpath_tag(&st->dp, st->dp.failed);
+	c = st->rel[dir_len];
+	st->rel[dir_len] = '\0';
+	st->rel_len = dir_len;
+	errno = err;
+	stage_fail(st, "cannot open", "in staging");
+	st->rel[dir_len] = c;
+	st->rel_len = now;
+	return -1;
+}
+
+/* Enter a directory on both sides (the fds are taken over; dfd may be -1:
+ * opened when needed). 0 or -1. */
+static int descend(struct cb_stage *st, int sfd, int dfd, const char *name)
+{
+	if (cb_fdpath_push(&st->sp, sfd, name, st->rel_len) < 0) {
+		if (dfd >= 0)
+			close(dfd);
+		return stage_fail(st, "cannot stat", "in source");
+	}
+	if (cb_fdpath_push(&st->dp, dfd, name, st->rel_len) < 0) {
+		cb_fdpath_pop(&st->sp);
+		return stage_fail(st, "cannot stat", "in staging");
+	}
+	return 0;
+}
+
+static void ascend(struct cb_stage *st)
+{
+	cb_fdpath_pop(&st->sp);
+	cb_fdpath_pop(&st->dp);
+}
+
+/* A directory's metadata (level lv+1, named name at level lv), set after
+ * its entries: 0, 1 (the source moved), -1. */
+static int dir_meta(struct cb_stage *st, size_t lv, const char *name, const struct stat *sb,
+		    int fresh)
+{
+	int csfd, cdfd, dfd, r;
+
+	if ((r = src_dir(st, lv + 1, &csfd)) != 0)
+		return r;
+	if ((cdfd = dst_dir(st, lv + 1)) < 0 || (dfd = dst_dir(st, lv)) < 0)
+		return -1;
+	return stage_meta(st, csfd, cdfd, -1, dfd, name, sb, fresh);
 }
 
 static void free_link(void *p)
@@ -229,24 +302,32 @@ static int make_dir(struct cb_stage *st, int dfd, const char *name)
 static int create_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
 		      const struct stat *sb, int fresh, struct stage_dir **sub)
 {
+	size_t lv = cb_fdpath_top(&st->sp);
 	int csfd, cdfd, ret;
 
 	if ((ret = src_open(st, sfd, name, O_RDONLY | O_DIRECTORY, sb, &csfd)) != 0)
 		return ret;
-	cdfd = make_dir(st, dfd, name);
-	ret = cdfd < 0 ? -1 : 0;
+	if ((cdfd = make_dir(st, dfd, name)) < 0) {
+		close(csfd);
+		return -1;
+	}
 	/* another file system (a mount point): an empty directory, as rsync -x */
-	if (ret == 0 && sb->st_dev != st->root_dev)
+	if (sb->st_dev != st->root_dev) {
 		*sub = cb_xcalloc(1, sizeof(**sub));
-	else if (ret == 0)
-		ret = p1_dir(st, csfd, cdfd, 1, NULL, sub);
-	if (ret == 0)
 		ret = stage_meta(st, csfd, cdfd, -1, dfd, name, sb, fresh);
-	if (cdfd >= 0)
 		close(cdfd);
-	close(csfd);
+		close(csfd);
+		return ret;
+	}
+	if (descend(st, csfd, cdfd, name) < 0)
+		return -1;
+	ret = p1_dir(st, 1, NULL, sub);
+	if (ret == 0)
+		ret = dir_meta(st, lv, name, sb, fresh);
+	ascend(st);
 	/* removed while listed: the index will not have it, nor may staging */
-	if (ret == 1 && stage_remove(st, dfd, name, &(uint64_t){ 0 }) < 0)
+	if (ret == 1 && ((dfd = dst_dir(st, lv)) < 0 ||
+			 stage_remove(st, dfd, name, &(uint64_t){ 0 }) < 0))
 		return -1;
 	return ret;
 }
@@ -329,19 +410,22 @@ static int sync_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 static int sync_dir(struct cb_stage *st, int sfd, int dfd, const char *name,
 		    const struct stat *sb, struct stage_ent *e, struct stage_dir *kept)
 {
+	size_t lv = cb_fdpath_top(&st->sp);
 	int csfd, cdfd, ret;
 
 	if ((ret = src_open(st, sfd, name, O_RDONLY | O_DIRECTORY, sb, &csfd)) != 0)
 		return ret;
 	cdfd = openat(dfd, name, DIR_FLAGS);
-	ret = cdfd < 0 ? stage_fail(st, "cannot open", "in staging") : 0;
+	if (cdfd < 0) {
+		close(csfd);
+		return stage_fail(st, "cannot open", "in staging");
+	}
+	if (descend(st, csfd, cdfd, name) < 0)
+		return -1;
+	ret = p1_dir(st, 0, kept, &e->sub);
 	if (ret == 0)
-		ret = p1_dir(st, csfd, cdfd, 0, kept, &e->sub);
-	if (ret == 0)
-		ret = stage_meta(st, csfd, cdfd, -1, dfd, name, sb, 0);
-	if (cdfd >= 0)
-		close(cdfd);
-	close(csfd);
+		ret = dir_meta(st, lv, name, sb, 0);
+	ascend(st);
 	return ret;
 }
 
@@ -440,25 +524,28 @@ static struct stage_dir *dir_from_listing(struct listing *l)
 	return d;
 }
 
-static int p1_dir(struct cb_stage *st, int sfd, int dfd, int fresh, struct stage_dir *kept,
-		  struct stage_dir **out)
+static int p1_dir(struct cb_stage *st, int fresh, struct stage_dir *kept, struct stage_dir **out)
 {
+	size_t lv = cb_fdpath_top(&st->sp);
 	struct listing l;
 	struct stage_dir *d;
-	int ret = 0;
+	int sfd, dfd, ret;
 
 	*out = NULL;
-	if ((ret = list_source(st, sfd, &l)) != 0)
+	if ((ret = src_dir(st, lv, &sfd)) != 0 || (ret = list_source(st, sfd, &l)) != 0)
 		return ret;
 	d = dir_from_listing(&l);
+	/* the fds again for each entry: a subdirectory's walk may close them */
 	for (size_t i = 0; i < l.n && ret == 0; i++)
-		ret = p1_entry(st, sfd, dfd, l.v[i], fresh, kept, d);
+		if ((ret = src_dir(st, lv, &sfd)) == 0)
+			ret = (dfd = dst_dir(st, lv)) < 0 ? -1
+			      : p1_entry(st, sfd, dfd, l.v[i], fresh, kept, d);
 	if (ret == 0 && !fresh)
-		ret = prune_extra(st, dfd, d);
+		ret = (dfd = dst_dir(st, lv)) < 0 ? -1 : prune_extra(st, dfd, d);
 	stage_listing_release(&l);
-	if (ret < 0) {
+	if (ret != 0) {
 		stage_dir_free(d);
-		return -1;
+		return ret < 0 ? -1 : 1;
 	}
 	*out = d;
 	return 0;
@@ -565,46 +652,6 @@ static void hold_release(struct cb_stage *st)
 	ino_map_clear(&st->orphans, free);
 }
 
-/*
- * The staged twin of a directory pass 2 walks, opened on first use: while
- * the guest is frozen most directories have not changed and need nothing
- * in staging, and an openat+close per directory is a good part of a pass
- * that is bound by system calls.
- */
-struct staged_dir {
-	struct staged_dir *parent;   /* NULL at the root, which is open */
-	int fd;                      /* -1 until opened */
-	const char *name;            /* in the parent */
-	size_t rel_len;              /* length of st->rel naming it */
-};
-
-static int staged_fd(struct cb_stage *st, struct staged_dir *d)
-{
-	int pfd;
-
-	if (d->fd >= 0)
-		return d->fd;
-	pfd = staged_fd(st, d->parent);
-	if (pfd < 0)
-		return -1;
-	d->fd = openat(pfd, d->name, DIR_FLAGS);
-	if (d->fd < 0) {
-		/* name the directory, not the entry in it being worked on */
-		size_t now = st->rel_len;
-		char c = st->rel[d->rel_len];
-		int err = errno;
-
-		st->rel[d->rel_len] = '\0';
-		st->rel_len = d->rel_len;
-		errno = err;
-		stage_fail(st, "cannot open", "in staging");
-		st->rel[d->rel_len] = c;
-		st->rel_len = now;
-		return -1;
-	}
-	return d->fd;
-}
-
 /* An index entry the source no longer has. */
 static int p2_gone(struct cb_stage *st, int dfd, struct stage_ent *o)
 {
@@ -661,10 +708,9 @@ static int p2_linked(struct cb_stage *st, int sfd, int dfd, const char *name,
 	return create_entry(st, sfd, dfd, name, sb, 0, e) < 0 ? -1 : 1;
 }
 
-static int p2_subdir(struct cb_stage *st, int sfd, struct staged_dir *dd, const char *name,
+static int p2_subdir(struct cb_stage *st, int sfd, size_t lv, const char *name,
 		     const struct stat *sb, struct stage_ent *o, struct stage_ent *e, int meta)
 {
-	struct staged_dir child = { dd, -1, name, st->rel_len };
 	int csfd, dfd, ret, dirty = 0;
 
 	if (sb->st_dev != st->root_dev) {  /* a mount point stays empty */
@@ -672,25 +718,22 @@ static int p2_subdir(struct cb_stage *st, int sfd, struct staged_dir *dd, const 
 		o->sub = NULL;
 		if (!meta)
 			return 0;
-		return (dfd = staged_fd(st, dd)) < 0 ? -1 : stage_meta(st, -1, -1, sfd, dfd, name, sb, 0);
+		return (dfd = dst_dir(st, lv)) < 0 ? -1 : stage_meta(st, -1, -1, sfd, dfd, name, sb, 0);
 	}
 	if ((ret = src_open(st, sfd, name, O_RDONLY | O_DIRECTORY, sb, &csfd)) != 0)
 		return ret;
-	ret = p2_dir(st, csfd, &child, o->sub, &e->sub, &dirty);
+	if (descend(st, csfd, -1, name) < 0)
+		return -1;
+	ret = p2_dir(st, o->sub, &e->sub, &dirty);
 	o->sub = NULL;
 	/* children made or removed bump the staged dir's times: set them again */
-	if (ret == 0 && (meta || dirty)) {
-		dfd = staged_fd(st, dd);
-		ret = dfd < 0 || staged_fd(st, &child) < 0
-			      ? -1 : stage_meta(st, csfd, child.fd, -1, dfd, name, sb, 0);
-	}
-	if (child.fd >= 0)
-		close(child.fd);
-	close(csfd);
+	if (ret == 0 && (meta || dirty))
+		ret = dir_meta(st, lv, name, sb, 0);
+	ascend(st);
 	return ret;
 }
 
-static int p2_changed(struct cb_stage *st, int sfd, struct staged_dir *dd, const char *name,
+static int p2_changed(struct cb_stage *st, int sfd, size_t lv, const char *name,
 		      const struct stat *sb, struct stage_ent *o, struct stage_ent *e, int *dirty)
 {
 	enum cb_delta delta = cb_stage_decide(&o->rec, sb);
@@ -699,12 +742,12 @@ static int p2_changed(struct cb_stage *st, int sfd, struct staged_dir *dd, const
 
 	e->sub = NULL;
 	if (S_ISDIR(sb->st_mode) && delta != CB_DELTA_REPLACE)
-		return p2_subdir(st, sfd, dd, name, sb, o, e, delta != CB_DELTA_SAME);
+		return p2_subdir(st, sfd, lv, name, sb, o, e, delta != CB_DELTA_SAME);
 	/* unchanged: nothing to do in staging, but for an entry with several
 	 * links, whose staged names must still share one inode */
 	if (delta == CB_DELTA_SAME && sb->st_nlink < 2)
 		return 0;
-	if ((dfd = staged_fd(st, dd)) < 0)
+	if ((dfd = dst_dir(st, lv)) < 0)
 		return -1;
 	if (delta != CB_DELTA_REPLACE && (r = p2_linked(st, sfd, dfd, name, sb, e, dirty)) != 0)
 		return r < 0 ? -1 : 0;
@@ -740,7 +783,7 @@ static int p2_new(struct cb_stage *st, int sfd, int dfd, const char *name,
 /* One source entry against its index record o (NULL: new). Entries the
  * index has were not excluded; the rule is only run again if a directory
  * became a file or the other way round ("dir/" patterns). */
-static int p2_entry(struct cb_stage *st, int sfd, struct staged_dir *dd, const char *name,
+static int p2_entry(struct cb_stage *st, int sfd, size_t lv, const char *name,
 		    struct stage_ent *o, struct stage_dir *nd, int *dirty)
 {
 	struct stage_ent *e = &nd->ents[nd->n];
@@ -752,9 +795,9 @@ static int p2_entry(struct cb_stage *st, int sfd, struct staged_dir *dd, const c
 	else
 		r = source_count(st, &sb, !o || S_ISDIR(o->rec.mode) != S_ISDIR(sb.st_mode));
 	if (r == 0 && o)
-		r = p2_changed(st, sfd, dd, name, &sb, o, e, dirty);
+		r = p2_changed(st, sfd, lv, name, &sb, o, e, dirty);
 	else if (r == 0)
-		r = (dfd = staged_fd(st, dd)) < 0 ? -1 : p2_new(st, sfd, dfd, name, &sb, e);
+		r = (dfd = dst_dir(st, lv)) < 0 ? -1 : p2_new(st, sfd, dfd, name, &sb, e);
 	if (r == 0) {
 		e->name = name;
 		stage_rec_fill(&e->rec, &sb);
@@ -767,17 +810,18 @@ static int p2_entry(struct cb_stage *st, int sfd, struct staged_dir *dd, const c
 	e->sub = NULL;
 	if (r == 1 && o) {
 		*dirty = 1;
-		r = (dfd = staged_fd(st, dd)) < 0 ? -1 : p2_gone(st, dfd, o);
+		r = (dfd = dst_dir(st, lv)) < 0 ? -1 : p2_gone(st, dfd, o);
 	}
 	return r < 0 ? -1 : 0;
 }
 
 /* Sweep 1 removes (or parks) what vanished before sweep 2 adds anything,
  * so that a file renamed within a directory finds its parked copy. */
-static int p2_sweep_gone(struct cb_stage *st, struct staged_dir *dd, struct stage_dir *old,
+static int p2_sweep_gone(struct cb_stage *st, size_t lv, struct stage_dir *old,
 			 const struct listing *l, int *dirty)
 {
 	size_t j = 0;
+	int dfd;
 
 	for (size_t i = 0; old && i < old->n; i++) {
 		int c = 1;
@@ -786,27 +830,26 @@ static int p2_sweep_gone(struct cb_stage *st, struct staged_dir *dd, struct stag
 		if (j < l->n && c == 0)
 			continue;
 		*dirty = 1;
-		if (staged_fd(st, dd) < 0 || p2_gone(st, dd->fd, &old->ents[i]) < 0)
+		if ((dfd = dst_dir(st, lv)) < 0 || p2_gone(st, dfd, &old->ents[i]) < 0)
 			return -1;
 	}
 	return 0;
 }
 
-static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct stage_dir *old,
-		  struct stage_dir **out, int *dirty)
+static int p2_dir(struct cb_stage *st, struct stage_dir *old, struct stage_dir **out, int *dirty)
 {
+	size_t lv = cb_fdpath_top(&st->sp), j = 0;
 	struct listing l;
 	struct stage_dir *nd;
-	size_t j = 0;
-	int ret;
+	int sfd, ret;
 
 	*out = NULL;
-	if ((ret = list_source(st, sfd, &l)) != 0) {
+	if ((ret = src_dir(st, lv, &sfd)) != 0 || (ret = list_source(st, sfd, &l)) != 0) {
 		stage_dir_free(old);
 		return ret;
 	}
 	nd = dir_from_listing(&l);
-	ret = p2_sweep_gone(st, dd, old, &l, dirty);
+	ret = p2_sweep_gone(st, lv, old, &l, dirty);
 	for (size_t i = 0; i < l.n && ret == 0; i++) {
 		struct stage_ent *o = NULL;
 		size_t saved;
@@ -815,7 +858,9 @@ static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct st
 		if (old && j < old->n && !strcmp(old->ents[j].name, l.v[i]))
 			o = &old->ents[j];
 		stage_rel_push(st, l.v[i], &saved);
-		ret = p2_entry(st, sfd, dd, l.v[i], o, nd, dirty);
+		/* the fd again for each entry: a subdirectory's walk may close it */
+		if ((ret = src_dir(st, lv, &sfd)) == 0)
+			ret = p2_entry(st, sfd, lv, l.v[i], o, nd, dirty);
 		stage_rel_pop(st, saved);
 	}
 	stage_listing_release(&l);
@@ -954,8 +999,12 @@ int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 	if (ret == 0 && st->keep && !fresh)
 		st->kept = stage_keep_load(st);
 	stage_keep_drop(st);
+	cb_fdpath_init(&st->sp, sfd, O_NOATIME);
+	cb_fdpath_init(&st->dp, st->dst_fd, 0);
 	if (ret == 0)
-		ret = root_ret(st, p1_dir(st, sfd, st->dst_fd, fresh, st->kept, &st->root));
+		ret = root_ret(st, p1_dir(st, fresh, st->kept, &st->root));
+	cb_fdpath_release(&st->sp);
+	cb_fdpath_release(&st->dp);
 	stage_dir_free(st->kept);
 	st->kept = NULL;
 	if (ret == 0)
@@ -992,8 +1041,11 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	if (st->keep)
 		stage_keep_drop(st);
 	st->hold_ok = !stage_dir_find(st->root, STAGE_HOLD_NAME);
-	ret = root_ret(st, p2_dir(st, sfd, &(struct staged_dir){ NULL, st->dst_fd, ".", 0 },
-				  st->root, &st->root, &dirty));
+	cb_fdpath_init(&st->sp, sfd, O_NOATIME);
+	cb_fdpath_init(&st->dp, st->dst_fd, 0);
+	ret = root_ret(st, p2_dir(st, st->root, &st->root, &dirty));
+	cb_fdpath_release(&st->sp);
+	cb_fdpath_release(&st->dp);
 	dirty |= st->hold_fd >= 0;
 	hold_release(st);
 	/* the root's own metadata last: its children are done */
@@ -1018,26 +1070,29 @@ int cb_stage_save_index(struct cb_stage *st)
 
 /* ---- estimate ---- */
 
-static int est_dir(struct cb_stage *st, int fd, uint64_t *bytes, uint64_t *entries)
+static int est_dir(struct cb_stage *st, uint64_t *bytes, uint64_t *entries)
 {
+	size_t lv = cb_fdpath_top(&st->sp);
 	struct listing l;
-	int ret = 0;
+	int fd = cb_fdpath_fd(&st->sp, lv), ret = 0;
 
-	if (stage_list(fd, &l) < 0)  /* removed since it was opened: nothing */
-		return errno == ENOENT && st->rel_len ? 0 : stage_fail(st, "cannot list", "in source");
+	/* removed (or moved) since it was entered: nothing */
+	if (fd < 0 || stage_list(fd, &l) < 0)
+		return gone_errno(errno) && lv ? 0 : stage_fail(st, "cannot list", "in source");
 	for (size_t i = 0; i < l.n && ret == 0; i++) {
 		struct stat sb;
 		size_t saved;
 		stage_rel_push(st, l.v[i], &saved);
-		if (fstatat(fd, l.v[i], &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+		if ((fd = cb_fdpath_fd(&st->sp, lv)) >= 0 &&
+		    fstatat(fd, l.v[i], &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    !stage_excluded_slash(&st->excludes, st->rel, S_ISDIR(sb.st_mode))) {
 			(*entries)++;
 			*bytes += S_ISREG(sb.st_mode) ? (uint64_t)sb.st_blocks * 512 : 4096;
 			if (S_ISDIR(sb.st_mode) && sb.st_dev == st->root_dev) {
 				int sub = stage_open_src(st, fd, l.v[i], O_RDONLY | O_DIRECTORY, &sb);
-				if (sub >= 0) {
-					ret = est_dir(st, sub, bytes, entries);
-					close(sub);
+				if (sub >= 0 && cb_fdpath_push(&st->sp, sub, l.v[i], st->rel_len) == 0) {
+					ret = est_dir(st, bytes, entries);
+					cb_fdpath_pop(&st->sp);
 				}
 			}
 		}
@@ -1062,7 +1117,9 @@ int cb_stage_estimate(const char *src, const struct cb_strvec *excludes, uint64_
 	ret = fd < 0 ? -1 : 0;
 	if (ret == 0) {
 		st->root_dev = sb.st_dev;
-		ret = est_dir(st, fd, bytes, entries);
+		cb_fdpath_init(&st->sp, fd, O_NOATIME);
+		ret = est_dir(st, bytes, entries);
+		cb_fdpath_release(&st->sp);
 		close(fd);
 	}
 	cb_stage_free(st);

@@ -498,41 +498,10 @@ int stage_make_special(struct cb_stage *st, int sdfd, int ddfd, const char *name
 
 /* ---- removal ---- */
 
-static int remove_contents(struct cb_stage *st, int fd, uint64_t *count)
-{
-	struct listing l;
-	int ret = 0;
-
-	if (stage_list(fd, &l) < 0)
-		return stage_fail(st, "cannot list", "in staging");
-	for (size_t i = 0; i < l.n && ret == 0; i++)
-		ret = stage_remove(st, fd, l.v[i], count);
-	stage_listing_release(&l);
-	return ret;
-}
-
 /* Remove a staged entry (a whole tree for a directory); counts entries. */
 int stage_remove(struct cb_stage *st, int ddfd, const char *name, uint64_t *count)
 {
-	struct stat sb;
-	int fd, ret;
-
-	if (fstatat(ddfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : stage_fail(st, "cannot remove", "from staging");
-	if (!S_ISDIR(sb.st_mode)) {
-		if (unlinkat(ddfd, name, 0) < 0 && errno != ENOENT)
-			return stage_fail(st, "cannot remove", "from staging");
-		(*count)++;
-		return 0;
-	}
-	fd = openat(ddfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	if (cb_remove_at(ddfd, name, 0, count) < 0)
 		return stage_fail(st, "cannot remove", "from staging");
-	ret = remove_contents(st, fd, count);
-	close(fd);
-	if (ret == 0 && unlinkat(ddfd, name, AT_REMOVEDIR) < 0)
-		return stage_fail(st, "cannot remove", "from staging");
-	if (ret == 0)
-		(*count)++;
-	return ret;
+	return 0;
 }

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "cb_fdpath.h"
 #include "cb_stage.h"
 #include "cb_throttle.h"
 #include "cb_util.h"
@@ -82,6 +83,7 @@ struct cb_stage {
 	int hold_ok;                /* the source root has no entry of its name */
 	unsigned orphan_seq;
 	struct cb_stage_stats *stats;
+	struct cb_fdpath sp, dp;    /* the walk's directories: source, staging */
 	char *rel;                  /* "/a/b" of the current entry ("" = root) */
 	size_t rel_len, rel_cap;
 	uint64_t since_check;       /* bytes copied since the last interrupt check */
