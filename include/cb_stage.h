@@ -109,6 +109,23 @@ enum cb_delta {
 
 enum cb_delta cb_stage_decide(const struct cb_index_rec *old, const struct stat *now);
 
+/*
+ * Pass 2's rule: cb_stage_decide, and an entry recorded with a ctime at or
+ * after `since` is "racily clean" (git's term): it may have been written,
+ * or removed and made again under its recycled inode, within the same
+ * timestamp tick (kernels before 6.13 stamp with a coarse clock of 1-10
+ * ms), so that nothing in its stat moved. Such a file is copied again and
+ * such a symlink or device made again; a directory is listed anyway.
+ * `since` is pass 1's start. A ctime less than CB_STAGE_RACY_TICK_NS
+ * before it cannot be given again to a change made after the entry was
+ * recorded; a ctime in whole seconds (a file system stamping in seconds)
+ * is racy from the second before. So only what changed around and during
+ * pass 1 pays.
+ */
+#define CB_STAGE_RACY_TICK_NS 20000000L
+enum cb_delta cb_stage_decide_racy(const struct cb_index_rec *old, const struct stat *now,
+				   const struct timespec *since);
+
 /* vzdump exclude rule: a pattern starting with '/' is anchored at the guest
  * root, others match at any depth. relpath is "etc/passwd" (no leading '/').
  * is_dir lets "dir/" patterns match directories only. */

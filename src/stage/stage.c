@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cb_cleanup.h"
@@ -53,6 +54,38 @@ enum cb_delta cb_stage_decide(const struct cb_index_rec *old, const struct stat 
 	if (moved && !S_ISDIR(now->st_mode))
 		return CB_DELTA_REPLACE;
 	return moved ? CB_DELTA_META : CB_DELTA_SAME;
+}
+
+static int ts_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* A ctime in whole seconds is taken as from a file system that stamps
+ * in seconds; any other is at most one clock tick behind. */
+static int racy(const struct timespec *ctime, const struct timespec *since)
+{
+	struct timespec cut = *since;
+
+	if (ctime->tv_nsec == 0)
+		return ctime->tv_sec >= since->tv_sec - 1;
+	cut.tv_nsec -= CB_STAGE_RACY_TICK_NS;
+	if (cut.tv_nsec < 0) {
+		cut.tv_nsec += 1000000000L;
+		cut.tv_sec--;
+	}
+	return !ts_before(ctime, &cut);
+}
+
+enum cb_delta cb_stage_decide_racy(const struct cb_index_rec *old, const struct stat *now,
+				   const struct timespec *since)
+{
+	enum cb_delta d = cb_stage_decide(old, now);
+
+	if (d == CB_DELTA_REPLACE || d == CB_DELTA_DATA || S_ISDIR(now->st_mode) ||
+	    !racy(&old->ctime, since))
+		return d;
+	return S_ISREG(now->st_mode) ? CB_DELTA_DATA : CB_DELTA_REPLACE;
 }
 
 /* A live guest changes under pass 1: what vanished or changed type is
@@ -736,7 +769,7 @@ static int p2_subdir(struct cb_stage *st, int sfd, size_t lv, const char *name,
 static int p2_changed(struct cb_stage *st, int sfd, size_t lv, const char *name,
 		      const struct stat *sb, struct stage_ent *o, struct stage_ent *e, int *dirty)
 {
-	enum cb_delta delta = cb_stage_decide(&o->rec, sb);
+	enum cb_delta delta = cb_stage_decide_racy(&o->rec, sb, &st->racy_since);
 	uint64_t n = 0;
 	int dfd, r;
 
@@ -978,6 +1011,10 @@ static void begin_pass(struct cb_stage *st, struct cb_stage_stats *stats)
 	st->rel[0] = '\0';
 	st->since_check = 0;
 	stats->seconds = cb_now();
+	/* what the last pass recorded with a ctime from its start on may have
+	 * changed again in the same timestamp tick (cb_stage_decide_racy) */
+	st->racy_since = st->pass_start;
+	clock_gettime(CLOCK_REALTIME, &st->pass_start);
 }
 
 int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats)

@@ -84,6 +84,8 @@ struct cb_stage {
 	unsigned orphan_seq;
 	struct cb_stage_stats *stats;
 	struct cb_fdpath sp, dp;    /* the walk's directories: source, staging */
+	struct timespec pass_start; /* this pass's start */
+	struct timespec racy_since; /* the last pass's start (cb_stage_decide_racy) */
 	char *rel;                  /* "/a/b" of the current entry ("" = root) */
 	size_t rel_len, rel_cap;
 	uint64_t since_check;       /* bytes copied since the last interrupt check */
