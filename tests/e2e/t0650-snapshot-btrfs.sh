@@ -128,6 +128,10 @@ test_expect_success 'an error in the archive phase leaves no snapshot' '
 
 test_expect_success 'SIGTERM while archiving leaves no snapshot' '
 	mkdir -p "$SCRATCH/dump-652"
+	# 8 MiB more: at 1 MiB/s the archive takes seconds, so the snapshot
+	# is still there when the test looks (the guest alone took less than
+	# the limiter lets through at once, about once in six runs)
+	head -c 8M /dev/urandom >"$B/ct/srv/data/big-652"
 	"$CBACKUP" backup --root "$B/ct" --id 652 --tmpdir "$TMPD" --dumpdir "$SCRATCH/dump-652" \
 		--mode snapshot --freeze-cgroup "$CG" --bwlimit 1024 --compress 0 \
 		>"$CB_OUT" 2>"$CB_ERR" &
@@ -143,6 +147,7 @@ test_expect_success 'SIGTERM while archiving leaves no snapshot' '
 	no_snapshots
 	no_tmp_files "$SCRATCH/dump-652"
 	guest_thawed "$CG" "$SCRATCH/side"
+	rm "$B/ct/srv/data/big-652"
 '
 
 test_expect_success 'after SIGKILL the snapshot stays; the next run removes it' '
