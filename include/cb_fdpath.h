@@ -6,11 +6,13 @@
  * deep in a tree (`ulimit -n 1024` stops it at ~500 levels with a source
  * and a staging side). Here the walk pushes a level for each directory it
  * enters and asks for a level's fd when it needs it: only the newest
- * CB_FDPATH_WINDOW levels and every CB_FDPATH_WINDOW-th level (anchors)
- * stay open; a closed level is opened again from the nearest open
- * ancestor, name by name, fd-relative with O_NOFOLLOW, and must be the
- * same directory (device and inode) as when it was entered. So at most
- * WINDOW + depth/WINDOW + 1 fds are open at any depth.
+ * CB_FDPATH_WINDOW levels stay open, and anchors that thin out with the
+ * distance from the top (every WINDOW-th level within WINDOW^2 levels,
+ * every WINDOW^2-th within WINDOW^3, ...); a closed level is opened again
+ * from the nearest open ancestor, name by name, fd-relative with
+ * O_NOFOLLOW, and must be the same directory (device and inode) as when it
+ * was entered. So about WINDOW fds per power of WINDOW of depth are open:
+ * ~100 at 30,000 levels.
  *
  * Rule for callers: an fd from cb_fdpath_fd() is valid until the next
  * cb_fdpath_push() (which may close levels above the new one): fetch it

@@ -69,6 +69,14 @@ void cb_node_name(char *buf, size_t len);
  * thread, whose handlers thaw the guest and clean up, and whose blocking
  * calls they interrupt. Every helper thread is started so. 0 or -1. */
 int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
+/* Run fn(arg) on a thread with a CB_DEEP_STACK stack and wait for it; its
+ * return value, and its error message on -1, are the caller's. The tree
+ * walks recurse once per directory level (a few hundred bytes of stack a
+ * level): the 8 MiB main stack ends at ~15,000 levels, this one at about
+ * half a million (only the pages touched are used). Runs fn on the
+ * caller's own stack if such a thread cannot be made. */
+#define CB_DEEP_STACK ((size_t)256 << 20)
+int cb_call_deep(int (*fn)(void *), void *arg);
 
 /* Remove a directory tree (no symlink following, stays on one device). */
 int cb_remove_tree(const char *path);

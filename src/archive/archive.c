@@ -709,10 +709,10 @@ int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, si
 	return cb_archive_write_grafted(tree, NULL, 0, extras, n_extras, codec, log, stats);
 }
 
-int cb_archive_write_grafted(const char *tree, const struct cb_archive_graft *grafts,
-			     size_t n_grafts, const struct cb_archive_extra *extras, size_t n_extras,
-			     struct cb_codec_writer *codec, struct cb_log *log,
-			     struct cb_archive_stats *stats)
+static int write_grafted(const char *tree, const struct cb_archive_graft *grafts,
+			 size_t n_grafts, const struct cb_archive_extra *extras, size_t n_extras,
+			 struct cb_codec_writer *codec, struct cb_log *log,
+			 struct cb_archive_stats *stats)
 {
 	struct arch c = { .codec = codec, .log = log, .st = stats, .side_fd = -1, .grafts = grafts,
 			  .n_grafts = n_grafts };
@@ -742,4 +742,35 @@ out:
 	arch_release(&c);
 	stats->seconds = cb_now() - t0;
 	return ret;
+}
+
+/* The walk recurses once per directory level: on a deep stack
+ * (cb_call_deep), as the staging engine's. */
+struct write_call {
+	const char *tree;
+	const struct cb_archive_graft *grafts;
+	size_t n_grafts;
+	const struct cb_archive_extra *extras;
+	size_t n_extras;
+	struct cb_codec_writer *codec;
+	struct cb_log *log;
+	struct cb_archive_stats *stats;
+};
+
+static int write_call(void *arg)
+{
+	struct write_call *c = arg;
+
+	return write_grafted(c->tree, c->grafts, c->n_grafts, c->extras, c->n_extras, c->codec,
+			     c->log, c->stats);
+}
+
+int cb_archive_write_grafted(const char *tree, const struct cb_archive_graft *grafts,
+			     size_t n_grafts, const struct cb_archive_extra *extras, size_t n_extras,
+			     struct cb_codec_writer *codec, struct cb_log *log,
+			     struct cb_archive_stats *stats)
+{
+	struct write_call c = { tree, grafts, n_grafts, extras, n_extras, codec, log, stats };
+
+	return cb_call_deep(write_call, &c);
 }

@@ -377,7 +377,7 @@ int cb_remove_at(int dfd, const char *name, dev_t dev, uint64_t *count)
 	return err ? -1 : 0;
 }
 
-int cb_remove_tree(const char *path)
+static int remove_tree(const char *path)
 {
 	char *parent = cb_xstrdup(path), *name;
 	struct stat st;
@@ -404,6 +404,61 @@ int cb_remove_tree(const char *path)
 		close(pfd);
 	free(parent);
 	return ret;
+}
+
+static int remove_tree(const char *path);
+
+static int remove_tree_call(void *arg)
+{
+	return remove_tree(arg);
+}
+
+/* The removal recurses once per directory level: on a deep stack. */
+int cb_remove_tree(const char *path)
+{
+	return cb_call_deep(remove_tree_call, (void *)path);
+}
+
+struct deep_call {
+	int (*fn)(void *);
+	void *arg;
+	int ret;
+	char *err;                    /* the thread's cb_last_error() on failure */
+};
+
+static void *deep_main(void *p)
+{
+	struct deep_call *c = p;
+
+	c->ret = c->fn(c->arg);
+	if (c->ret < 0)
+		c->err = cb_xstrdup(last_error);
+	return NULL;
+}
+
+int cb_call_deep(int (*fn)(void *), void *arg)
+{
+	struct deep_call c = { fn, arg, 0, NULL };
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t th;
+	int rc;
+
+	if (pthread_attr_init(&attr) != 0)
+		return fn(arg);
+	pthread_attr_setstacksize(&attr, CB_DEEP_STACK);
+	/* signals stay with the caller's thread (the handlers only count) */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = pthread_create(&th, &attr, deep_main, &c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (rc != 0)  /* no room for such a stack: the ordinary one */
+		return fn(arg);
+	pthread_join(th, NULL);
+	if (c.err)
+		set_error(c.err);
+	return c.ret;
 }
 
 int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)

@@ -1017,7 +1017,7 @@ static void begin_pass(struct cb_stage *st, struct cb_stage_stats *stats)
 	clock_gettime(CLOCK_REALTIME, &st->pass_start);
 }
 
-int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats)
+static int pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 {
 	struct stat sb;
 	int sfd, fresh = 0, ret;
@@ -1054,7 +1054,7 @@ int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 	return ret;
 }
 
-int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
+static int pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 {
 	struct stat sb;
 	enum cb_delta delta;
@@ -1098,11 +1098,42 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	return ret;
 }
 
+/* The walks recurse once per directory level: they run on a thread with
+ * a deep stack (cb_call_deep), so a guest's depth is not bounded by the
+ * main thread's 8 MiB. */
+struct pass_call {
+	struct cb_stage *st;
+	struct cb_stage_stats *stats;
+	int pass;
+};
+
+static int pass_call(void *arg)
+{
+	struct pass_call *c = arg;
+
+	return c->pass == 1 ? pass1(c->st, c->stats) : pass2(c->st, c->stats);
+}
+
+int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats)
+{
+	return cb_call_deep(pass_call, &(struct pass_call){ st, stats, 1 });
+}
+
+int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
+{
+	return cb_call_deep(pass_call, &(struct pass_call){ st, stats, 2 });
+}
+
+static int save_index_call(void *arg)
+{
+	return stage_keep_save(arg);
+}
+
 int cb_stage_save_index(struct cb_stage *st)
 {
 	if (!st->keep || !st->root)
 		return 0;
-	return stage_keep_save(st);
+	return cb_call_deep(save_index_call, st);
 }
 
 /* ---- estimate ---- */
@@ -1139,8 +1170,8 @@ static int est_dir(struct cb_stage *st, uint64_t *bytes, uint64_t *entries)
 	return ret;
 }
 
-int cb_stage_estimate(const char *src, const struct cb_strvec *excludes, uint64_t *bytes,
-		      uint64_t *entries)
+static int estimate(const char *src, const struct cb_strvec *excludes, uint64_t *bytes,
+		    uint64_t *entries)
 {
 	struct cb_stage *st;
 	struct cb_stage_opts o = { .src = src, .dst = "", .excludes = excludes };
@@ -1161,4 +1192,23 @@ int cb_stage_estimate(const char *src, const struct cb_strvec *excludes, uint64_
 	}
 	cb_stage_free(st);
 	return ret;
+}
+
+struct est_call {
+	const char *src;
+	const struct cb_strvec *excludes;
+	uint64_t *bytes, *entries;
+};
+
+static int est_call(void *arg)
+{
+	struct est_call *c = arg;
+
+	return estimate(c->src, c->excludes, c->bytes, c->entries);
+}
+
+int cb_stage_estimate(const char *src, const struct cb_strvec *excludes, uint64_t *bytes,
+		      uint64_t *entries)
+{
+	return cb_call_deep(est_call, &(struct est_call){ src, excludes, bytes, entries });
 }

@@ -78,15 +78,31 @@ void stage_listing_release(struct listing *l)
 	memset(l, 0, sizeof(*l));
 }
 
+/* Iterative: an index as deep as the tree must not need its depth in
+ * stack frames (it is freed on the main thread). */
 void stage_dir_free(struct stage_dir *d)
 {
+	struct stage_dir **todo = NULL;
+	size_t n = 0, cap = 0;
+
 	if (!d)
 		return;
-	for (size_t i = 0; i < d->n; i++)
-		stage_dir_free(d->ents[i].sub);
-	free(d->names);
-	free(d->ents);
-	free(d);
+	todo = cb_xmalloc((cap = 16) * sizeof(*todo));
+	todo[n++] = d;
+	while (n) {
+		d = todo[--n];
+		for (size_t i = 0; i < d->n; i++) {
+			if (!d->ents[i].sub)
+				continue;
+			if (n == cap)
+				todo = cb_xrealloc(todo, (cap *= 2) * sizeof(*todo));
+			todo[n++] = d->ents[i].sub;
+		}
+		free(d->names);
+		free(d->ents);
+		free(d);
+	}
+	free(todo);
 }
 
 struct stage_ent *stage_dir_find(struct stage_dir *d, const char *name)

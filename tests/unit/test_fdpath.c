@@ -1,5 +1,5 @@
 /* Unit tests: cb_fdpath (bounded directory fds along a walk) and
- * cb_remove_at, on a real tree 300 levels deep in a temp dir. */
+ * cb_remove_at, on a real tree 3000 levels deep in a temp dir. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -17,7 +17,7 @@
 #include "cb_fdpath.h"
 #include "cb_util.h"
 
-#define DEPTH 300
+#define DEPTH 3000
 
 static char base[64];
 
@@ -66,7 +66,7 @@ static void test_bounded_and_reopened(void **state)
 		snprintf(name, sizeof(name), "d%d", i);
 		assert_true(fd >= 0);
 		assert_int_equal(cb_fdpath_push(&p, openat(fd, name, O_RDONLY | O_DIRECTORY), name, i), 0);
-		assert_true(p.open <= CB_FDPATH_WINDOW + 2 + (size_t)i / CB_FDPATH_WINDOW);
+		assert_true(p.open <= 2 * CB_FDPATH_WINDOW + 8);
 	}
 	/* level 5 was closed; opened again it is d4 (level 5 = d4) */
 	assert_int_equal(p.v[5].fd, -1);
@@ -121,14 +121,14 @@ static void test_lazy_levels_bounded(void **state)
 		assert_int_equal(cb_fdpath_push(&p, -1, name, 0), 0);
 	}
 	assert_true(cb_fdpath_fd(&p, cb_fdpath_top(&p)) >= 0);
-	assert_true(p.open <= CB_FDPATH_WINDOW + 2 + DEPTH / CB_FDPATH_WINDOW);
+	assert_true(p.open <= 2 * CB_FDPATH_WINDOW + 8);
 	assert_true(cb_fdpath_fd(&p, DEPTH / 2) >= 0);
-	assert_true(p.open <= CB_FDPATH_WINDOW + 2 + DEPTH / CB_FDPATH_WINDOW);
+	assert_true(p.open <= 2 * CB_FDPATH_WINDOW + 8);
 	cb_fdpath_release(&p);
 	close(root);
 }
 
-/* cb_remove_at: a deep tree under a 64-fd limit, everything counted. */
+/* cb_remove_at: a tree 3000 deep under a 128-fd limit, everything counted. */
 static void test_remove_deep(void **state)
 {
 	char path[128];
@@ -141,14 +141,14 @@ static void test_remove_deep(void **state)
 	dfd = open(path, O_RDONLY | O_DIRECTORY);
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
 	low = old;
-	low.rlim_cur = 64;
+	low.rlim_cur = 128;
 	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
 	ret = cb_remove_at(dfd, "d0", 0, &n);
 	setrlimit(RLIMIT_NOFILE, &old);
 	if (ret < 0)
 		print_error("cb_remove_at: %s\n", strerror(errno));
 	assert_int_equal(ret, 0);
-	assert_int_equal(n, 2 * DEPTH - 1);  /* d0..d299 and f in d0..d298 */
+	assert_int_equal(n, 2 * DEPTH - 1);  /* d0..d2999, and f in all but the last */
 	assert_int_equal(faccessat(dfd, "d0", F_OK, AT_SYMLINK_NOFOLLOW), -1);
 	close(dfd);
 }
