@@ -947,6 +947,7 @@ int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 	if (sfd < 0)
 		return -1;
 	st->root_dev = sb.st_dev;
+	stage_root_id_get(sfd, &sb, &st->root_id);
 	ret = open_dst_root(st, &fresh);
 	stats->files++;
 	/* the kept index is read, then removed before anything changes: an

@@ -65,6 +65,14 @@ struct orphan {
 	char name[24];              /* inside the holding directory */
 };
 
+/* Which guest root an index describes (stage_keep.c). */
+struct stage_root_id {
+	uint64_t fsid;              /* statfs f_fsid; 0 if none */
+	uint64_t dev;               /* st_dev: compared only without an fsid */
+	uint64_t ino;               /* the root directory's inode */
+	uint64_t gen;               /* its generation (FS_IOC_GETVERSION), 0 if none */
+};
+
 struct cb_stage {
 	char *src, *dst;
 	struct cb_strvec excludes;
@@ -76,6 +84,7 @@ struct cb_stage {
 	struct stage_dir *kept;     /* pass 1 over a kept copy: the last run's index */
 	int keep;                   /* keep-staging: save the index after each pass */
 	struct cb_index_rec root_rec;
+	struct stage_root_id root_id; /* the source root's identity (pass 1) */
 	struct ino_map links;
 	struct ino_map orphans;
 	int hold_fd;                /* pass 2 holding directory, -1 if none */
@@ -122,6 +131,7 @@ int stage_excluded_slash(const struct cb_strvec *ex, const char *slashpath, int 
 struct stage_dir *stage_keep_load(struct cb_stage *st);
 int stage_keep_save(struct cb_stage *st);
 void stage_keep_drop(struct cb_stage *st);
+void stage_root_id_get(int fd, const struct stat *sb, struct stage_root_id *id);
 
 /* stage_copy.c */
 /* openat below sdfd, never following a symlink; with sb, the fd must be
