@@ -14,6 +14,7 @@
 #define CB_PRIVATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -39,6 +40,23 @@ int cb_stage_dir_record(const char *stage_path);
 /* Remove the staging directory and its marker, and the private parent
  * when nothing else is left in it. */
 int cb_stage_dir_remove(const char *stage_path);
+
+/*
+ * Kept staging copies (keep-staging) in TMPDIR: every recorded staging
+ * directory (its marker matches), of guest ID only when ID is not NULL,
+ * with the space it and its companions (index, side store, mount points'
+ * copies) take. 0 (none: *n = 0) or -1.
+ */
+struct cb_kept_copy {
+	char id[256];
+	char *path;
+	uint64_t bytes;
+};
+int cb_kept_copies(const char *tmpdir, const char *id, struct cb_kept_copy **out, size_t *n);
+void cb_kept_copies_free(struct cb_kept_copy *v, size_t n);
+/* Remove guest ID's staging directory and every companion of it; the
+ * caller holds the guest's lock. */
+int cb_stage_dir_purge(const char *tmpdir, const char *id);
 
 /*
  * Create PATH (O_CREAT|O_EXCL|O_NOFOLLOW) with exactly MODE (fchmod after

@@ -1,4 +1,5 @@
 /* cb_private: root-only directories, exclusive files. See include/cb_private.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -260,5 +261,188 @@ int cb_stage_dir_remove(const char *stage_path)
 	}
 	free(parent);
 	free(marker);
+	return ret;
+}
+
+/* ---- kept staging copies (prune --staging, list) ---- */
+
+/* What follows "cbackup-ID.stage" in the names of the staging directory
+ * and its companions: marker, index, side store, and the same for each
+ * mount point's copy (".mpN..."). A whitelist: guest "a"'s names never
+ * take in guest "a.stage"'s ("cbackup-a.stage.stage"). */
+static int stage_tail_ok(const char *r)
+{
+	static const char *const tails[] = { "", MARKER_SUFFIX, ".index", ".index.new", ".xattrs" };
+
+	if (!strncmp(r, ".mp", 3) && r[3] >= '1' && r[3] <= '9')
+		for (r += 4; *r >= '0' && *r <= '9'; r++)
+			;
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++)
+		if (!strcmp(r, tails[i]))
+			return 1;
+	return 0;
+}
+
+/* NAME is guest ID's staging directory or one of its companions. */
+static int stage_name_of(const char *name, const char *id)
+{
+	size_t n = strlen(id);
+
+	return !strncmp(name, "cbackup-", 8) && !strncmp(name + 8, id, n) &&
+	       !strncmp(name + 8 + n, ".stage", 6) && stage_tail_ok(name + 8 + n + 6);
+}
+
+/* The ID of a staging directory's name "cbackup-ID.stage", else -1. */
+static int stage_dir_id(const char *name, char *id, size_t len)
+{
+	size_t n = strlen(name);
+
+	if (n <= 14 || strncmp(name, "cbackup-", 8) || strcmp(name + n - 6, ".stage") ||
+	    n - 14 >= len)
+		return -1;
+	memcpy(id, name + 8, n - 14);
+	id[n - 14] = '\0';
+	return 0;
+}
+
+/* Blocks below fd, a hardlinked inode counted once per name's share. */
+static uint64_t tree_bytes(int fd)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+	uint64_t sum = 0;
+
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		sum += (uint64_t)st.st_blocks * 512 / (S_ISDIR(st.st_mode) || !st.st_nlink ? 1 : st.st_nlink);
+		if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				sum += tree_bytes(sub);
+		}
+	}
+	closedir(d);
+	return sum;
+}
+
+/* Every kept copy (a staging directory with its marker) in TMPDIR. */
+static int each_kept(const char *tmpdir, const char *only_id,
+		     int (*fn)(int pfd, const char *id, const char *parent, void *arg), void *arg)
+{
+	char *parent = cb_xasprintf("%s/%s", tmpdir, PRIVATE_NAME), id[256];
+	int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ret = -1;
+	struct dirent *de;
+	DIR *d = NULL;
+
+	if (pfd < 0) {
+		ret = errno == ENOENT ? 0 : cb_error_errno("cannot open '%s'", parent);
+		goto out;
+	}
+	if (check_private(pfd, parent) < 0 || !(d = fdopendir(dup(pfd))))
+		goto out;
+	ret = 0;
+	while (ret == 0 && (de = readdir(d)) != NULL) {
+		struct stat st;
+		if (stage_dir_id(de->d_name, id, sizeof(id)) < 0 || (only_id && strcmp(id, only_id)))
+			continue;
+		if (fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    marker_matches(pfd, de->d_name, &st))
+			ret = fn(pfd, id, parent, arg);
+	}
+out:
+	if (d)
+		closedir(d);
+	if (pfd >= 0)
+		close(pfd);
+	free(parent);
+	return ret;
+}
+
+struct kept_list {
+	struct cb_kept_copy *v;
+	size_t n;
+};
+
+/* The copy's size: the directory and its companions. */
+static int add_kept(int pfd, const char *id, const char *parent, void *arg)
+{
+	struct kept_list *l = arg;
+	struct cb_kept_copy *k;
+	/* a new open file: a dup() would share the caller's readdir offset */
+	int dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	struct dirent *de;
+
+	l->v = cb_xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
+	k = &l->v[l->n++];
+	snprintf(k->id, sizeof(k->id), "%s", id);
+	k->path = cb_xasprintf("%s/cbackup-%s.stage", parent, id);
+	k->bytes = 0;
+	while (d && (de = readdir(d)) != NULL) {
+		struct stat st;
+		int fd;
+		if (!stage_name_of(de->d_name, id) || fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		k->bytes += (uint64_t)st.st_blocks * 512;
+		fd = S_ISDIR(st.st_mode) ? openat(pfd, de->d_name, O_RDONLY | O_DIRECTORY |
+							     O_NOFOLLOW | O_CLOEXEC) : -1;
+		if (fd >= 0)
+			k->bytes += tree_bytes(fd);
+	}
+	if (d)
+		closedir(d);
+	return 0;
+}
+
+int cb_kept_copies(const char *tmpdir, const char *id, struct cb_kept_copy **out, size_t *n)
+{
+	struct kept_list l = { NULL, 0 };
+	int ret = each_kept(tmpdir, id, add_kept, &l);
+
+	*out = l.v;
+	*n = l.n;
+	return ret;
+}
+
+void cb_kept_copies_free(struct cb_kept_copy *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
+/* Everything named for guest ID's staging in the private directory. */
+int cb_stage_dir_purge(const char *tmpdir, const char *id)
+{
+	char *parent = cb_xasprintf("%s/%s", tmpdir, PRIVATE_NAME);
+	int pfd = cb_private_dir_open(parent), ret = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (pfd < 0 || !(d = fdopendir(dup(pfd)))) {
+		if (pfd >= 0)
+			close(pfd);
+		free(parent);
+		return -1;
+	}
+	while (ret == 0 && (de = readdir(d)) != NULL) {
+		char *path;
+		if (!stage_name_of(de->d_name, id))
+			continue;
+		path = cb_xasprintf("%s/%s", parent, de->d_name);
+		ret = cb_remove_tree(path);
+		free(path);
+	}
+	closedir(d);
+	close(pfd);
+	rmdir(parent);   /* empty now: the tmpdir as it was before any run */
+	free(parent);
 	return ret;
 }
