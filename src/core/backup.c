@@ -368,6 +368,7 @@ static int open_mp_stages(struct guest_run *r)
 		struct cb_stage_opts so = {
 			.src = mp->source, .dst = mp->stage_dir, .excludes = &r->excludes,
 			.bwlimit = r->opts.bwlimit, .progress = &r->progress,
+			.workers = r->opts.stage_workers,
 		};
 		if (remove_stale_stage(r, mp->stage_dir) < 0 || cb_stage_new(&mp->stage, &so, r->log) < 0)
 			return -1;
@@ -380,7 +381,7 @@ static int open_stage(struct guest_run *r)
 	struct cb_stage_opts so = {
 		.src = r->opts.root, .dst = r->stage_dir, .excludes = &r->excludes,
 		.bwlimit = r->opts.bwlimit, .progress = &r->progress,
-		.keep = r->opts.keep_staging,
+		.keep = r->opts.keep_staging, .workers = r->opts.stage_workers,
 	};
 	int reused;
 

@@ -193,6 +193,25 @@ static int fill_reg(struct cb_stage *st, int in, int out, int dfd, const char *n
 	return 0;
 }
 
+/* Pass 1 with workers: the staged inode exists (a hardlink to it can be
+ * made at once); its data and metadata are a worker's job. The file is
+ * new (O_EXCL): its metadata is set as on a fresh copy. */
+static int hand_over(struct cb_stage *st, int in, int out, const struct stat *sb)
+{
+	struct stat staged;
+
+	if (sb->st_nlink > 1) {
+		if (fstat(out, &staged) < 0) {
+			stage_fail(st, "cannot stat", "in staging");
+			close(in);
+			close(out);
+			return -1;
+		}
+		link_remember(st, sb, &staged);
+	}
+	return stage_pool_push(st, in, out, sb, 1);
+}
+
 static int create_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 		      const struct stat *sb, int fresh)
 {
@@ -203,6 +222,8 @@ static int create_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 	if ((ret = src_open(st, sfd, name, O_RDONLY | O_NONBLOCK, sb, &in)) != 0)
 		return ret;
 	out = open_new(st, dfd, name);
+	if (out >= 0 && st->pool)
+		return hand_over(st, in, out, sb);
 	ret = out < 0 ? -1 : fill_reg(st, in, out, dfd, name, sb, fresh);
 	if (out >= 0)
 		close(out);
@@ -424,6 +445,9 @@ static int list_source(struct cb_stage *st, int sfd, struct listing *l)
 {
 	if (cb_check_interrupt() < 0)
 		return -1;
+	/* a worker failed: stop walking (stage_pool_finish reports it) */
+	if (stage_pool_failed(st))
+		return cb_error("a staging worker failed");
 	if (stage_list(sfd, l) == 0)
 		return 0;
 	return errno == ENOENT ? vanished(st) : stage_fail(st, "cannot list", "in source");
@@ -856,6 +880,9 @@ int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct
 	cb_throttle_init(&st->throttle, opts->bwlimit);
 	st->progress = opts->progress;
 	st->keep = opts->keep;
+	st->workers = opts->workers > 0 ? opts->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (st->workers < 1)
+		st->workers = 1;
 	st->dst_fd = st->hold_fd = st->side_fd = -1;
 	st->side_stamp = (uint64_t)(cb_now() * 1e9);
 	st->is_root = geteuid() == 0;
@@ -870,6 +897,7 @@ void cb_stage_free(struct cb_stage *st)
 {
 	if (!st)
 		return;
+	stage_pool_finish(st);
 	hold_release(st);
 	if (st->dst_fd >= 0)
 		close(st->dst_fd);
@@ -955,8 +983,13 @@ int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 	if (ret == 0 && st->keep && !fresh)
 		st->kept = stage_keep_load(st);
 	stage_keep_drop(st);
+	if (ret == 0 && st->workers > 1)
+		ret = stage_pool_start(st, st->workers);
 	if (ret == 0)
 		ret = root_ret(st, p1_dir(st, sfd, st->dst_fd, fresh, st->kept, &st->root));
+	/* every file's copy done before the root's times and the index */
+	if (stage_pool_finish(st) < 0)
+		ret = -1;
 	stage_dir_free(st->kept);
 	st->kept = NULL;
 	if (ret == 0)

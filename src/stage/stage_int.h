@@ -10,6 +10,7 @@
 #ifndef CB_STAGE_INT_H
 #define CB_STAGE_INT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -105,6 +106,12 @@ struct cb_stage {
 	unsigned side_seq;
 	char *buf;                  /* read/write fallback buffer */
 	char *xbuf;                 /* one xattr value */
+	int workers;                /* pass 1 copy threads (stage-workers), >= 1 */
+	struct stage_pool *pool;    /* pass 1 with workers: the walker's pool */
+	/* a worker's view (stage_pool.c): its pool, the shared bucket */
+	struct stage_pool *pool_of;
+	struct cb_throttle *throttle_shared;
+	pthread_mutex_t *throttle_mu;
 };
 
 #define STAGE_BUF_SIZE (1 << 20)
@@ -132,6 +139,14 @@ struct stage_dir *stage_keep_load(struct cb_stage *st);
 int stage_keep_save(struct cb_stage *st);
 void stage_keep_drop(struct cb_stage *st);
 void stage_root_id_get(int fd, const struct stat *sb, struct stage_root_id *id);
+
+/* stage_pool.c */
+struct stage_pool;
+int stage_pool_start(struct cb_stage *st, int workers);
+int stage_pool_push(struct cb_stage *st, int in, int out, const struct stat *sb, int fresh);
+int stage_pool_failed(struct cb_stage *st);
+int stage_pool_finish(struct cb_stage *st);
+int stage_pool_tick(struct cb_stage *w, size_t n, int throttle);
 
 /* stage_copy.c */
 /* openat below sdfd, never following a symlink; with sb, the fd must be

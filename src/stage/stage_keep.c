@@ -291,7 +291,7 @@ static const char *check_frame(const unsigned char *buf, size_t size, struct kee
 	size_t hdr_len = 8 + sizeof(*h);
 
 	if (size < 8)
-		return "is truncated";
+		return "is truncated, it is damaged";
 	if (memcmp(buf, KEEP_MAGIC, 7) || buf[7] < '0' || buf[7] > '9')
 		return "is not a cbackup staging index";
 	if (buf[7] != KEEP_VERSION) {
@@ -300,14 +300,14 @@ static const char *check_frame(const unsigned char *buf, size_t size, struct kee
 		return msg;
 	}
 	if (size < hdr_len + KEEP_SUM)
-		return "is truncated";
+		return "is truncated, it is damaged";
 	memcpy(h, buf + 8, sizeof(*h));
 	if (h->body_len > size - hdr_len - KEEP_SUM)
-		return "is truncated";
+		return "is truncated, it is damaged";
 	if (h->body_len < size - hdr_len - KEEP_SUM)
-		return "has data after its end (damaged)";
+		return "has data after its end, it is damaged";
 	if (!sum_ok(buf, hdr_len, (size_t)h->body_len))
-		return "fails its checksum (damaged)";
+		return "fails its checksum, it is damaged";
 	return NULL;
 }
 
@@ -329,7 +329,7 @@ static struct stage_dir *parse(struct cb_stage *st, const unsigned char *buf, si
 	d = get_dir(&in, 0);
 	if (!d || in.p != in.end) {
 		stage_dir_free(d);
-		*why = "is damaged (its tree does not parse)";
+		*why = "does not parse, it is damaged";
 		return NULL;
 	}
 	if (h.id.dev != st->root_id.dev)
