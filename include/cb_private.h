@@ -54,6 +54,19 @@ struct cb_kept_copy {
 };
 int cb_kept_copies(const char *tmpdir, const char *id, struct cb_kept_copy **out, size_t *n);
 void cb_kept_copies_free(struct cb_kept_copy *v, size_t n);
+/*
+ * keep-staging 0: move the staging directory and its companions aside
+ * (TMPDIR/cbackup/.trash-cbackup-ID.stage.PID, one rename each) and
+ * remove them with WORKERS threads in the background, so that the run's
+ * result line does not wait for it; cb_trash_wait() joins (the job does,
+ * after its last line). A killed run's trash is removed by the next run of
+ * the guest (cb_stage_dir_prepare). *out is NULL when the removal was
+ * done at once (no thread). 0 or -1 (nothing moved: remove it now).
+ */
+struct cb_trash;
+int cb_stage_dir_trash(const char *stage_path, int workers, struct cb_trash **out);
+int cb_trash_wait(struct cb_trash *t);
+
 /* Remove guest ID's staging directory and every companion of it; the
  * caller holds the guest's lock. */
 int cb_stage_dir_purge(const char *tmpdir, const char *id);

@@ -71,5 +71,8 @@ int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* Remove a directory tree (no symlink following, stays on one device). */
 int cb_remove_tree(const char *path);
+/* The same with up to WORKERS threads, each on its own subtrees (the
+ * staging copy of a big guest: removal is as much work as the copy). */
+int cb_remove_tree_parallel(const char *path, int workers);
 
 #endif

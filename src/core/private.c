@@ -2,6 +2,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,6 +195,9 @@ static int clear_name(int pfd, const char *name, const char *path)
 	return ret < 0 ? -1 : cb_remove_tree(path);
 }
 
+static void trash_leftovers(int pfd, const char *parent, const char *id);
+static int stage_dir_id(const char *name, char *id, size_t len);
+
 static int prepare_in(int pfd, const char *name, const char *path, int reuse, int *reused)
 {
 	struct stat st;
@@ -217,6 +222,8 @@ int cb_stage_dir_prepare(const char *tmpdir, const char *id, int reuse, char **p
 
 	*path_out = cb_xasprintf("%s/%s", parent, name);
 	*reused = 0;
+	if (pfd >= 0)
+		trash_leftovers(pfd, parent, id);
 	if (pfd >= 0) {
 		ret = prepare_in(pfd, name, *path_out, reuse, reused);
 		close(pfd);
@@ -444,5 +451,134 @@ int cb_stage_dir_purge(const char *tmpdir, const char *id)
 	close(pfd);
 	rmdir(parent);   /* empty now: the tmpdir as it was before any run */
 	free(parent);
+	return ret;
+}
+
+/* ---- removal after the result (keep-staging 0) ---- */
+
+#define TRASH_PREFIX ".trash-"
+
+struct cb_trash {
+	pthread_t th;
+	char *path, *parent;
+	int workers, ret;
+	char err[1024];
+};
+
+static void *trash_thread(void *arg)
+{
+	struct cb_trash *t = arg;
+
+	t->ret = cb_remove_tree_parallel(t->path, t->workers);
+	if (t->ret < 0)
+		snprintf(t->err, sizeof(t->err), "%s", cb_last_error());
+	rmdir(t->parent);   /* the tmpdir as it was, unless another guest's copy is there */
+	return NULL;
+}
+
+/* Move guest ID's staging directory and companions (not the marker) into
+ * the new directory TRASH. */
+static int trash_move(int pfd, const char *id, const char *trash)
+{
+	char *marker = cb_xasprintf("cbackup-%s.stage%s", id, MARKER_SUFFIX);
+	int dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	struct dirent *de;
+
+	while (d && ret == 0 && (de = readdir(d))) {
+		if (!stage_name_of(de->d_name, id) || !strcmp(de->d_name, marker))
+			continue;
+		char *to = cb_xasprintf("%s/%s", trash, de->d_name);
+		ret = renameat(pfd, de->d_name, pfd, to);
+		free(to);
+	}
+	if (d)
+		closedir(d);
+	if (!d || ret < 0)
+		ret = -1;
+	else
+		unlinkat(pfd, marker, 0);
+	free(marker);
+	return ret;
+}
+
+/* Dead runs' trash of guest ID (a killed run never got to remove it). */
+static void trash_leftovers(int pfd, const char *parent, const char *id)
+{
+	char *prefix = cb_xasprintf(TRASH_PREFIX "cbackup-%s.stage.", id);
+	int dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	size_t n = strlen(prefix);
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		char *end, *path;
+		long pid;
+		if (strncmp(de->d_name, prefix, n))
+			continue;
+		pid = strtol(de->d_name + n, &end, 10);
+		if (*end || pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;   /* not a trash name, or its run still removes it */
+		path = cb_xasprintf("%s/%s", parent, de->d_name);
+		cb_remove_tree(path);
+		free(path);
+	}
+	if (d)
+		closedir(d);
+	free(prefix);
+}
+
+int cb_stage_dir_trash(const char *stage_path, int workers, struct cb_trash **out)
+{
+	const char *base = strrchr(stage_path, '/');
+	char id[256], *trash = NULL;
+	struct cb_trash *t = NULL;
+	int pfd = -1, ret = -1;
+
+	*out = NULL;
+	if (!base || stage_dir_id(base + 1, id, sizeof(id)) < 0)
+		return cb_error("'%s' is not a staging directory", stage_path);
+	t = cb_xcalloc(1, sizeof(*t));
+	t->parent = cb_xasprintf("%.*s", (int)(base - stage_path), stage_path);
+	t->workers = workers;
+	pfd = cb_private_dir_open(t->parent);
+	trash = cb_xasprintf(TRASH_PREFIX "%s.%ld", base + 1, (long)getpid());
+	if (pfd < 0 || mkdirat(pfd, trash, 0700) < 0 || trash_move(pfd, id, trash) < 0) {
+		if (pfd >= 0)
+			cb_error_errno("cannot move '%s' aside for removal", stage_path);
+		goto out;
+	}
+	t->path = cb_xasprintf("%s/%s", t->parent, trash);
+	if (cb_thread_start(&t->th, trash_thread, t) < 0) {
+		trash_thread(t);   /* no thread: now, then */
+		ret = t->ret < 0 ? cb_error("%s", t->err) : 0;
+		goto out;
+	}
+	*out = t;
+	t = NULL;
+	ret = 0;
+out:
+	if (pfd >= 0)
+		close(pfd);
+	free(trash);
+	if (t) {
+		free(t->path);
+		free(t->parent);
+		free(t);
+	}
+	return ret;
+}
+
+int cb_trash_wait(struct cb_trash *t)
+{
+	int ret;
+
+	if (!t)
+		return 0;
+	pthread_join(t->th, NULL);
+	ret = t->ret < 0 ? cb_error("cannot remove the staging copy '%s': %s", t->path, t->err) : 0;
+	free(t->path);
+	free(t->parent);
+	free(t);
 	return ret;
 }

@@ -326,6 +326,138 @@ int cb_remove_tree(const char *path)
 	return 0;
 }
 
+/* ---- parallel removal ---- */
+
+/* The units several threads remove: entries of the top directory, or of
+ * its subdirectories when the top has too few to share out. */
+struct rm_unit {
+	char *dir;                  /* "" or a top subdirectory's name */
+	char *name;
+};
+
+struct rm_job {
+	int root;
+	dev_t dev;
+	struct rm_unit *u;
+	size_t n, next;
+	int failed;
+	int expanded;               /* units below the top directories too */
+	pthread_mutex_t mu;
+};
+
+static void rm_add_dir(struct rm_job *j, size_t *cap, int fd, const char *dir)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (j->n == *cap)
+			j->u = cb_xrealloc(j->u, (*cap = *cap ? *cap * 2 : 256) * sizeof(*j->u));
+		j->u[j->n].dir = cb_xstrdup(dir);
+		j->u[j->n++].name = cb_xstrdup(de->d_name);
+	}
+	closedir(d);
+}
+
+/* Top entries, then (few of them) each top directory's entries instead. */
+static void rm_units(struct rm_job *j, int workers)
+{
+	size_t cap = 0, top;
+
+	rm_add_dir(j, &cap, openat(j->root, ".", O_RDONLY | O_DIRECTORY), "");
+	if (j->n >= (size_t)workers * 4)
+		return;
+	top = j->n;
+	j->expanded = 1;
+	for (size_t i = 0; i < top; i++) {
+		int fd = openat(j->root, j->u[i].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+		if (fd >= 0)
+			rm_add_dir(j, &cap, fd, j->u[i].name);
+	}
+}
+
+/* A top directory whose entries are units itself is left for the sweep
+ * that follows (by then it is empty); a mount inside is never crossed. */
+static int rm_one(struct rm_job *j, const struct rm_unit *u)
+{
+	int dfd = u->dir[0] ? openat(j->root, u->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+			    : dup(j->root);
+	struct stat st;
+	int ret = 0, sub;
+
+	if (dfd < 0)
+		return -1;
+	if (fstatat(dfd, u->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		ret = errno == ENOENT ? 0 : -1;
+	} else if (!S_ISDIR(st.st_mode)) {
+		ret = unlinkat(dfd, u->name, 0) < 0 && errno != ENOENT ? -1 : 0;
+	} else if (st.st_dev != j->dev) {
+		ret = -1;
+	} else if (u->dir[0] || !j->expanded) {
+		sub = openat(dfd, u->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+		ret = sub < 0 || remove_contents(sub, j->dev) < 0 ||
+		      unlinkat(dfd, u->name, AT_REMOVEDIR) < 0 ? -1 : 0;
+	}
+	close(dfd);
+	return ret;
+}
+
+static void *rm_worker(void *arg)
+{
+	struct rm_job *j = arg;
+
+	for (;;) {
+		size_t i;
+		pthread_mutex_lock(&j->mu);
+		i = j->next++;
+		pthread_mutex_unlock(&j->mu);
+		if (i >= j->n)
+			return NULL;
+		if (rm_one(j, &j->u[i]) < 0) {
+			pthread_mutex_lock(&j->mu);
+			j->failed = 1;
+			pthread_mutex_unlock(&j->mu);
+		}
+	}
+}
+
+int cb_remove_tree_parallel(const char *path, int workers)
+{
+	struct rm_job j = { .root = -1, .mu = PTHREAD_MUTEX_INITIALIZER };
+	pthread_t th[64];
+	struct stat st;
+	int n = 0;
+
+	if (workers > 64)
+		workers = 64;
+	if (workers < 2 || lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return cb_remove_tree(path);
+	j.root = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (j.root < 0)
+		return cb_remove_tree(path);
+	j.dev = st.st_dev;
+	rm_units(&j, workers);
+	while (n < workers && cb_thread_start(&th[n], rm_worker, &j) == 0)
+		n++;
+	rm_worker(&j);   /* this thread too */
+	while (n > 0)
+		pthread_join(th[--n], NULL);
+	for (size_t i = 0; i < j.n; i++) {
+		free(j.u[i].dir);
+		free(j.u[i].name);
+	}
+	free(j.u);
+	close(j.root);
+	/* what is left (emptied top directories, or all after a failure) */
+	return cb_remove_tree(path);
+}
+
 int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
