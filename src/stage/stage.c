@@ -987,8 +987,9 @@ int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 		ret = stage_pool_start(st, st->workers);
 	if (ret == 0)
 		ret = root_ret(st, p1_dir(st, sfd, st->dst_fd, fresh, st->kept, &st->root));
-	/* every file's copy done before the root's times and the index */
-	if (stage_pool_finish(st) < 0)
+	/* every file's copy done before the root's times and the index; a
+	 * signal that came while the last files were copied stops here */
+	if (stage_pool_finish(st) < 0 || (ret == 0 && st->workers > 1 && cb_check_interrupt() < 0))
 		ret = -1;
 	stage_dir_free(st->kept);
 	st->kept = NULL;

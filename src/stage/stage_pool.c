@@ -29,6 +29,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "cb_cleanup.h"
 #include "stage_int.h"
 
 #define QUEUE_LEN 64
@@ -103,7 +104,8 @@ static int run_job(struct cb_stage *w, struct pool_job *j)
 	w->rel_len = strlen(j->rel);
 	w->rel_cap = w->rel_len + 1;
 	j->rel = NULL;
-	if (stage_copy_data(w, j->in, j->out, &j->sb) < 0)
+	/* a signal stops the copy between files as it does the walk */
+	if (cb_check_interrupt() < 0 || stage_copy_data(w, j->in, j->out, &j->sb) < 0)
 		return -1;
 	return stage_meta(w, j->in, j->out, -1, -1, NULL, &j->sb, j->fresh);
 }
