@@ -37,10 +37,12 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# cbackup's locks in the scratch directory: other jobs on this machine
+# (benchmarks of others) hold the host's global lock for minutes
+export CBACKUP_LOCK_DIR=$work/locks
+mkdir -m 700 "$CBACKUP_LOCK_DIR"
 
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-median() { sort -n "$1" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+. bench/lib.sh
 log_secs() { sed -n "s/^INFO: $1 sync finished (\([0-9.]*\) seconds)$/\1/p" "$2" | head -n 1; }
 rec() { echo "$2" >>"$work/r.$1"; }   # KEY VALUE
 

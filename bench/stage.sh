@@ -24,9 +24,7 @@ trap 'exit 130' INT TERM
 src=$work/src
 
 scaled() { v=$(($1 * SCALE / 100)); [ "$v" -ge 1 ] && echo "$v" || echo 1; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-median() { sort -n "$1" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+. bench/lib.sh
 
 build_driver() {
 	make -s build/rel/stage/stage.o build/rel/stage/stage_copy.o build/rel/stage/stage_index.o \

@@ -448,6 +448,7 @@ static int list_source(struct cb_stage *st, int sfd, struct listing *l)
 	/* a worker failed: stop walking (stage_pool_finish reports it) */
 	if (stage_pool_failed(st))
 		return cb_error("a staging worker failed");
+	stage_pool_kick(st);
 	if (stage_list(sfd, l) == 0)
 		return 0;
 	return errno == ENOENT ? vanished(st) : stage_fail(st, "cannot list", "in source");

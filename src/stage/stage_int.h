@@ -145,6 +145,7 @@ struct stage_pool;
 int stage_pool_start(struct cb_stage *st, int workers);
 int stage_pool_push(struct cb_stage *st, int in, int out, const struct stat *sb, int fresh);
 int stage_pool_failed(struct cb_stage *st);
+void stage_pool_kick(struct cb_stage *st);
 int stage_pool_finish(struct cb_stage *st);
 int stage_pool_tick(struct cb_stage *w, size_t n, int throttle);
 

@@ -33,6 +33,7 @@
 #include "stage_int.h"
 
 #define QUEUE_LEN 64
+#define BATCH 8                 /* jobs a worker takes at once */
 #define IOPRIO_WHO_PROCESS 1
 
 struct pool_job {
@@ -47,6 +48,8 @@ struct stage_pool {
 	struct pool_job q[QUEUE_LEN];
 	size_t head, n;
 	int done;                   /* the walker pushes no more */
+	int idle;                   /* workers waiting for jobs */
+	int walker_waits;           /* the walker waits for room */
 	int failed;
 	char err[1024];
 	uint64_t bytes;             /* copied by all workers (progress) */
@@ -110,37 +113,60 @@ static int run_job(struct cb_stage *w, struct pool_job *j)
 	return stage_meta(w, j->in, j->out, -1, -1, NULL, &j->sb, j->fresh);
 }
 
+/* Take up to BATCH jobs (under the lock): fewer hand-overs per file. */
+static size_t take_jobs(struct stage_pool *p, struct pool_job *out)
+{
+	size_t k = 0;
+
+	while (p->n && k < BATCH) {
+		out[k++] = p->q[p->head];
+		p->head = (p->head + 1) % QUEUE_LEN;
+		p->n--;
+	}
+	if (k && p->walker_waits)
+		pthread_cond_signal(&p->not_full);
+	return k;
+}
+
+static void close_job(struct pool_job *j)
+{
+	close(j->in);
+	close(j->out);
+	free(j->rel);
+	j->rel = NULL;
+}
+
 static void *worker(void *arg)
 {
 	struct cb_stage *w = arg;
 	struct stage_pool *p = w->pool_of;
-	struct pool_job j;
+	struct pool_job jobs[BATCH];
+	size_t k;
 
 	syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, p->ioprio);
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), p->nice);
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		while (!p->n && !p->done)
+		while (!p->n && !p->done) {
+			p->idle++;
 			pthread_cond_wait(&p->not_empty, &p->mu);
-		if (!p->n)
-			break;
-		j = p->q[p->head];
-		p->head = (p->head + 1) % QUEUE_LEN;
-		p->n--;
-		pthread_cond_signal(&p->not_full);
-		if (p->failed) {   /* an error elsewhere: only close */
-			close(j.in);
-			close(j.out);
-			free(j.rel);
-			continue;
+			p->idle--;
 		}
+		if (!(k = take_jobs(p, jobs)))
+			break;
+		int failed = p->failed;   /* an error elsewhere: only close */
 		pthread_mutex_unlock(&p->mu);
-		int r = run_job(w, &j);
-		close(j.in);
-		close(j.out);
+		for (size_t i = 0; i < k; i++) {
+			int r = failed ? 0 : run_job(w, &jobs[i]);
+			close_job(&jobs[i]);
+			if (r < 0) {
+				pthread_mutex_lock(&p->mu);
+				fail_locked(p, cb_last_error());
+				pthread_mutex_unlock(&p->mu);
+				failed = 1;
+			}
+		}
 		pthread_mutex_lock(&p->mu);
-		if (r < 0)
-			fail_locked(p, cb_last_error());
 	}
 	pthread_mutex_unlock(&p->mu);
 	return NULL;
@@ -184,8 +210,11 @@ int stage_pool_push(struct cb_stage *st, int in, int out, const struct stat *sb,
 	struct pool_job *j;
 
 	pthread_mutex_lock(&p->mu);
-	while (p->n == QUEUE_LEN && !p->failed)
+	while (p->n == QUEUE_LEN && !p->failed) {
+		p->walker_waits = 1;
 		pthread_cond_wait(&p->not_full, &p->mu);
+		p->walker_waits = 0;
+	}
 	if (p->failed) {
 		pthread_mutex_unlock(&p->mu);
 		close(in);
@@ -199,9 +228,25 @@ int stage_pool_push(struct cb_stage *st, int in, int out, const struct stat *sb,
 	j->sb = *sb;
 	j->rel = cb_xstrdup(st->rel);
 	p->n++;
-	pthread_cond_signal(&p->not_empty);
+	/* wake a worker for a batch, not for each file */
+	if (p->idle && p->n >= BATCH)
+		pthread_cond_signal(&p->not_empty);
 	pthread_mutex_unlock(&p->mu);
 	return 0;
+}
+
+/* Before the walker lists a directory (which may hold no file for a
+ * while): what is queued gets a worker. */
+void stage_pool_kick(struct cb_stage *st)
+{
+	struct stage_pool *p = st->pool;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	if (p->idle && p->n)
+		pthread_cond_signal(&p->not_empty);
+	pthread_mutex_unlock(&p->mu);
 }
 
 /* 1 if a worker failed (the walker stops early), else 0. */
