@@ -46,38 +46,55 @@ test_expect_success ROOT,ACL,SETCAP 'run 1: a full tree' '
 '
 
 test_expect_success ROOT,ACL,SETCAP 'run 2: content, types, renames, recycled inodes, metadata' '
-	printf "HELLO\\n" >"$SRC/regular.txt" && put_back "$SRC/regular.txt"
-	rm "$SRC/t/was-file" && mkdir "$SRC/t/was-file"
-	rm -r "$SRC/t/was-dir" && ln -s elsewhere "$SRC/t/was-dir"
-	rm "$SRC/t/was-link" && echo now-a-file >"$SRC/t/was-link"
-	rm "$SRC/t/was-fifo" && mknod "$SRC/t/was-fifo" c 1 5
+	printf "HELLO\\n" >"$SRC/regular.txt"
+	put_back "$SRC/regular.txt"
+	rm "$SRC/t/was-file"
+	mkdir "$SRC/t/was-file"
+	rm -r "$SRC/t/was-dir"
+	ln -s elsewhere "$SRC/t/was-dir"
+	rm "$SRC/t/was-link"
+	echo now-a-file >"$SRC/t/was-link"
+	rm "$SRC/t/was-fifo"
+	mknod "$SRC/t/was-fifo" c 1 5
 	mv "$SRC/d1" "$SRC/d1-renamed"
 	mv "$SRC/text.txt" "$SRC/sub/text-moved.txt"
-	rm "$SRC/t/recycled" && echo recycle-it >"$SRC/t/recycled" && put_back "$SRC/t/recycled"
+	rm "$SRC/t/recycled"
+	echo recycle-it >"$SRC/t/recycled"
+	put_back "$SRC/t/recycled"
 	chown 4321:8765 "$SRC/regular.txt"
 	chmod 0640 "$SRC/empty"
 	setfattr -n user.comment -v "changed value" "$SRC/xattrs.txt"
 	setfacl -m u:4321:rw "$SRC/acl.txt"
 	ln "$SRC/empty" "$SRC/sub/empty-link"
 	rm "$SRC/hardlink3"
-	rm "$SRC/chardev" && mknod "$SRC/chardev" c 1 8 && put_back "$SRC/chardev"
+	rm "$SRC/chardev"
+	mknod "$SRC/chardev" c 1 8
+	put_back "$SRC/chardev"
 	put_back "$SRC/t" "$SRC/sub" "$SRC"
 	backup_and_check 2
 '
 
 test_expect_success ROOT,ACL,SETCAP 'run 3: everything changed back and again' '
-	printf "hello\\n" >"$SRC/regular.txt" && put_back "$SRC/regular.txt"
-	rmdir "$SRC/t/was-file" && echo file-again >"$SRC/t/was-file"
-	rm "$SRC/t/was-dir" && mkdir "$SRC/t/was-dir"
-	rm "$SRC/t/was-fifo" && mkfifo "$SRC/t/was-fifo"
+	printf "hello\\n" >"$SRC/regular.txt"
+	put_back "$SRC/regular.txt"
+	rmdir "$SRC/t/was-file"
+	echo file-again >"$SRC/t/was-file"
+	rm "$SRC/t/was-dir"
+	mkdir "$SRC/t/was-dir"
+	rm "$SRC/t/was-fifo"
+	mkfifo "$SRC/t/was-fifo"
 	mv "$SRC/d1-renamed" "$SRC/d1"
 	mv "$SRC/d1/d2/f" "$SRC/d1/f-up"
-	rm "$SRC/t/recycled" && echo recycle-me >"$SRC/t/recycled" && put_back "$SRC/t/recycled"
+	rm "$SRC/t/recycled"
+	echo recycle-me >"$SRC/t/recycled"
+	put_back "$SRC/t/recycled"
 	setfattr -x user.comment "$SRC/xattrs.txt"
 	setfacl -b "$SRC/acl.txt"
 	rm "$SRC/sub/empty-link"
 	ln "$SRC/regular.txt" "$SRC/d1/regular-link"
-	rm "$SRC/blockdev" && mknod "$SRC/blockdev" b 7 201 && put_back "$SRC/blockdev"
+	rm "$SRC/blockdev"
+	mknod "$SRC/blockdev" b 7 201
+	put_back "$SRC/blockdev"
 	put_back "$SRC/t" "$SRC/d1" "$SRC"
 	backup_and_check 3
 '
