@@ -20,6 +20,7 @@
 #     the big tree; rsync's second pass after the same change
 #   maximum RSS of cbackup per entry of the big tree (/usr/bin/time)
 # Environment: N=3 runs, BIG=1000000 entries (BIG=0: no big tree), SKIP_TMPFS=1,
+#   SKIP_DISTRO=1 (no distro rows), BIG_N=N runs on the big tree,
 #   BENCH_TMP=/var/tmp (scratch directory there, removed at exit; needs
 #   room for the trees, a copy of each and an archive).
 # Page caches are NOT dropped (shared machine): every run is warm, for all.
@@ -29,6 +30,7 @@ TOP=$(pwd)
 CB=$TOP/cbackup
 N=${N:-3}
 BIG=${BIG:-1000000}
+BIG_N=${BIG_N:-$N}
 DISTROOT=${DISTROOT:-/work/distroot}
 work=$(mktemp -d "${BENCH_TMP:-/var/tmp}/cbackup-nightly.XXXXXX")
 cleanup() {
@@ -144,7 +146,7 @@ pass2_round() {
 #!/bin/bash
 [ "\$1" = pre-stop ] || exit 0
 for i in 1 2 3 4 5 6 7 8 9 10; do
-	k=\$((i * $((BIG / 11000 + 1))))
+	k=\$((i * $((BIG / 1000)) / 11))
 	echo "\$RANDOM" >>"$src/\$(printf d%04d "\$k")/f\$((k * 1000 + 1))"
 done
 EOF
@@ -170,12 +172,12 @@ row() {  # LABEL PEER-KEY CBACKUP-KEY [PEER-NAME]
 	p=$(median "$work/r.$2")
 	c=$(median "$work/r.$3")
 	awk -v l="$1" -v p="$p" -v c="$c" -v n="${4:-}" 'BEGIN {
-		printf "| %-44s | %9.3f s | %9.3f s | %5.2fx %s |\n", l, p, c, p > 0 ? c / p : 0, n }'
+		printf "| %-44s | %9.3f s | %9.3f s | %5.2fx %s |\n", l, p, c, (p > 0 ? c / p : 0), n }'
 }
 
 table() {
 	echo
-	echo "medians of $N runs, warm page cache; ratio = cbackup / peer"
+	echo "medians of $N runs ($BIG_N on the big tree, $BIG entries), warm page cache; ratio = cbackup / peer"
 	echo "| step | peer | cbackup | ratio |"
 	echo "|---|---|---|---|"
 	for t in distro.disk distro.tmpfs big.disk; do
@@ -198,38 +200,44 @@ table() {
 
 # ---- run -------------------------------------------------------------------
 
-[ -x "$CB" ] || make -s
-echo "waiting for $DISTROOT/.ready ..."
-while [ ! -e "$DISTROOT/.ready" ]; do sleep 10; done
-cp -a "$DISTROOT" "$work/distro"
-rm -f "$work/distro/.ready"
-echo "distro: $(find "$work/distro" | wc -l) entries, $(du -sh "$work/distro" | cut -f1)"
-mkdir -p "$work/disk"
-if [ "${SKIP_TMPFS:-0}" != 1 ]; then
-	mkdir -p "$work/tmpfs"
-	mount -t tmpfs -o size=4g tmpfs "$work/tmpfs"
-fi
-for r in $(seq 1 "$N"); do
-	echo "distro round $r/$N ..."
-	cold_round "$work/distro" "$work/disk" distro.disk "$r"
-	[ "${SKIP_TMPFS:-0}" = 1 ] || cold_round "$work/distro" "$work/tmpfs" distro.tmpfs "$r"
-done
-echo "distro: the first night (keep-staging 1) ..."
-cbackup_night "$work/distro" "$work/disk"
-for r in $(seq 1 "$N"); do
-	echo "distro second night $r/$N ..."
-	night_round "$work/distro" "$work/disk" "$r"
-done
-rm -rf "$work/distro" "$work/disk"
-if [ "$BIG" -gt 0 ]; then
+run_distro() {
+	echo "waiting for $DISTROOT/.ready ..."
+	while [ ! -e "$DISTROOT/.ready" ]; do sleep 10; done
+	cp -a "$DISTROOT" "$work/distro"
+	rm -f "$work/distro/.ready"
+	echo "distro: $(find "$work/distro" | wc -l) entries, $(du -sh "$work/distro" | cut -f1)"
+	mkdir -p "$work/disk"
+	if [ "${SKIP_TMPFS:-0}" != 1 ]; then
+		mkdir -p "$work/tmpfs"
+		mount -t tmpfs -o size=4g tmpfs "$work/tmpfs"
+	fi
+	for r in $(seq 1 "$N"); do
+		echo "distro round $r/$N ..."
+		cold_round "$work/distro" "$work/disk" distro.disk "$r"
+		[ "${SKIP_TMPFS:-0}" = 1 ] || cold_round "$work/distro" "$work/tmpfs" distro.tmpfs "$r"
+	done
+	echo "distro: the first night (keep-staging 1) ..."
+	cbackup_night "$work/distro" "$work/disk"
+	for r in $(seq 1 "$N"); do
+		echo "distro second night $r/$N ..."
+		night_round "$work/distro" "$work/disk" "$r"
+	done
+	rm -rf "$work/distro" "$work/disk"
+}
+
+run_big() {
 	echo "generating the big tree ($BIG entries) ..."
 	gen_big "$work/big" "$BIG"
 	mkdir -p "$work/disk"
-	for r in $(seq 1 "$N"); do
-		echo "big round $r/$N ..."
+	for r in $(seq 1 "$BIG_N"); do
+		echo "big round $r/$BIG_N ..."
 		cold_round "$work/big" "$work/disk" big.disk "$r"
 		pass2_round "$work/big" "$r"
 	done
-fi
+}
+
+[ -x "$CB" ] || make -s
+[ "${SKIP_DISTRO:-0}" = 1 ] || run_distro
+[ "$BIG" -gt 0 ] && run_big
 table | tee "$work/../cbackup-nightly-table.$$"
 echo "(table also in ${BENCH_TMP:-/var/tmp}/cbackup-nightly-table.$$)"
