@@ -182,7 +182,13 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "One thread walks the guest, creates directories and special files in\n"
 	  "order and hands regular files to the workers; bwlimit is shared by all\n"
 	  "of them and ionice applies to each. The final sync (guest frozen) stays\n"
-	  "on one thread. 1 copies on the walking thread itself." },
+	  "on one thread. 1 copies on the walking thread itself.\n"
+	  "With keep-staging 0 the same number of threads removes the staging copy\n"
+	  "once the archive has its name: the copy is moved aside\n"
+	  "(\\fItmpdir\\fR/cbackup/.trash-cbackup-\\fIID\\fR.stage.\\fIPID\\fR)\n"
+	  "and removed while the result lines are logged and the next guest runs;\n"
+	  "the process ends once it is gone. The next run of the guest removes\n"
+	  "what a killed run left there." },
 	{ "freeze-cgroup", CB_OPT_STRING, NULL, U | C, "PATH",
 	  "cgroup (v2 cgroup.freeze or v1 freezer) holding the guest's processes", 0,
 	  OFF(freeze_cgroup), 0, 0, NULL, NULL },
