@@ -24,17 +24,17 @@ trap 'exit 130' INT TERM
 src=$work/src
 
 scaled() { v=$(($1 * SCALE / 100)); [ "$v" -ge 1 ] && echo "$v" || echo 1; }
-now() { date +%s.%N; }
-elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-median() { sort -n "$1" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+. bench/lib.sh
 
 build_driver() {
 	make -s build/rel/stage/stage.o build/rel/stage/stage_copy.o build/rel/stage/stage_index.o \
-		build/rel/core/util.o build/rel/core/log.o build/rel/core/cleanup.o build/rel/sink/throttle.o build/rel/core/progress.o
+		build/rel/stage/stage_keep.o build/rel/stage/stage_pool.o \
+		build/rel/core/util.o build/rel/core/private.o build/rel/core/log.o build/rel/core/cleanup.o build/rel/sink/throttle.o build/rel/core/progress.o
 	cc -O2 -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude -o "$work/stage_bench" \
 		bench/stage_bench.c build/rel/stage/stage.o build/rel/stage/stage_copy.o build/rel/stage/stage_index.o \
-		build/rel/core/util.o build/rel/core/log.o build/rel/core/cleanup.o build/rel/sink/throttle.o build/rel/core/progress.o \
-		-lpthread
+		build/rel/stage/stage_keep.o build/rel/stage/stage_pool.o \
+		build/rel/core/util.o build/rel/core/private.o build/rel/core/log.o build/rel/core/cleanup.o build/rel/sink/throttle.o build/rel/core/progress.o \
+		-lcrypto -lpthread
 }
 
 # Directories: NDIRS top-level dirs with a subdir each, and a 40-level chain.

@@ -29,6 +29,7 @@ struct cb_guest_result {
 	uint64_t stored_raw;     /* bytes the codec stored uncompressed */
 	double seconds;          /* the whole guest */
 	double first_sync, final_sync, archive_seconds, freeze;
+	struct cb_trash *trash;  /* its staging copy still being removed, or NULL */
 };
 
 struct cb_job_status {

@@ -56,6 +56,8 @@ struct cb_opts {
 	int freeze_wait;          /* seconds, at most max_freeze */
 	int thaw_timeout;         /* seconds a failed thaw is retried */
 	int keep_staging;
+	int stage_workers;        /* pass 1 copy threads, 0 = online cores */
+	int prune_staging;        /* prune --staging: the kept staging copies */
 
 	/* reporting (issue 19) */
 	char *mailto;             /* "a@x, b@y" or NULL: no mail */

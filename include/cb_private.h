@@ -14,6 +14,7 @@
 #define CB_PRIVATE_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /*
@@ -39,6 +40,36 @@ int cb_stage_dir_record(const char *stage_path);
 /* Remove the staging directory and its marker, and the private parent
  * when nothing else is left in it. */
 int cb_stage_dir_remove(const char *stage_path);
+
+/*
+ * Kept staging copies (keep-staging) in TMPDIR: every recorded staging
+ * directory (its marker matches), of guest ID only when ID is not NULL,
+ * with the space it and its companions (index, side store, mount points'
+ * copies) take. 0 (none: *n = 0) or -1.
+ */
+struct cb_kept_copy {
+	char id[256];
+	char *path;
+	uint64_t bytes;
+};
+int cb_kept_copies(const char *tmpdir, const char *id, struct cb_kept_copy **out, size_t *n);
+void cb_kept_copies_free(struct cb_kept_copy *v, size_t n);
+/*
+ * keep-staging 0: move the staging directory and its companions aside
+ * (TMPDIR/cbackup/.trash-cbackup-ID.stage.PID, one rename each) and
+ * remove them with WORKERS threads in the background, so that the run's
+ * result line does not wait for it; cb_trash_wait() joins (the job does,
+ * after its last line). A killed run's trash is removed by the next run of
+ * the guest (cb_stage_dir_prepare). *out is NULL when the removal was
+ * done at once (no thread). 0 or -1 (nothing moved: remove it now).
+ */
+struct cb_trash;
+int cb_stage_dir_trash(const char *stage_path, int workers, struct cb_trash **out);
+int cb_trash_wait(struct cb_trash *t);
+
+/* Remove guest ID's staging directory and every companion of it; the
+ * caller holds the guest's lock. */
+int cb_stage_dir_purge(const char *tmpdir, const char *id);
 
 /*
  * Create PATH (O_CREAT|O_EXCL|O_NOFOLLOW) with exactly MODE (fchmod after

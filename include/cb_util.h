@@ -89,5 +89,8 @@ int cb_remove_at(int dfd, const char *name, dev_t dev, uint64_t *count);
 /* The names in directory dfd (without . and ..), sorted (strcmp), added to
  * names. 0, or -1 with errno (names left empty). */
 int cb_dir_names(int dfd, struct cb_strvec *names);
+/* The same with up to WORKERS threads, each on its own subtrees (the
+ * staging copy of a big guest: removal is as much work as the copy). */
+int cb_remove_tree_parallel(const char *path, int workers);
 
 #endif

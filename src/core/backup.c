@@ -368,6 +368,7 @@ static int open_mp_stages(struct guest_run *r)
 		struct cb_stage_opts so = {
 			.src = mp->source, .dst = mp->stage_dir, .excludes = &r->excludes,
 			.bwlimit = r->opts.bwlimit, .progress = &r->progress,
+			.workers = r->opts.stage_workers,
 		};
 		if (remove_stale_stage(r, mp->stage_dir) < 0 || cb_stage_new(&mp->stage, &so, r->log) < 0)
 			return -1;
@@ -380,7 +381,7 @@ static int open_stage(struct guest_run *r)
 	struct cb_stage_opts so = {
 		.src = r->opts.root, .dst = r->stage_dir, .excludes = &r->excludes,
 		.bwlimit = r->opts.bwlimit, .progress = &r->progress,
-		.keep = r->opts.keep_staging,
+		.keep = r->opts.keep_staging, .workers = r->opts.stage_workers,
 	};
 	int reused;
 
@@ -848,16 +849,33 @@ static int run_guest_phases(struct guest_run *r)
 	return guest_hook(r, "backup-end");
 }
 
-static void cleanup_mps(struct guest_run *r)
+static void cleanup_mps(struct guest_run *r, int remove)
 {
 	for (size_t i = 0; i < r->n_mps; i++) {
 		struct mount_point *mp = &r->mps[i];
 		cb_stage_free(mp->stage);
 		mp->stage = NULL;
-		if (r->stage_created && mp->stage_dir && !r->opts.keep_staging &&
-		    cb_remove_tree(mp->stage_dir) < 0)
+		if (remove && mp->stage_dir && cb_remove_tree(mp->stage_dir) < 0)
 			cb_warn(r->log, "%s", cb_last_error());
 	}
+}
+
+/* keep-staging 0: the copy (mount points' too) is moved aside and removed
+ * by stage-workers threads while the run logs its result and the job goes
+ * on; the job waits for it after its last line. */
+static void remove_stage(struct guest_run *r)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	int workers = r->opts.stage_workers ? r->opts.stage_workers : cores > 0 ? (int)cores : 1;
+
+	if (cb_stage_dir_trash(r->stage_dir, workers, &r->res->trash) == 0) {
+		cleanup_mps(r, 0);
+		return;
+	}
+	cb_warn(r->log, "%s", cb_last_error());
+	cleanup_mps(r, 1);   /* first: the private directory goes when it is empty */
+	if (cb_stage_dir_remove(r->stage_dir) < 0)
+		cb_warn(r->log, "%s", cb_last_error());
 }
 
 static void cleanup_run(struct guest_run *r)
@@ -866,9 +884,10 @@ static void cleanup_run(struct guest_run *r)
 	remove_snapshots(r);
 	cb_stage_free(r->stage);
 	cb_imgstage_free(r->images);
-	cleanup_mps(r);   /* first: the private directory goes when it is empty */
-	if (r->stage_created && !r->opts.keep_staging && cb_stage_dir_remove(r->stage_dir) < 0)
-		cb_warn(r->log, "%s", cb_last_error());
+	if (r->stage_created && !r->opts.keep_staging)
+		remove_stage(r);
+	else
+		cleanup_mps(r, 0);
 	if (r->stage_created && r->opts.keep_staging && cb_stage_dir_record(r->stage_dir) < 0)
 		cb_warn(r->log, "%s", cb_last_error());
 	cb_lock_release(&r->store_lock);

@@ -33,6 +33,7 @@ void cb_cli_usage(FILE *out)
 	      "       cbackup verify ARCHIVE\n"
 	      "       cbackup list [ID] [--storage NAME | --dumpdir DIR]\n"
 	      "       cbackup prune [ID] [--prune-backups keep-last=N,...] [--dry-run]\n"
+	      "       cbackup prune [ID] --staging [--tmpdir DIR] [--dry-run]\n"
 	      "       cbackup probe [--storage NAME | --dumpdir DIR] [--tmpdir DIR]\n\n"
 	      "options:\n", out);
 	for (size_t i = 0; i < N_CLI_ONLY; i++)

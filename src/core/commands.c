@@ -14,6 +14,7 @@
 #include "cb_leftovers.h"
 #include "cb_lock.h"
 #include "cb_list.h"
+#include "cb_private.h"
 #include "cb_probe.h"
 #include "cb_prune.h"
 #include "cb_restore.h"
@@ -82,9 +83,29 @@ static int resolve_for(const struct cb_cli *cli, const struct cb_config *cfg, co
 	return cb_config_resolve(cfg, NULL, &cli->kv, o);
 }
 
+/* After the backups: the kept staging copies and the space they take. */
+static int list_kept(const struct cb_opts *o, const char *id, FILE *out)
+{
+	struct cb_kept_copy *k;
+	size_t n;
+	char size[32];
+
+	if (cb_kept_copies(o->tmpdir, id, &k, &n) < 0)
+		return -1;
+	if (n)
+		fprintf(out, "\n%-8s %9s %s\n", "ID", "SIZE", "KEPT STAGING COPY (keep-staging)");
+	for (size_t i = 0; i < n; i++) {
+		cb_fmt_vzsize(size, sizeof(size), k[i].bytes);
+		fprintf(out, "%-8s %9s %s\n", k[i].id, size, k[i].path);
+	}
+	cb_kept_copies_free(k, n);
+	return 0;
+}
+
 int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	const char *id = cli->args.n ? cli->args.v[0] : NULL;
+	int json;
 	struct cb_opts o;
 	int status = CB_EXIT_OK;
 
@@ -92,9 +113,13 @@ int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb
 		cb_err(log, "%s", cb_last_error());
 		return CB_EXIT_USAGE;
 	}
-	if (cb_list_run(o.dumpdir, id, o.output_format == CB_OUTPUT_JSON, stdout) < 0) {
+	json = o.output_format == CB_OUTPUT_JSON;
+	if (cb_list_run(o.dumpdir, id, json, stdout) < 0) {
 		cb_err(log, "%s", cb_last_error());
 		status = CB_EXIT_FAILED;
+	} else if (!json && list_kept(&o, id, stdout) < 0) {
+		/* the backups are listed; the tmpdir may be root's alone */
+		cb_warn(log, "kept staging copies not shown: %s", cb_last_error());
 	}
 	cb_opts_release(&o);
 	return status;
@@ -116,6 +141,57 @@ static void prune_leftovers(const struct cb_opts *g, enum cb_guest_type type, co
 	cb_lock_release(&local);
 }
 
+/* One kept staging copy, under the guest's lock (no run of it is using
+ * the copy): 0, 1 if the guest is being backed up, -1. */
+static int prune_kept(const struct cb_opts *o, const struct cb_kept_copy *k, struct cb_log *log)
+{
+	struct cb_lock local = CB_LOCK_INIT;
+	char size[32];
+	int ret;
+
+	cb_fmt_bytes(size, sizeof(size), k->bytes);
+	if (cb_lock_dir_check() < 0)
+		return -1;
+	if (cb_lock_guest(&local, NULL, o->dumpdir, "ct", k->id) != 0) {
+		cb_warn(log, "%s: being backed up: its staging copy is left alone", k->id);
+		return 1;
+	}
+	if (o->dry_run) {
+		cb_info(log, "%s: would remove the kept staging copy '%s' (%s)", k->id, k->path, size);
+		ret = 0;
+	} else {
+		ret = cb_stage_dir_purge(o->tmpdir, k->id);
+		if (ret == 0)
+			cb_info(log, "%s: removed the kept staging copy '%s' (%s)", k->id, k->path, size);
+	}
+	cb_lock_release(&local);
+	return ret;
+}
+
+/* prune --staging [ID]: the kept staging copies in the tmpdir. */
+static int prune_staging(const struct cb_opts *o, const char *id, struct cb_log *log)
+{
+	struct cb_kept_copy *k = NULL;
+	size_t n = 0;
+	int status = CB_EXIT_OK;
+
+	if (cb_kept_copies(o->tmpdir, id, &k, &n) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		status = CB_EXIT_FAILED;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int r = prune_kept(o, &k[i], log);
+		if (r < 0)
+			cb_err(log, "prune of the staging copy of %s failed - %s", k[i].id, cb_last_error());
+		if (r != 0)
+			status = CB_EXIT_FAILED;
+	}
+	if (n == 0 && status == CB_EXIT_OK)
+		cb_info(log, "no kept staging copy%s%s in '%s'", id ? " of " : "", id ? id : "", o->tmpdir);
+	cb_kept_copies_free(k, n);
+	return status;
+}
+
 int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	const char *id = cli->args.n ? cli->args.v[0] : NULL;
@@ -123,7 +199,17 @@ int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 	struct cb_opts o;
 	int status = CB_EXIT_OK;
 
-	if (resolve_for(cli, cfg, id, &o) < 0 || cb_catalog_scan(&cat, o.dumpdir, id) < 0) {
+	if (resolve_for(cli, cfg, id, &o) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		return CB_EXIT_USAGE;
+	}
+	if (o.prune_staging) {
+		status = prune_staging(&o, id, log);
+		cb_opts_release(&o);
+		return status;
+	}
+	if (cb_catalog_scan(&cat, o.dumpdir, id) < 0) {
+		cb_opts_release(&o);
 		cb_err(log, "%s", cb_last_error());
 		return CB_EXIT_USAGE;
 	}

@@ -16,6 +16,7 @@
 #include "cb_job.h"
 #include "cb_jobstatus.h"
 #include "cb_lock.h"
+#include "cb_private.h"
 #include "cb_notify.h"
 
 /* Default ID of an ad hoc backup: the root directory's base name. */
@@ -292,6 +293,11 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 out:
 	cb_lock_release(&lock);   /* the next job need not wait for the mail */
 	report_job(&js, &job_opts, status, log);
+	/* the staging copies removed in the background since each guest's
+	 * result: the job's result is out, the process ends once they are gone */
+	for (size_t i = 0; i < js.n; i++)
+		if (cb_trash_wait(js.guests[i].trash) < 0)
+			cb_warn(log, "%s", cb_last_error());
 	cb_jobstatus_release(&js);
 	free_guests(guests, n);
 	cb_opts_release(&job_opts);

@@ -145,6 +145,9 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "more detail in the log", 0, OFF(verbose), 0, 1, NULL, NULL },
 	{ "dry-run", CB_OPT_BOOL, "0", C, "0|1",
 	  "check configuration and space, change nothing", 0, OFF(dry_run), 0, 1, NULL, NULL },
+	{ "staging", CB_OPT_BOOL, "0", C, "0|1",
+	  "prune: remove the kept staging copies (keep-staging) of the guest, or of all guests, "
+	  "instead of old backups", 0, OFF(prune_staging), 0, 1, NULL, NULL },
 	{ "max-freeze", CB_OPT_INT, "60", G | S | U | C, "SECONDS",
 	  "thaw and fail the guest when it stays frozen longer (final sync and pre-restart hook); "
 	  "held by the watchdog", 0, OFF(max_freeze), 1, INT_MAX, NULL,
@@ -163,7 +166,29 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  1, NULL,
 	  "Only a copy cbackup itself made and recorded (a marker beside it in\n"
 	  ".IB tmpdir /cbackup/\\fR)\n"
-	  "is reused; anything else found there is removed first." },
+	  "is reused; anything else found there is removed first.\n"
+	  "The trade-off: the tmpdir holds a full copy of the guest between runs\n"
+	  "(as much space as the guest's files, shown by\n"
+	  ".B cbackup list\\fR),\n"
+	  "for a first sync that copies only what changed (a checksummed index\n"
+	  "beside the copy says what it holds; a damaged or foreign one means a\n"
+	  "full first sync with a WARN: line). The default stays 0 so that a host\n"
+	  "with many guests does not keep a copy of each;\n"
+	  ".B cbackup prune --staging\n"
+	  "removes kept copies." },
+	{ "stage-workers", CB_OPT_INT, "0", G | U | C, "0-256",
+	  "threads that copy files in the first sync (0 = one per online core)", 0,
+	  OFF(stage_workers), 0, 256, NULL,
+	  "One thread walks the guest, creates directories and special files in\n"
+	  "order and hands regular files to the workers; bwlimit is shared by all\n"
+	  "of them and ionice applies to each. The final sync (guest frozen) stays\n"
+	  "on one thread. 1 copies on the walking thread itself.\n"
+	  "With keep-staging 0 the same number of threads removes the staging copy\n"
+	  "once the archive has its name: the copy is moved aside\n"
+	  "(\\fItmpdir\\fR/cbackup/.trash-cbackup-\\fIID\\fR.stage.\\fIPID\\fR)\n"
+	  "and removed while the result lines are logged and the next guest runs;\n"
+	  "the process ends once it is gone. The next run of the guest removes\n"
+	  "what a killed run left there." },
 	{ "freeze-cgroup", CB_OPT_STRING, NULL, U | C, "PATH",
 	  "cgroup (v2 cgroup.freeze or v1 freezer) holding the guest's processes", 0,
 	  OFF(freeze_cgroup), 0, 0, NULL, NULL },

@@ -1,6 +1,9 @@
 /* cb_private: root-only directories, exclusive files. See include/cb_private.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,6 +195,9 @@ static int clear_name(int pfd, const char *name, const char *path)
 	return ret < 0 ? -1 : cb_remove_tree(path);
 }
 
+static void trash_leftovers(int pfd, const char *parent, const char *id);
+static int stage_dir_id(const char *name, char *id, size_t len);
+
 static int prepare_in(int pfd, const char *name, const char *path, int reuse, int *reused)
 {
 	struct stat st;
@@ -216,6 +222,8 @@ int cb_stage_dir_prepare(const char *tmpdir, const char *id, int reuse, char **p
 
 	*path_out = cb_xasprintf("%s/%s", parent, name);
 	*reused = 0;
+	if (pfd >= 0)
+		trash_leftovers(pfd, parent, id);
 	if (pfd >= 0) {
 		ret = prepare_in(pfd, name, *path_out, reuse, reused);
 		close(pfd);
@@ -260,5 +268,317 @@ int cb_stage_dir_remove(const char *stage_path)
 	}
 	free(parent);
 	free(marker);
+	return ret;
+}
+
+/* ---- kept staging copies (prune --staging, list) ---- */
+
+/* What follows "cbackup-ID.stage" in the names of the staging directory
+ * and its companions: marker, index, side store, and the same for each
+ * mount point's copy (".mpN..."). A whitelist: guest "a"'s names never
+ * take in guest "a.stage"'s ("cbackup-a.stage.stage"). */
+static int stage_tail_ok(const char *r)
+{
+	static const char *const tails[] = { "", MARKER_SUFFIX, ".index", ".index.new", ".xattrs" };
+
+	if (!strncmp(r, ".mp", 3) && r[3] >= '1' && r[3] <= '9')
+		for (r += 4; *r >= '0' && *r <= '9'; r++)
+			;
+	for (size_t i = 0; i < sizeof(tails) / sizeof(tails[0]); i++)
+		if (!strcmp(r, tails[i]))
+			return 1;
+	return 0;
+}
+
+/* NAME is guest ID's staging directory or one of its companions. */
+static int stage_name_of(const char *name, const char *id)
+{
+	size_t n = strlen(id);
+
+	return !strncmp(name, "cbackup-", 8) && !strncmp(name + 8, id, n) &&
+	       !strncmp(name + 8 + n, ".stage", 6) && stage_tail_ok(name + 8 + n + 6);
+}
+
+/* The ID of a staging directory's name "cbackup-ID.stage", else -1. */
+static int stage_dir_id(const char *name, char *id, size_t len)
+{
+	size_t n = strlen(name);
+
+	if (n <= 14 || strncmp(name, "cbackup-", 8) || strcmp(name + n - 6, ".stage") ||
+	    n - 14 >= len)
+		return -1;
+	memcpy(id, name + 8, n - 14);
+	id[n - 14] = '\0';
+	return 0;
+}
+
+/* Blocks below fd, a hardlinked inode counted once per name's share. */
+static uint64_t tree_bytes(int fd)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+	uint64_t sum = 0;
+
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while ((de = readdir(d)) != NULL) {
+		struct stat st;
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		sum += (uint64_t)st.st_blocks * 512 / (S_ISDIR(st.st_mode) || !st.st_nlink ? 1 : st.st_nlink);
+		if (S_ISDIR(st.st_mode)) {
+			int sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				sum += tree_bytes(sub);
+		}
+	}
+	closedir(d);
+	return sum;
+}
+
+/* Every kept copy (a staging directory with its marker) in TMPDIR. */
+static int each_kept(const char *tmpdir, const char *only_id,
+		     int (*fn)(int pfd, const char *id, const char *parent, void *arg), void *arg)
+{
+	char *parent = cb_xasprintf("%s/%s", tmpdir, PRIVATE_NAME), id[256];
+	int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ret = -1;
+	struct dirent *de;
+	DIR *d = NULL;
+
+	if (pfd < 0) {
+		ret = errno == ENOENT ? 0 : cb_error_errno("cannot open '%s'", parent);
+		goto out;
+	}
+	if (check_private(pfd, parent) < 0 || !(d = fdopendir(dup(pfd))))
+		goto out;
+	ret = 0;
+	while (ret == 0 && (de = readdir(d)) != NULL) {
+		struct stat st;
+		if (stage_dir_id(de->d_name, id, sizeof(id)) < 0 || (only_id && strcmp(id, only_id)))
+			continue;
+		if (fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    marker_matches(pfd, de->d_name, &st))
+			ret = fn(pfd, id, parent, arg);
+	}
+out:
+	if (d)
+		closedir(d);
+	if (pfd >= 0)
+		close(pfd);
+	free(parent);
+	return ret;
+}
+
+struct kept_list {
+	struct cb_kept_copy *v;
+	size_t n;
+};
+
+/* The copy's size: the directory and its companions. */
+static int add_kept(int pfd, const char *id, const char *parent, void *arg)
+{
+	struct kept_list *l = arg;
+	struct cb_kept_copy *k;
+	/* a new open file: a dup() would share the caller's readdir offset */
+	int dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	struct dirent *de;
+
+	l->v = cb_xrealloc(l->v, (l->n + 1) * sizeof(*l->v));
+	k = &l->v[l->n++];
+	snprintf(k->id, sizeof(k->id), "%s", id);
+	k->path = cb_xasprintf("%s/cbackup-%s.stage", parent, id);
+	k->bytes = 0;
+	while (d && (de = readdir(d)) != NULL) {
+		struct stat st;
+		int fd;
+		if (!stage_name_of(de->d_name, id) || fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		k->bytes += (uint64_t)st.st_blocks * 512;
+		fd = S_ISDIR(st.st_mode) ? openat(pfd, de->d_name, O_RDONLY | O_DIRECTORY |
+							     O_NOFOLLOW | O_CLOEXEC) : -1;
+		if (fd >= 0)
+			k->bytes += tree_bytes(fd);
+	}
+	if (d)
+		closedir(d);
+	return 0;
+}
+
+int cb_kept_copies(const char *tmpdir, const char *id, struct cb_kept_copy **out, size_t *n)
+{
+	struct kept_list l = { NULL, 0 };
+	int ret = each_kept(tmpdir, id, add_kept, &l);
+
+	*out = l.v;
+	*n = l.n;
+	return ret;
+}
+
+void cb_kept_copies_free(struct cb_kept_copy *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].path);
+	free(v);
+}
+
+/* Everything named for guest ID's staging in the private directory. */
+int cb_stage_dir_purge(const char *tmpdir, const char *id)
+{
+	char *parent = cb_xasprintf("%s/%s", tmpdir, PRIVATE_NAME);
+	int pfd = cb_private_dir_open(parent), ret = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (pfd < 0 || !(d = fdopendir(dup(pfd)))) {
+		if (pfd >= 0)
+			close(pfd);
+		free(parent);
+		return -1;
+	}
+	while (ret == 0 && (de = readdir(d)) != NULL) {
+		char *path;
+		if (!stage_name_of(de->d_name, id))
+			continue;
+		path = cb_xasprintf("%s/%s", parent, de->d_name);
+		ret = cb_remove_tree(path);
+		free(path);
+	}
+	closedir(d);
+	close(pfd);
+	rmdir(parent);   /* empty now: the tmpdir as it was before any run */
+	free(parent);
+	return ret;
+}
+
+/* ---- removal after the result (keep-staging 0) ---- */
+
+#define TRASH_PREFIX ".trash-"
+
+struct cb_trash {
+	pthread_t th;
+	char *path, *parent;
+	int workers, ret;
+	char err[1024];
+};
+
+static void *trash_thread(void *arg)
+{
+	struct cb_trash *t = arg;
+
+	t->ret = cb_remove_tree_parallel(t->path, t->workers);
+	if (t->ret < 0)
+		snprintf(t->err, sizeof(t->err), "%s", cb_last_error());
+	rmdir(t->parent);   /* the tmpdir as it was, unless another guest's copy is there */
+	return NULL;
+}
+
+/* Move guest ID's staging directory and companions (not the marker) into
+ * the new directory TRASH. */
+static int trash_move(int pfd, const char *id, const char *trash)
+{
+	char *marker = cb_xasprintf("cbackup-%s.stage%s", id, MARKER_SUFFIX);
+	int dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret = 0;
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	struct dirent *de;
+
+	while (d && ret == 0 && (de = readdir(d))) {
+		if (!stage_name_of(de->d_name, id) || !strcmp(de->d_name, marker))
+			continue;
+		char *to = cb_xasprintf("%s/%s", trash, de->d_name);
+		ret = renameat(pfd, de->d_name, pfd, to);
+		free(to);
+	}
+	if (d)
+		closedir(d);
+	if (!d || ret < 0)
+		ret = -1;
+	else
+		unlinkat(pfd, marker, 0);
+	free(marker);
+	return ret;
+}
+
+/* Dead runs' trash of guest ID (a killed run never got to remove it). */
+static void trash_leftovers(int pfd, const char *parent, const char *id)
+{
+	char *prefix = cb_xasprintf(TRASH_PREFIX "cbackup-%s.stage.", id);
+	int dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
+	size_t n = strlen(prefix);
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		char *end, *path;
+		long pid;
+		if (strncmp(de->d_name, prefix, n))
+			continue;
+		pid = strtol(de->d_name + n, &end, 10);
+		if (*end || pid <= 0 || (kill((pid_t)pid, 0) == 0 || errno != ESRCH))
+			continue;   /* not a trash name, or its run still removes it */
+		path = cb_xasprintf("%s/%s", parent, de->d_name);
+		cb_remove_tree(path);
+		free(path);
+	}
+	if (d)
+		closedir(d);
+	free(prefix);
+}
+
+int cb_stage_dir_trash(const char *stage_path, int workers, struct cb_trash **out)
+{
+	const char *base = strrchr(stage_path, '/');
+	char id[256], *trash = NULL;
+	struct cb_trash *t = NULL;
+	int pfd = -1, ret = -1;
+
+	*out = NULL;
+	if (!base || stage_dir_id(base + 1, id, sizeof(id)) < 0)
+		return cb_error("'%s' is not a staging directory", stage_path);
+	t = cb_xcalloc(1, sizeof(*t));
+	t->parent = cb_xasprintf("%.*s", (int)(base - stage_path), stage_path);
+	t->workers = workers;
+	pfd = cb_private_dir_open(t->parent);
+	trash = cb_xasprintf(TRASH_PREFIX "%s.%ld", base + 1, (long)getpid());
+	if (pfd < 0 || mkdirat(pfd, trash, 0700) < 0 || trash_move(pfd, id, trash) < 0) {
+		if (pfd >= 0)
+			cb_error_errno("cannot move '%s' aside for removal", stage_path);
+		goto out;
+	}
+	t->path = cb_xasprintf("%s/%s", t->parent, trash);
+	if (cb_thread_start(&t->th, trash_thread, t) < 0) {
+		trash_thread(t);   /* no thread: now, then */
+		ret = t->ret < 0 ? cb_error("%s", t->err) : 0;
+		goto out;
+	}
+	*out = t;
+	t = NULL;
+	ret = 0;
+out:
+	if (pfd >= 0)
+		close(pfd);
+	free(trash);
+	if (t) {
+		free(t->path);
+		free(t->parent);
+		free(t);
+	}
+	return ret;
+}
+
+int cb_trash_wait(struct cb_trash *t)
+{
+	int ret;
+
+	if (!t)
+		return 0;
+	pthread_join(t->th, NULL);
+	ret = t->ret < 0 ? cb_error("cannot remove the staging copy '%s': %s", t->path, t->err) : 0;
+	free(t->path);
+	free(t->parent);
+	free(t);
 	return ret;
 }

@@ -436,29 +436,168 @@ static void *deep_main(void *p)
 	return NULL;
 }
 
-int cb_call_deep(int (*fn)(void *), void *arg)
+/* A thread on a CB_DEEP_STACK stack, all signals blocked in it (they stay
+ * with the caller's thread, whose handlers only count). 0 or -1. */
+static int start_deep(pthread_t *th, void *(*fn)(void *), void *arg)
 {
-	struct deep_call c = { fn, arg, 0, NULL };
 	pthread_attr_t attr;
 	sigset_t all, old;
-	pthread_t th;
 	int rc;
 
 	if (pthread_attr_init(&attr) != 0)
-		return fn(arg);
+		return -1;
 	pthread_attr_setstacksize(&attr, CB_DEEP_STACK);
-	/* signals stay with the caller's thread (the handlers only count) */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
-	rc = pthread_create(&th, &attr, deep_main, &c);
+	rc = pthread_create(th, &attr, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
-	if (rc != 0)  /* no room for such a stack: the ordinary one */
+	return rc == 0 ? 0 : -1;
+}
+
+int cb_call_deep(int (*fn)(void *), void *arg)
+{
+	struct deep_call c = { fn, arg, 0, NULL };
+	pthread_t th;
+
+	if (start_deep(&th, deep_main, &c) < 0)  /* no room for such a stack */
 		return fn(arg);
 	pthread_join(th, NULL);
 	if (c.err)
 		set_error(c.err);
 	return c.ret;
+}
+
+/* ---- parallel removal ---- */
+
+/* The units several threads remove: entries of the top directory, or of
+ * its subdirectories when the top has too few to share out. */
+struct rm_unit {
+	char *dir;                  /* "" or a top subdirectory's name */
+	char *name;
+};
+
+struct rm_job {
+	int root;
+	dev_t dev;
+	struct rm_unit *u;
+	size_t n, next;
+	int failed;
+	int expanded;               /* units below the top directories too */
+	pthread_mutex_t mu;
+};
+
+static void rm_add_dir(struct rm_job *j, size_t *cap, int fd, const char *dir)
+{
+	DIR *d = fdopendir(fd);
+	struct dirent *de;
+
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (j->n == *cap)
+			j->u = cb_xrealloc(j->u, (*cap = *cap ? *cap * 2 : 256) * sizeof(*j->u));
+		j->u[j->n].dir = cb_xstrdup(dir);
+		j->u[j->n++].name = cb_xstrdup(de->d_name);
+	}
+	closedir(d);
+}
+
+/* Top entries, then (few of them) each top directory's entries instead. */
+static void rm_units(struct rm_job *j, int workers)
+{
+	size_t cap = 0, top;
+
+	rm_add_dir(j, &cap, openat(j->root, ".", O_RDONLY | O_DIRECTORY), "");
+	if (j->n >= (size_t)workers * 4)
+		return;
+	top = j->n;
+	j->expanded = 1;
+	for (size_t i = 0; i < top; i++) {
+		int fd = openat(j->root, j->u[i].name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+		if (fd >= 0)
+			rm_add_dir(j, &cap, fd, j->u[i].name);
+	}
+}
+
+/* A top directory whose entries are units itself is left for the sweep
+ * that follows (by then it is empty); a mount inside is never crossed. */
+static int rm_one(struct rm_job *j, const struct rm_unit *u)
+{
+	int dfd = u->dir[0] ? openat(j->root, u->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
+			    : dup(j->root);
+	struct stat st;
+	int ret = 0;
+
+	if (dfd < 0)
+		return -1;
+	if (fstatat(dfd, u->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		ret = errno == ENOENT ? 0 : -1;
+	} else if (!S_ISDIR(st.st_mode)) {
+		ret = unlinkat(dfd, u->name, 0) < 0 && errno != ENOENT ? -1 : 0;
+	} else if (st.st_dev != j->dev) {
+		ret = -1;
+	} else if (u->dir[0] || !j->expanded) {
+		ret = cb_remove_at(dfd, u->name, j->dev, NULL);
+	}
+	close(dfd);
+	return ret;
+}
+
+static void *rm_worker(void *arg)
+{
+	struct rm_job *j = arg;
+
+	for (;;) {
+		size_t i;
+		pthread_mutex_lock(&j->mu);
+		i = j->next++;
+		pthread_mutex_unlock(&j->mu);
+		if (i >= j->n)
+			return NULL;
+		if (rm_one(j, &j->u[i]) < 0) {
+			pthread_mutex_lock(&j->mu);
+			j->failed = 1;
+			pthread_mutex_unlock(&j->mu);
+		}
+	}
+}
+
+int cb_remove_tree_parallel(const char *path, int workers)
+{
+	struct rm_job j = { .root = -1, .mu = PTHREAD_MUTEX_INITIALIZER };
+	pthread_t th[64];
+	struct stat st;
+	int n = 0;
+
+	if (workers > 64)
+		workers = 64;
+	if (workers < 2 || lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return cb_remove_tree(path);
+	j.root = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (j.root < 0)
+		return cb_remove_tree(path);
+	j.dev = st.st_dev;
+	rm_units(&j, workers);
+	/* deep stacks: each removes whole subtrees, recursing per level */
+	while (n < workers && start_deep(&th[n], rm_worker, &j) == 0)
+		n++;
+	if (n == 0)      /* no thread: this one, on its own stack */
+		rm_worker(&j);
+	while (n > 0)
+		pthread_join(th[--n], NULL);
+	for (size_t i = 0; i < j.n; i++) {
+		free(j.u[i].dir);
+		free(j.u[i].name);
+	}
+	free(j.u);
+	close(j.root);
+	/* what is left (emptied top directories, or all after a failure) */
+	return cb_remove_tree(path);
 }
 
 int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)

@@ -299,6 +299,25 @@ static int fill_reg(struct cb_stage *st, int in, int out, int dfd, const char *n
 	return 0;
 }
 
+/* Pass 1 with workers: the staged inode exists (a hardlink to it can be
+ * made at once); its data and metadata are a worker's job. The file is
+ * new (O_EXCL): its metadata is set as on a fresh copy. */
+static int hand_over(struct cb_stage *st, int in, int out, const struct stat *sb)
+{
+	struct stat staged;
+
+	if (sb->st_nlink > 1) {
+		if (fstat(out, &staged) < 0) {
+			stage_fail(st, "cannot stat", "in staging");
+			close(in);
+			close(out);
+			return -1;
+		}
+		link_remember(st, sb, &staged);
+	}
+	return stage_pool_push(st, in, out, sb, 1);
+}
+
 static int create_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 		      const struct stat *sb, int fresh)
 {
@@ -309,6 +328,8 @@ static int create_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 	if ((ret = src_open(st, sfd, name, O_RDONLY | O_NONBLOCK, sb, &in)) != 0)
 		return ret;
 	out = open_new(st, dfd, name);
+	if (out >= 0 && st->pool)
+		return hand_over(st, in, out, sb);
 	ret = out < 0 ? -1 : fill_reg(st, in, out, dfd, name, sb, fresh);
 	if (out >= 0)
 		close(out);
@@ -429,7 +450,7 @@ static int sync_reg(struct cb_stage *st, int sfd, int dfd, const char *name,
 
 	if (linked && have->st_ino == m->sino)
 		return 0;  /* the inode was brought up to date under another name */
-	if (!linked && k && cb_stage_decide(&k->rec, sb) == CB_DELTA_SAME &&
+	if (!linked && k && cb_stage_decide_racy(&k->rec, sb, &st->kept_since) == CB_DELTA_SAME &&
 	    have->st_size == sb->st_size) {
 		if (sb->st_nlink > 1)
 			link_remember(st, sb, have);
@@ -483,7 +504,7 @@ static int sync_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
 	if (S_ISDIR(sb->st_mode) && S_ISDIR(have.st_mode) && sb->st_dev == st->root_dev)
 		return sync_dir(st, sfd, dfd, name, sb, e, k && S_ISDIR(k->rec.mode) ? k->sub : NULL);
 	if (k && !S_ISDIR(sb->st_mode) && ((sb->st_mode ^ have.st_mode) & S_IFMT) == 0 &&
-	    cb_stage_decide(&k->rec, sb) == CB_DELTA_SAME)
+	    cb_stage_decide_racy(&k->rec, sb, &st->kept_since) == CB_DELTA_SAME)
 		return 0;
 	if (stage_remove(st, dfd, name, &n) < 0)
 		return -1;
@@ -541,6 +562,10 @@ static int list_source(struct cb_stage *st, int sfd, struct listing *l)
 {
 	if (cb_check_interrupt() < 0)
 		return -1;
+	/* a worker failed: stop walking (stage_pool_finish reports it) */
+	if (stage_pool_failed(st))
+		return cb_error("a staging worker failed");
+	stage_pool_kick(st);
 	if (stage_list(sfd, l) == 0)
 		return 0;
 	return errno == ENOENT ? vanished(st) : stage_fail(st, "cannot list", "in source");
@@ -934,6 +959,9 @@ int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct
 	cb_throttle_init(&st->throttle, opts->bwlimit);
 	st->progress = opts->progress;
 	st->keep = opts->keep;
+	st->workers = opts->workers > 0 ? opts->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (st->workers < 1)
+		st->workers = 1;
 	st->dst_fd = st->hold_fd = st->side_fd = -1;
 	st->side_stamp = (uint64_t)(cb_now() * 1e9);
 	st->is_root = geteuid() == 0;
@@ -948,6 +976,7 @@ void cb_stage_free(struct cb_stage *st)
 {
 	if (!st)
 		return;
+	stage_pool_finish(st);
 	hold_release(st);
 	if (st->dst_fd >= 0)
 		close(st->dst_fd);
@@ -1029,6 +1058,7 @@ static int pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 	if (sfd < 0)
 		return -1;
 	st->root_dev = sb.st_dev;
+	stage_root_id_get(sfd, &sb, &st->root_id);
 	ret = open_dst_root(st, &fresh);
 	stats->files++;
 	/* the kept index is read, then removed before anything changes: an
@@ -1036,12 +1066,18 @@ static int pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 	if (ret == 0 && st->keep && !fresh)
 		st->kept = stage_keep_load(st);
 	stage_keep_drop(st);
+	if (ret == 0 && st->workers > 1)
+		ret = stage_pool_start(st, st->workers);
 	cb_fdpath_init(&st->sp, sfd, O_NOATIME);
 	cb_fdpath_init(&st->dp, st->dst_fd, 0);
 	if (ret == 0)
 		ret = root_ret(st, p1_dir(st, fresh, st->kept, &st->root));
 	cb_fdpath_release(&st->sp);
 	cb_fdpath_release(&st->dp);
+	/* every file's copy done before the root's times and the index; a
+	 * signal that came while the last files were copied stops here */
+	if (stage_pool_finish(st) < 0 || (ret == 0 && st->workers > 1 && cb_check_interrupt() < 0))
+		ret = -1;
 	stage_dir_free(st->kept);
 	st->kept = NULL;
 	if (ret == 0)

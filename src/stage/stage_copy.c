@@ -53,9 +53,14 @@ int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags,
 static int copy_tick(struct cb_stage *st, size_t n)
 {
 	st->stats->transferred_size += n;
-	if (cb_throttle_account(&st->throttle, n) < 0)
-		return -1;
-	cb_progress_update(st->progress, st->stats->transferred_size);
+	if (st->throttle_mu) {   /* a worker: the bucket is shared */
+		if (stage_pool_tick(st, n, 1) < 0)
+			return -1;
+	} else {
+		if (cb_throttle_account(&st->throttle, n) < 0)
+			return -1;
+		cb_progress_update(st->progress, st->stats->transferred_size);
+	}
 	st->since_check += n;
 	if (st->since_check < COPY_CHUNK)
 		return 0;
@@ -167,7 +172,10 @@ static int clone_data(struct cb_stage *st, int in, int out, const struct stat *s
 		st->stats->cloned_files++;
 		st->stats->cloned_size += sb->st_size;
 		st->stats->transferred_size += sb->st_size;
-		cb_progress_update(st->progress, st->stats->transferred_size);
+		if (st->throttle_mu)
+			stage_pool_tick(st, (size_t)sb->st_size, 0);
+		else
+			cb_progress_update(st->progress, st->stats->transferred_size);
 		return 1;
 	}
 	if (errno == ENOSPC || errno == EDQUOT)

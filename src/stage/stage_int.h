@@ -10,6 +10,7 @@
 #ifndef CB_STAGE_INT_H
 #define CB_STAGE_INT_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -66,6 +67,14 @@ struct orphan {
 	char name[24];              /* inside the holding directory */
 };
 
+/* Which guest root an index describes (stage_keep.c). */
+struct stage_root_id {
+	uint64_t fsid;              /* statfs f_fsid; 0 if none */
+	uint64_t dev;               /* st_dev: compared only without an fsid */
+	uint64_t ino;               /* the root directory's inode */
+	uint64_t gen;               /* its generation (FS_IOC_GETVERSION), 0 if none */
+};
+
 struct cb_stage {
 	char *src, *dst;
 	struct cb_strvec excludes;
@@ -77,6 +86,7 @@ struct cb_stage {
 	struct stage_dir *kept;     /* pass 1 over a kept copy: the last run's index */
 	int keep;                   /* keep-staging: save the index after each pass */
 	struct cb_index_rec root_rec;
+	struct stage_root_id root_id; /* the source root's identity (pass 1) */
 	struct ino_map links;
 	struct ino_map orphans;
 	int hold_fd;                /* pass 2 holding directory, -1 if none */
@@ -86,6 +96,7 @@ struct cb_stage {
 	struct cb_fdpath sp, dp;    /* the walk's directories: source, staging */
 	struct timespec pass_start; /* this pass's start */
 	struct timespec racy_since; /* the last pass's start (cb_stage_decide_racy) */
+	struct timespec kept_since; /* the same for the kept index's records */
 	char *rel;                  /* "/a/b" of the current entry ("" = root) */
 	size_t rel_len, rel_cap;
 	uint64_t since_check;       /* bytes copied since the last interrupt check */
@@ -100,6 +111,12 @@ struct cb_stage {
 	unsigned side_seq;
 	char *buf;                  /* read/write fallback buffer */
 	char *xbuf;                 /* one xattr value */
+	int workers;                /* pass 1 copy threads (stage-workers), >= 1 */
+	struct stage_pool *pool;    /* pass 1 with workers: the walker's pool */
+	/* a worker's view (stage_pool.c): its pool, the shared bucket */
+	struct stage_pool *pool_of;
+	struct cb_throttle *throttle_shared;
+	pthread_mutex_t *throttle_mu;
 };
 
 #define STAGE_BUF_SIZE (1 << 20)
@@ -126,6 +143,16 @@ int stage_excluded_slash(const struct cb_strvec *ex, const char *slashpath, int 
 struct stage_dir *stage_keep_load(struct cb_stage *st);
 int stage_keep_save(struct cb_stage *st);
 void stage_keep_drop(struct cb_stage *st);
+void stage_root_id_get(int fd, const struct stat *sb, struct stage_root_id *id);
+
+/* stage_pool.c */
+struct stage_pool;
+int stage_pool_start(struct cb_stage *st, int workers);
+int stage_pool_push(struct cb_stage *st, int in, int out, const struct stat *sb, int fresh);
+int stage_pool_failed(struct cb_stage *st);
+void stage_pool_kick(struct cb_stage *st);
+int stage_pool_finish(struct cb_stage *st);
+int stage_pool_tick(struct cb_stage *w, size_t n, int throttle);
 
 /* stage_copy.c */
 /* openat below sdfd, never following a symlink; with sb, the fd must be

@@ -222,10 +222,14 @@ build_helpers || { echo "Bail out! cannot build tests/helpers"; exit 1; }
 # ---- running cbackup -----------------------------------------------------
 
 # cbackup_run RC ARGS...: run cbackup, output in $CB_OUT / $CB_ERR; fail
-# (showing both) unless it exits with RC.
+# (showing both) unless it exits with RC. CB_STAGE_WORKERS=N runs every
+# backup with --stage-workers N (to run a script unchanged with 1, 2, 8).
 cbackup_run() {
 	local want=$1 rc=0
 	shift
+	if [ -n "${CB_STAGE_WORKERS:-}" ] && [ "${1:-}" = backup ]; then
+		set -- "$@" --stage-workers "$CB_STAGE_WORKERS"
+	fi
 	"$CBACKUP" "$@" >"$CB_OUT" 2>"$CB_ERR" || rc=$?
 	[ "$rc" = "$want" ] && return 0
 	echo "cbackup $* exited with $rc, expected $want"
