@@ -237,12 +237,14 @@ test_expect_success ROOT 'SIGKILLed runs leave no orphan .log after the next run
 
 test_expect_success ROOT 'cbackup prune removes the orphan .log of a SIGKILLed run too (the guest not locked)' '
 	mkdir -p "$TMPD/k9"
+	sleep 1.1   # a name of its own, not the last run of the case before
 	start_bg backup --root "$SRC" --id 319 --tmpdir "$TMPD/k9" --dumpdir "$DUMP" \
 		--script "$SCRATCH/slow-hook"
 	wait_for 10 pgrep -f "sleep 60.31"
 	kill -KILL "$CB_PID"
 	wait "$CB_PID" || :
 	pkill -f "sleep 60.31"
+	ls "$DUMP"
 	test "$(ls "$DUMP" | grep -c "\.log$")" = 2
 	cbackup_run 0 prune 319 --dumpdir "$DUMP" --prune-backups keep-last=5
 	cat "$CB_ERR"
