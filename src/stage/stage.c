@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cb_cleanup.h"
+#include "cb_track.h"
 #include "stage_int.h"
 
 /* Vanished files at least this big are parked, in case they were renamed. */
@@ -667,7 +668,9 @@ static int p2_subdir(struct cb_stage *st, int sfd, struct staged_dir *dd, const 
 	struct staged_dir child = { dd, -1, name, st->rel_len };
 	int csfd, dfd, ret, dirty = 0;
 
-	if (sb->st_dev != st->root_dev) {  /* a mount point stays empty */
+	/* a mount point stays empty; over tracked directories, an unchanged
+	 * one is entered only if it is itself among them */
+	if (sb->st_dev != st->root_dev || (st->shallow && o->sub)) {
 		e->sub = o->sub;
 		o->sub = NULL;
 		if (!meta)
@@ -824,6 +827,14 @@ static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct st
 	return ret;
 }
 
+int stage_p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
+		 struct stage_dir **out, int *dirty)
+{
+	struct staged_dir dd = { NULL, dfd, ".", st->rel_len };
+
+	return p2_dir(st, sfd, &dd, old, out, dirty);
+}
+
 /* ---- the public passes ---- */
 
 /* The side store goes with the staging copy: kept with it, else removed. */
@@ -875,6 +886,7 @@ void cb_stage_free(struct cb_stage *st)
 		close(st->dst_fd);
 	stage_dir_free(st->root);
 	stage_dir_free(st->kept);
+	cb_changes_free(st->changes);
 	ino_map_clear(&st->links, free_link);
 	cb_strvec_clear(&st->excludes);
 	side_release(st);   /* before dst: the side store is named from it */
@@ -992,8 +1004,14 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	if (st->keep)
 		stage_keep_drop(st);
 	st->hold_ok = !stage_dir_find(st->root, STAGE_HOLD_NAME);
-	ret = root_ret(st, p2_dir(st, sfd, &(struct staged_dir){ NULL, st->dst_fd, ".", 0 },
-				  st->root, &st->root, &dirty));
+	ret = st->changes ? stage_p2_tracked(st, sfd, &dirty) : 1;
+	if (ret == 1) {
+		cb_info(st->log, "pass 2: full walk");
+		ret = root_ret(st, p2_dir(st, sfd, &(struct staged_dir){ NULL, st->dst_fd, ".", 0 },
+					  st->root, &st->root, &dirty));
+	}
+	cb_changes_free(st->changes);
+	st->changes = NULL;
 	dirty |= st->hold_fd >= 0;
 	hold_release(st);
 	/* the root's own metadata last: its children are done */
@@ -1007,6 +1025,12 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	close(sfd);
 	stats->seconds = cb_now() - stats->seconds;
 	return ret;
+}
+
+void cb_stage_set_changes(struct cb_stage *st, struct cb_changes *c)
+{
+	cb_changes_free(st->changes);
+	st->changes = c;
 }
 
 int cb_stage_save_index(struct cb_stage *st)

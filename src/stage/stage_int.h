@@ -96,6 +96,9 @@ struct cb_stage {
 	unsigned side_seq;
 	char *buf;                  /* read/write fallback buffer */
 	char *xbuf;                 /* one xattr value */
+	struct cb_changes *changes; /* pass 2: what tracking saw (NULL: full walk) */
+	int shallow;                /* pass 2 over tracked directories: an unchanged
+				     * subdirectory (same inode) is not entered */
 };
 
 #define STAGE_BUF_SIZE (1 << 20)
@@ -117,6 +120,15 @@ void stage_rel_push(struct cb_stage *st, const char *name, size_t *saved);
 void stage_rel_pop(struct cb_stage *st, size_t saved);
 const char *stage_relname(const struct cb_stage *st);
 int stage_excluded_slash(const struct cb_strvec *ex, const char *slashpath, int is_dir);
+
+/* stage.c: pass 2 of one directory (sfd, and its staged twin dfd, open),
+ * for the tracked pass. */
+int stage_p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
+		 struct stage_dir **out, int *dirty);
+
+/* stage_p2track.c: pass 2 over what change tracking saw. 0, 1 if it cannot
+ * be exact (the caller walks the whole tree), -1 on error. */
+int stage_p2_tracked(struct cb_stage *st, int sfd, int *dirty);
 
 /* stage_keep.c */
 struct stage_dir *stage_keep_load(struct cb_stage *st);
