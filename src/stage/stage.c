@@ -744,13 +744,17 @@ static int p2_new(struct cb_stage *st, int sfd, int dfd, const char *name,
  * index has were not excluded; the rule is only run again if a directory
  * became a file or the other way round ("dir/" patterns). */
 static int p2_entry(struct cb_stage *st, int sfd, struct staged_dir *dd, const char *name,
-		    struct stage_ent *o, struct stage_dir *nd, int *dirty)
+		    struct stage_ent *o, struct stage_dir *nd, int *dirty, const struct stat *pre,
+		    int pre_err)
 {
 	struct stage_ent *e = &nd->ents[nd->n];
 	struct stat sb;
 	int dfd, r;
 
-	if (fstatat(sfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+	/* the stat the pool took (stage_p2par.c), or one taken now */
+	if (pre && !pre_err)
+		sb = *pre;
+	if (pre ? (errno = pre_err) != 0 : fstatat(sfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
 		r = errno == ENOENT ? vanished(st) : stage_fail(st, "cannot stat", "in source");
 	else
 		r = source_count(st, &sb, !o || S_ISDIR(o->rec.mode) != S_ISDIR(sb.st_mode));
@@ -800,6 +804,8 @@ static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct st
 {
 	struct listing l;
 	struct stage_dir *nd;
+	struct stat *pre;
+	int *pre_err;
 	size_t j = 0;
 	int ret;
 
@@ -808,6 +814,7 @@ static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct st
 		stage_dir_free(old);
 		return ret;
 	}
+	stage_pool_stat(st->pool, sfd, &l, &pre, &pre_err);
 	nd = dir_from_listing(&l);
 	ret = p2_sweep_gone(st, dd, old, &l, dirty);
 	for (size_t i = 0; i < l.n && ret == 0; i++) {
@@ -818,9 +825,12 @@ static int p2_dir(struct cb_stage *st, int sfd, struct staged_dir *dd, struct st
 		if (old && j < old->n && !strcmp(old->ents[j].name, l.v[i]))
 			o = &old->ents[j];
 		stage_rel_push(st, l.v[i], &saved);
-		ret = p2_entry(st, sfd, dd, l.v[i], o, nd, dirty);
+		ret = p2_entry(st, sfd, dd, l.v[i], o, nd, dirty, pre ? &pre[i] : NULL,
+			       pre ? pre_err[i] : 0);
 		stage_rel_pop(st, saved);
 	}
+	free(pre);
+	free(pre_err);
 	stage_listing_release(&l);
 	stage_dir_free(old);
 	*out = nd;
@@ -1004,6 +1014,7 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	if (st->keep)
 		stage_keep_drop(st);
 	st->hold_ok = !stage_dir_find(st->root, STAGE_HOLD_NAME);
+	st->pool = stage_pool_new();
 	ret = st->changes ? stage_p2_tracked(st, sfd, &dirty) : 1;
 	if (ret == 1) {
 		cb_info(st->log, "pass 2: full walk");
@@ -1012,6 +1023,8 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	}
 	cb_changes_free(st->changes);
 	st->changes = NULL;
+	stage_pool_free(st->pool);
+	st->pool = NULL;
 	dirty |= st->hold_fd >= 0;
 	hold_release(st);
 	/* the root's own metadata last: its children are done */

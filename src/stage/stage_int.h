@@ -97,6 +97,7 @@ struct cb_stage {
 	char *buf;                  /* read/write fallback buffer */
 	char *xbuf;                 /* one xattr value */
 	struct cb_changes *changes; /* pass 2: what tracking saw (NULL: full walk) */
+	struct stage_pool *pool;    /* pass 2: lstat workers (NULL: one core) */
 	int shallow;                /* pass 2 over tracked directories: an unchanged
 				     * subdirectory (same inode) is not entered */
 };
@@ -129,6 +130,13 @@ int stage_p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
 /* stage_p2track.c: pass 2 over what change tracking saw. 0, 1 if it cannot
  * be exact (the caller walks the whole tree), -1 on error. */
 int stage_p2_tracked(struct cb_stage *st, int sfd, int *dirty);
+
+/* stage_p2par.c: pass 2 takes the stats of a listing on several threads */
+struct stage_pool;
+struct stage_pool *stage_pool_new(void);   /* NULL with one core */
+void stage_pool_free(struct stage_pool *p);
+void stage_pool_stat(struct stage_pool *p, int dfd, const struct listing *l, struct stat **sb,
+		     int **err);
 
 /* stage_keep.c */
 struct stage_dir *stage_keep_load(struct cb_stage *st);

@@ -8,7 +8,8 @@
 # writable mapping made without a new open, a file changed through a
 # hardlink outside the guest root (made before or after the first sync). An
 # overflowed event queue or a full change set fall back to the full walk
-# with a WARN and stay exact. The log names the way pass 2 went.
+# with a WARN and stay exact. The log names the way pass 2 went. The full
+# walk's stats on several threads (item 4) give the same archive.
 . "$(dirname "$0")/lib.sh"
 
 SRC=$SCRATCH/src
@@ -224,6 +225,57 @@ test_expect_success ROOT 'files changed through another name (outside the root, 
 	test "$(stat -c %a "$SCRATCH/r-720/solo/file")" = 640
 	test "$(stat -c %u:%g "$SCRATCH/r-720/lx/dev")" = 43:43
 	test "$(stat -c %i "$SCRATCH/r-720/lx/dev")" = "$(stat -c %i "$SCRATCH/r-720/ly/dev")"
+'
+
+# Parallel pass 2 (item 4): the whole-tree walk takes the stats of each
+# directory's entries on several threads and merges them serially; with 1
+# and 4 threads the archives hold the same members and each restores to the
+# tree at the freeze. The directory is big enough (more than 64 entries) to
+# be shared out, and every kind of change lands in it.
+make_big_guest() {
+	rm -rf "$SRC"
+	mkdir -p "$SRC/big" "$SRC/other"
+	for i in $(seq 1 300); do echo "$i" >"$SRC/big/f$i"; done
+	for i in $(seq 1 20); do mkdir "$SRC/big/d$i"; echo "$i" >"$SRC/big/d$i/x"; done
+	for i in $(seq 1 100); do ln -s "t$i" "$SRC/big/l$i"; done
+	head -c 100k /dev/urandom >"$SRC/big/keep-mtime"
+	touch -d "2020-01-01 00:00:00" "$SRC/big/keep-mtime"
+}
+
+cat >"$SCRATCH/hook-par.sh" <<EOF
+#!/bin/bash
+case \$1 in
+pre-stop)
+	set -e
+	cd "$SRC/big"
+	printf changed | dd of=keep-mtime bs=1 seek=10 conv=notrunc status=none
+	touch -d "2020-01-01 00:00:00" keep-mtime
+	for i in \$(seq 1 7 300); do echo more >>"f\$i"; done
+	rm f8; mkdir f8; rm -r d3; echo file >d3
+	rm l5; ln -s other-target l5; chmod 600 f9; chown 7:7 f10
+	mv f12 ../other/f12; mkdir -p new/a; echo n >new/a/n
+	for i in \$(seq 301 400); do echo "\$i" >"f\$i"; done ;;
+pre-restart) $MANIFEST "$SRC" >"$SCRATCH/at-freeze" ;;
+esac
+exit 0
+EOF
+chmod +x "$SCRATCH/hook-par.sh"
+
+test_expect_success ROOT 'parallel pass 2, one thread: the full walk restores to the tree at the freeze' '
+	make_big_guest
+	CB_P2_THREADS=1 HOOK=$SCRATCH/hook-par.sh backup 730 --freeze-cmd true --thaw-cmd true \
+		--change-tracking off
+	test_has "$SCRATCH/log-730" "^INFO: pass 2: full walk"
+	test_cmp "$SCRATCH/at-freeze-730" "$SCRATCH/r-730.manifest"
+'
+
+test_expect_success ROOT 'parallel pass 2, four threads: the same members, the tree at the freeze' '
+	make_big_guest
+	CB_P2_THREADS=4 HOOK=$SCRATCH/hook-par.sh backup 731 --freeze-cmd true --thaw-cmd true \
+		--change-tracking off
+	test_has "$SCRATCH/log-731" "^INFO: pass 2: full walk"
+	test_cmp "$SCRATCH/at-freeze-731" "$SCRATCH/r-731.manifest"
+	test_cmp "$SCRATCH/r-730.members" "$SCRATCH/r-731.members"
 '
 
 test_done
