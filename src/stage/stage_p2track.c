@@ -159,6 +159,7 @@ static void find_inos(struct cb_stage *st, struct stage_dir *d, const char *rel,
 int stage_p2_tracked(struct cb_stage *st, int sfd, int *dirty)
 {
 	struct cb_changes *c = st->changes;
+	size_t i;
 	int ret = 0;
 
 	links_moved(st, sfd, c);
@@ -170,12 +171,12 @@ int stage_p2_tracked(struct cb_stage *st, int sfd, int *dirty)
 	cb_info(st->log, "pass 2: tracked %zu directories (%llu events)", c->n_dirs,
 		(unsigned long long)c->events);
 	st->shallow = 1;
-	for (size_t i = 0; i < c->n_dirs && ret == 0; i++)
+	for (i = 0; i < c->n_dirs && ret == 0; i++)
 		ret = c->dirs[i][0] ? do_subdir(st, sfd, c->dirs[i])
 				    : stage_p2_dir(st, sfd, st->dst_fd, st->root, &st->root, dirty);
 	st->shallow = 0;
 	if (ret == 1)
-		cb_warn(st->log, "change tracking missed a change under '%s': the final sync walks "
-			"the whole tree", stage_relname(st));
+		cb_warn(st->log, "change tracking missed a change at '/%s': the final sync walks "
+			"the whole tree", c->dirs[i - 1]);
 	return ret;
 }

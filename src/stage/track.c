@@ -209,8 +209,10 @@ static void note_event(struct cb_track *t, const struct fanotify_event_metadata 
 	char path[4096];
 	int inside;
 
-	if ((m->mask & FAN_ONDIR) && (m->mask & (FAN_MOVED_FROM | FAN_MOVED_TO)))
-		hset_forget_outside(&t->dirs), e = NULL;
+	if ((m->mask & FAN_ONDIR) && (m->mask & (FAN_MOVED_FROM | FAN_MOVED_TO))) {
+		hset_forget_outside(&t->dirs);
+		e = NULL;
+	}
 	if (e && e->h)
 		inside = e->inside;
 	else if (handle_path(t, h, path, sizeof(path)) < 0)
