@@ -2,7 +2,8 @@
 # bench/freeze-window.sh [ENTRIES_K] [DIR]: the frozen pass 2 on a generated
 # tree of ENTRIES_K thousand entries (default 1000: 1,000 directories of 999
 # one-byte files) with 10 files changed in the pre-stop hook, with change
-# tracking (auto) and without (off), each run twice; prints the log's
+# tracking (auto), without (off), and without on one thread (off, today's
+# serial walk); prints the log's
 # "final sync finished (N seconds)" and the path pass 2 took. The tree and
 # the staging copies live under DIR (default /var/tmp/cbackup-bench-fw) and
 # are removed at the end. Needs root (fanotify).
@@ -10,7 +11,7 @@ set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 K=${1:-1000}
 DIR=${2:-/var/tmp/cbackup-bench-fw}
-CB=$TOP/cbackup
+CB=${CB:-$TOP/cbackup}  # a copy, to go on building while it runs
 trap 'rm -rf "$DIR"' EXIT
 mkdir -p "$DIR/tmp" "$DIR/dump"
 python3 - "$DIR/src" "$K" <<'PY'
@@ -28,21 +29,24 @@ PY
 cat >"$DIR/hook.sh" <<HOOK
 #!/bin/bash
 [ "\$1" = pre-stop ] || exit 0
-for i in 1 2 3 4 5 6 7 8 9 10; do echo changed >>"$DIR/src/d\$((i * 37 % $K))/f0\$i"; done
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	echo changed >>"\$(printf "$DIR/src/d%04d/f%04d" \$((i * 37 % $K)) \$i)"
+done
 HOOK
 chmod +x "$DIR/hook.sh"
 entries=$(find "$DIR/src" | wc -l)
 echo "tree: $entries entries"
-for run in 1 2; do
-	for tracking in auto off; do
-		rm -rf "$DIR/dump"/* "$DIR/tmp"/*
-		"$CB" backup --root "$DIR/src" --id 9$run --tmpdir "$DIR/tmp" --dumpdir "$DIR/dump" \
-			--compress none --freeze-cmd true --thaw-cmd true --script "$DIR/hook.sh" \
-			--change-tracking "$tracking" >"$DIR/log" 2>&1
-		way=$(grep -oE "pass 2: (tracked [0-9]+ directories|full walk)" "$DIR/log")
-		p1=$(sed -nE "s/.*first sync finished \(([0-9.]+) seconds\).*/\1/p" "$DIR/log")
-		p2=$(sed -nE "s/.*final sync finished \(([0-9.]+) seconds\).*/\1/p" "$DIR/log")
-		frozen=$(sed -nE "s/.*online again after ([0-9.]+) seconds.*/\1/p" "$DIR/log")
-		echo "run $run change-tracking=$tracking: pass 1 ${p1}s, pass 2 ${p2}s, frozen ${frozen}s ($way)"
-	done
+for run in auto off off-1-thread; do
+	tracking=${run%%-*}
+	threads=; [ "$run" = off-1-thread ] && threads=1
+	rm -rf "$DIR/dump"/* "$DIR/tmp"/*
+	CB_P2_THREADS=$threads "$CB" backup --root "$DIR/src" --id 90 --tmpdir "$DIR/tmp" \
+		--dumpdir "$DIR/dump" --compress none --freeze-cmd true --thaw-cmd true \
+		--script "$DIR/hook.sh" --change-tracking "$tracking" --verbose >"$DIR/log" 2>&1
+	way=$(grep -oE "pass 2: (tracked [0-9]+ directories|full walk)" "$DIR/log")
+	p1=$(sed -nE "s/.*first sync finished \(([0-9.]+) seconds\).*/\1/p" "$DIR/log")
+	p2=$(sed -nE "s/.*final sync finished \(([0-9.]+) seconds\).*/\1/p" "$DIR/log")
+	frozen=$(sed -nE "s/.*online again after ([0-9.]+) seconds.*/\1/p" "$DIR/log")
+	echo "$run: pass 1 ${p1}s, pass 2 ${p2}s, frozen ${frozen}s ($way)"
+	grep -E "change tracking: [0-9]+ events" "$DIR/log" || :
 done

@@ -84,7 +84,7 @@ struct stage_pool *stage_pool_new(void)
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	struct stage_pool *p;
 	const char *env = getenv("CB_P2_THREADS");  /* tests and benches */
-	int n = env ? atoi(env) : (int)(cores > 8 ? 8 : cores);
+	int n = env && *env ? atoi(env) : (int)(cores > 8 ? 8 : cores);
 
 	if (n < 2)
 		return NULL;

@@ -362,7 +362,7 @@ void cb_changes_add_dir(struct cb_changes *c, const char *rel)
 }
 
 /* A file a process holds (LINK: its /proc magic link): its directory, or
- * its inode if its path is not under the root. */
+ * its inode if its path is not under the root but it has other names. */
 static void note_held(struct cb_track *t, struct cb_changes *c, const char *link)
 {
 	char path[4096];
@@ -375,7 +375,9 @@ static void note_held(struct cb_track *t, struct cb_changes *c, const char *link
 	n = readlink(link, path, sizeof(path) - 1);
 	path[n < 0 ? 0 : n] = '\0';
 	if (!(rel = rel_of(t, path))) {
-		add_ino(t, (uint64_t)sb.st_ino);
+		/* another name of it may be under the root */
+		if (sb.st_nlink > 1)
+			add_ino(t, (uint64_t)sb.st_ino);
 		return;
 	}
 	slash = strrchr(rel, '/');
@@ -531,6 +533,7 @@ static struct cb_changes *finish_fail(struct cb_track *t, struct cb_changes *c, 
 struct cb_changes *cb_track_finish(struct cb_track *t, const struct cb_guest *g)
 {
 	struct cb_changes *c = cb_xcalloc(1, sizeof(*c));
+	double start = cb_now();
 	uint64_t one = 1;
 
 	/* the guest is frozen: every change it made has its event queued.
@@ -553,6 +556,9 @@ struct cb_changes *cb_track_finish(struct cb_track *t, const struct cb_guest *g)
 		return finish_fail(t, c, "more changed directories than the tracking cap");
 	resolve_dirs(t, c);
 	c->events = t->events;
+	cb_verbose(t->log, "change tracking: %llu events, %zu directories, %zu inodes to look up "
+		   "(%.3f s to drain and scan the processes)", (unsigned long long)t->events,
+		   c->n_dirs, t->n_inos, cb_now() - start);
 	c->inos = t->inos;
 	c->n_inos = t->n_inos;
 	t->inos = NULL;
