@@ -94,7 +94,7 @@ struct stage_pool *stage_pool_new(void)
 	pthread_cond_init(&p->idle, NULL);
 	p->threads = cb_xcalloc((size_t)n - 1, sizeof(*p->threads));
 	for (int i = 0; i < n - 1; i++) {
-		if (pthread_create(&p->threads[i], NULL, worker_main, p) != 0)
+		if (cb_thread_start(&p->threads[i], worker_main, p) < 0)
 			break;
 		p->n_threads++;
 	}

@@ -309,7 +309,7 @@ struct cb_track *cb_track_start(const char *root, struct cb_log *log)
 		return start_fail(t, "fanotify_mark"), NULL;
 	t->stop_fd = eventfd(0, EFD_CLOEXEC);
 	t->buf = cb_xmalloc(READ_BUF);
-	if (t->stop_fd < 0 || (errno = pthread_create(&t->reader, NULL, reader_main, t)) != 0)
+	if (t->stop_fd < 0 || cb_thread_start(&t->reader, reader_main, t) < 0)
 		return start_fail(t, "reader thread"), NULL;
 	t->reader_running = 1;
 	cb_verbose(log, "change tracking: watching the file system of '%s'", t->root);
