@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cb_cleanup.h"
 #include "cb_track.h"
 #include "stage_int.h"
 
@@ -175,6 +176,10 @@ int stage_p2_tracked(struct cb_stage *st, int sfd, int *dirty)
 		ret = c->dirs[i][0] ? do_subdir(st, sfd, c->dirs[i])
 				    : stage_p2_dir(st, sfd, st->dst_fd, st->root, &st->root, dirty);
 	st->shallow = 0;
+	/* a signal during the last directory's copies ends the pass, as it
+	 * would at the next directory of the whole walk */
+	if (ret == 0)
+		ret = cb_check_interrupt();
 	if (ret == 1)
 		cb_warn(st->log, "change tracking missed a change at '/%s': the final sync walks "
 			"the whole tree", c->dirs[i - 1]);
