@@ -575,6 +575,8 @@ static int stage_guest(struct guest_run *r)
 	start_tracking(r);
 	if (sync_pass(r, 0) < 0)
 		return -1;
+	if (r->track)
+		cb_stage_note_inodes(r->stage);
 	return frozen_section(r, final_sync);
 }
 

@@ -897,6 +897,7 @@ void cb_stage_free(struct cb_stage *st)
 	stage_dir_free(st->root);
 	stage_dir_free(st->kept);
 	cb_changes_free(st->changes);
+	free(st->tree_inos);
 	ino_map_clear(&st->links, free_link);
 	cb_strvec_clear(&st->excludes);
 	side_release(st);   /* before dst: the side store is named from it */

@@ -98,6 +98,8 @@ struct cb_stage {
 	char *xbuf;                 /* one xattr value */
 	struct cb_changes *changes; /* pass 2: what tracking saw (NULL: full walk) */
 	struct stage_pool *pool;    /* pass 2: lstat workers (NULL: one core) */
+	uint64_t *tree_inos;        /* cb_stage_note_inodes: open addressing, 0 = empty */
+	size_t tree_inos_cap;
 	int shallow;                /* pass 2 over tracked directories: an unchanged
 				     * subdirectory (same inode) is not entered */
 };
