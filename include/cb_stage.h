@@ -82,6 +82,15 @@ int cb_stage_estimate(const char *src, const struct cb_strvec *excludes, uint64_
 
 int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats);
 int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats);
+/* Change tracking (cb_track.h): the next pass 2 re-checks only what c
+ * names, and walks the whole tree if c is NULL. Takes c. */
+struct cb_changes;
+void cb_stage_set_changes(struct cb_stage *st, struct cb_changes *c);
+/* After pass 1, before the freeze: note the tree's inode numbers (8 to 16
+ * bytes an entry), so that the tracked pass 2 tells at once whether an
+ * inode reported outside the root (another name of it) is in the tree,
+ * instead of searching the index while the guest is frozen. */
+void cb_stage_note_inodes(struct cb_stage *st);
 /* keep-staging: write the index of the copy the last pass left (pass 1
  * writes it itself; after pass 2 the caller does, once the guest runs
  * again, so that the freeze does not wait for it). 0 without keep. */

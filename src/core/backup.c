@@ -35,6 +35,7 @@
 #include "cb_sink.h"
 #include "cb_snapshot.h"
 #include "cb_stage.h"
+#include "cb_track.h"
 
 /* A container's extra volume (key mp): host SOURCE at TARGET in the guest. */
 struct mount_point {
@@ -56,6 +57,7 @@ struct guest_run {
 	double started;
 	struct cb_guest guest;
 	struct cb_stage *stage;       /* ct: the file tree */
+	struct cb_track *track;       /* ct: changes from pass 1 to the freeze */
 	struct cb_imgstage *images;   /* vm: the disk images */
 	int stage_created;
 	struct cb_progress progress; /* TTY progress of pass 1 and the archive */
@@ -541,7 +543,20 @@ static int frozen_section(struct guest_run *r, int (*work)(struct guest_run *))
 
 static int final_sync(struct guest_run *r)
 {
+	/* frozen now: what tracking saw is complete (cb_track.h) */
+	if (r->track)
+		cb_stage_set_changes(r->stage, cb_track_finish(r->track, &r->guest));
+	r->track = NULL;
 	return sync_pass(r, 1);
+}
+
+/* Before pass 1: changes from now on are tracked (containers only). */
+static void start_tracking(struct guest_run *r)
+{
+	if (r->opts.change_tracking == CB_TRACKING_OFF)
+		cb_info(r->log, "change tracking is off: the final sync walks the whole tree");
+	else if (r->stage)
+		r->track = cb_track_start(r->opts.root, r->log);
 }
 
 /* Copy the guest into staging; the guest is frozen only for what must be. */
@@ -558,8 +573,11 @@ static int stage_guest(struct guest_run *r)
 			return -1;
 		return finish_freeze(r, frozen_at, 0, sync_pass(r, 0));
 	}
+	start_tracking(r);
 	if (sync_pass(r, 0) < 0)
 		return -1;
+	if (r->track)
+		cb_stage_note_inodes(r->stage);
 	return frozen_section(r, final_sync);
 }
 
@@ -882,6 +900,7 @@ static void cleanup_run(struct guest_run *r)
 {
 	cb_guest_release(&r->guest);   /* thaws if an error left it frozen */
 	remove_snapshots(r);
+	cb_track_free(r->track);
 	cb_stage_free(r->stage);
 	cb_imgstage_free(r->images);
 	if (r->stage_created && !r->opts.keep_staging)

@@ -33,6 +33,9 @@ static const struct cb_enum_name compress_names[] = {
 static const struct cb_enum_name policy_names[] = {
 	{ "auto", CB_POLICY_AUTO }, { "always", CB_POLICY_ALWAYS }, { NULL, 0 }
 };
+static const struct cb_enum_name tracking_names[] = {
+	{ "auto", CB_TRACKING_AUTO }, { "off", CB_TRACKING_OFF }, { NULL, 0 }
+};
 static const struct cb_enum_name mailnotification_names[] = {
 	{ "always", CB_MAIL_ALWAYS }, { "failure", CB_MAIL_FAILURE }, { NULL, 0 }
 };
@@ -189,6 +192,21 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "and removed while the result lines are logged and the next guest runs;\n"
 	  "the process ends once it is gone. The next run of the guest removes\n"
 	  "what a killed run left there." },
+	{ "change-tracking", CB_OPT_ENUM, "auto", G | U | C, "auto|off",
+	  "track changes during the first sync so that the frozen final sync re-checks only them",
+	  0, OFF(change_tracking), 0, 0, tracking_names,
+	  "With\n"
+	  ".BR auto ,\n"
+	  "cbackup watches the file system of a container's root with fanotify\n"
+	  "from before the first sync until the freeze, and the final sync lists\n"
+	  "only the directories in which something changed (plus the ones of files\n"
+	  "with several links and of files the guest holds open for writing or\n"
+	  "maps shared). Where that cannot be exact (no fanotify, a file system\n"
+	  "without file handles, an overflowed event queue, more changes than it\n"
+	  "keeps) a WARN says why and the final sync walks the whole tree, as\n"
+	  ".B off\n"
+	  "always does. See \"THE FREEZE WINDOW\" in\n"
+	  ".BR cbackup (8)." },
 	{ "freeze-cgroup", CB_OPT_STRING, NULL, U | C, "PATH",
 	  "cgroup (v2 cgroup.freeze or v1 freezer) holding the guest's processes", 0,
 	  OFF(freeze_cgroup), 0, 0, NULL, NULL },

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cb_cleanup.h"
+#include "cb_track.h"
 #include "stage_int.h"
 
 /* Vanished files at least this big are parked, in case they were renamed. */
@@ -771,7 +772,13 @@ static int p2_subdir(struct cb_stage *st, int sfd, size_t lv, const char *name,
 {
 	int csfd, dfd, ret, dirty = 0;
 
-	if (sb->st_dev != st->root_dev) {  /* a mount point stays empty */
+	/* a mount point stays empty; over tracked directories, an unchanged
+	 * one is entered only if it is itself among them. Not one whose stat
+	 * moved or is racily clean: it may have been removed and made again
+	 * under its recycled inode, and the events of the old one (its
+	 * entries removed) name a directory that no longer exists */
+	if (sb->st_dev != st->root_dev ||
+	    (st->shallow && o->sub && !meta && !racy(&o->rec.ctime, &st->racy_since))) {
 		e->sub = o->sub;
 		o->sub = NULL;
 		if (!meta)
@@ -842,13 +849,17 @@ static int p2_new(struct cb_stage *st, int sfd, int dfd, const char *name,
  * index has were not excluded; the rule is only run again if a directory
  * became a file or the other way round ("dir/" patterns). */
 static int p2_entry(struct cb_stage *st, int sfd, size_t lv, const char *name,
-		    struct stage_ent *o, struct stage_dir *nd, int *dirty)
+		    struct stage_ent *o, struct stage_dir *nd, int *dirty, const struct stat *pre,
+		    int pre_err)
 {
 	struct stage_ent *e = &nd->ents[nd->n];
 	struct stat sb;
 	int dfd, r;
 
-	if (fstatat(sfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+	/* the stat the pool took (stage_p2par.c), or one taken now */
+	if (pre && !pre_err)
+		sb = *pre;
+	if (pre ? (errno = pre_err) != 0 : fstatat(sfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
 		r = errno == ENOENT ? vanished(st) : stage_fail(st, "cannot stat", "in source");
 	else
 		r = source_count(st, &sb, !o || S_ISDIR(o->rec.mode) != S_ISDIR(sb.st_mode));
@@ -899,6 +910,8 @@ static int p2_dir(struct cb_stage *st, struct stage_dir *old, struct stage_dir *
 	size_t lv = cb_fdpath_top(&st->sp), j = 0;
 	struct listing l;
 	struct stage_dir *nd;
+	struct stat *pre;
+	int *pre_err;
 	int sfd, ret;
 
 	*out = NULL;
@@ -906,6 +919,7 @@ static int p2_dir(struct cb_stage *st, struct stage_dir *old, struct stage_dir *
 		stage_dir_free(old);
 		return ret;
 	}
+	p2_pool_stat(st->p2pool, sfd, &l, &pre, &pre_err);
 	nd = dir_from_listing(&l);
 	ret = p2_sweep_gone(st, lv, old, &l, dirty);
 	for (size_t i = 0; i < l.n && ret == 0; i++) {
@@ -918,12 +932,30 @@ static int p2_dir(struct cb_stage *st, struct stage_dir *old, struct stage_dir *
 		stage_rel_push(st, l.v[i], &saved);
 		/* the fd again for each entry: a subdirectory's walk may close it */
 		if ((ret = src_dir(st, lv, &sfd)) == 0)
-			ret = p2_entry(st, sfd, lv, l.v[i], o, nd, dirty);
+			ret = p2_entry(st, sfd, lv, l.v[i], o, nd, dirty, pre ? &pre[i] : NULL,
+				       pre ? pre_err[i] : 0);
 		stage_rel_pop(st, saved);
 	}
+	free(pre);
+	free(pre_err);
 	stage_listing_release(&l);
 	stage_dir_free(old);
 	*out = nd;
+	return ret;
+}
+
+int stage_p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
+		 struct stage_dir **out, int *dirty)
+{
+	int ret;
+
+	/* the walk's paths start at this directory (both fds borrowed) */
+	cb_fdpath_init(&st->sp, sfd, O_NOATIME);
+	cb_fdpath_init(&st->dp, dfd, 0);
+	st->dp.v[0].tag = st->rel_len;
+	ret = p2_dir(st, old, out, dirty);
+	cb_fdpath_release(&st->sp);
+	cb_fdpath_release(&st->dp);
 	return ret;
 }
 
@@ -982,6 +1014,8 @@ void cb_stage_free(struct cb_stage *st)
 		close(st->dst_fd);
 	stage_dir_free(st->root);
 	stage_dir_free(st->kept);
+	cb_changes_free(st->changes);
+	free(st->tree_inos);
 	ino_map_clear(&st->links, free_link);
 	cb_strvec_clear(&st->excludes);
 	side_release(st);   /* before dst: the side store is named from it */
@@ -1114,11 +1148,20 @@ static int pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	if (st->keep)
 		stage_keep_drop(st);
 	st->hold_ok = !stage_dir_find(st->root, STAGE_HOLD_NAME);
-	cb_fdpath_init(&st->sp, sfd, O_NOATIME);
-	cb_fdpath_init(&st->dp, st->dst_fd, 0);
-	ret = root_ret(st, p2_dir(st, st->root, &st->root, &dirty));
-	cb_fdpath_release(&st->sp);
-	cb_fdpath_release(&st->dp);
+	st->p2pool = p2_pool_new();
+	ret = st->changes ? stage_p2_tracked(st, sfd, &dirty) : 1;
+	if (ret == 1) {
+		cb_info(st->log, "pass 2: full walk");
+		cb_fdpath_init(&st->sp, sfd, O_NOATIME);
+		cb_fdpath_init(&st->dp, st->dst_fd, 0);
+		ret = root_ret(st, p2_dir(st, st->root, &st->root, &dirty));
+		cb_fdpath_release(&st->sp);
+		cb_fdpath_release(&st->dp);
+	}
+	cb_changes_free(st->changes);
+	st->changes = NULL;
+	p2_pool_free(st->p2pool);
+	st->p2pool = NULL;
 	dirty |= st->hold_fd >= 0;
 	hold_release(st);
 	/* the root's own metadata last: its children are done */
@@ -1132,6 +1175,12 @@ static int pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	close(sfd);
 	stats->seconds = cb_now() - stats->seconds;
 	return ret;
+}
+
+void cb_stage_set_changes(struct cb_stage *st, struct cb_changes *c)
+{
+	cb_changes_free(st->changes);
+	st->changes = c;
 }
 
 /* The walks recurse once per directory level: they run on a thread with

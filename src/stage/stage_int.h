@@ -117,6 +117,12 @@ struct cb_stage {
 	struct stage_pool *pool_of;
 	struct cb_throttle *throttle_shared;
 	pthread_mutex_t *throttle_mu;
+	struct cb_changes *changes; /* pass 2: what tracking saw (NULL: full walk) */
+	struct p2_pool *p2pool;     /* pass 2: lstat workers (NULL: one core) */
+	uint64_t *tree_inos;        /* cb_stage_note_inodes: open addressing, 0 = empty */
+	size_t tree_inos_cap;
+	int shallow;                /* pass 2 over tracked directories: an unchanged
+				     * subdirectory (same inode) is not entered */
 };
 
 #define STAGE_BUF_SIZE (1 << 20)
@@ -138,6 +144,22 @@ void stage_rel_push(struct cb_stage *st, const char *name, size_t *saved);
 void stage_rel_pop(struct cb_stage *st, size_t saved);
 const char *stage_relname(const struct cb_stage *st);
 int stage_excluded_slash(const struct cb_strvec *ex, const char *slashpath, int is_dir);
+
+/* stage.c: pass 2 of one directory (sfd, and its staged twin dfd, open),
+ * for the tracked pass. */
+int stage_p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
+		 struct stage_dir **out, int *dirty);
+
+/* stage_p2track.c: pass 2 over what change tracking saw. 0, 1 if it cannot
+ * be exact (the caller walks the whole tree), -1 on error. */
+int stage_p2_tracked(struct cb_stage *st, int sfd, int *dirty);
+
+/* stage_p2par.c: pass 2 takes the stats of a listing on several threads */
+struct p2_pool;
+struct p2_pool *p2_pool_new(void);   /* NULL with one core */
+void p2_pool_free(struct p2_pool *p);
+void p2_pool_stat(struct p2_pool *p, int dfd, const struct listing *l, struct stat **sb,
+		     int **err);
 
 /* stage_keep.c */
 struct stage_dir *stage_keep_load(struct cb_stage *st);

@@ -1,0 +1,52 @@
+#!/bin/bash
+# bench/freeze-window.sh [ENTRIES_K] [DIR]: the frozen pass 2 on a generated
+# tree of ENTRIES_K thousand entries (default 1000: 1,000 directories of 999
+# one-byte files) with 10 files changed in the pre-stop hook, with change
+# tracking (auto), without (off), and without on one thread (off, today's
+# serial walk; RUNS picks some of these); prints the log's
+# "final sync finished (N seconds)" and the path pass 2 took. The tree and
+# the staging copies live under DIR (default /var/tmp/cbackup-bench-fw) and
+# are removed at the end. Needs root (fanotify).
+set -eu
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+K=${1:-1000}
+DIR=${2:-/var/tmp/cbackup-bench-fw}
+CB=${CB:-$TOP/cbackup}  # a copy, to go on building while it runs
+trap 'rm -rf "$DIR"' EXIT
+mkdir -p "$DIR/tmp" "$DIR/dump"
+python3 - "$DIR/src" "$K" <<'PY'
+import os, sys
+root, k = sys.argv[1], int(sys.argv[2])
+os.makedirs(root)
+for d in range(k):
+    dp = os.path.join(root, "d%04d" % d)
+    os.mkdir(dp)
+    for f in range(999):
+        fd = os.open(os.path.join(dp, "f%04d" % f), os.O_CREAT | os.O_WRONLY, 0o644)
+        os.write(fd, b"x")
+        os.close(fd)
+PY
+cat >"$DIR/hook.sh" <<HOOK
+#!/bin/bash
+[ "\$1" = pre-stop ] || exit 0
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	echo changed >>"\$(printf "$DIR/src/d%04d/f%04d" \$((i * 37 % $K)) \$i)"
+done
+HOOK
+chmod +x "$DIR/hook.sh"
+entries=$(find "$DIR/src" | wc -l)
+echo "tree: $entries entries"
+for run in ${RUNS:-auto off off-1-thread}; do
+	tracking=${run%%-*}
+	threads=; [ "$run" = off-1-thread ] && threads=1
+	rm -rf "$DIR/dump"/* "$DIR/tmp"/*
+	CB_P2_THREADS=$threads "$CB" backup --root "$DIR/src" --id 90 --tmpdir "$DIR/tmp" \
+		--dumpdir "$DIR/dump" --compress none --freeze-cmd true --thaw-cmd true \
+		--script "$DIR/hook.sh" --change-tracking "$tracking" --verbose >"$DIR/log" 2>&1
+	way=$(grep -oE "pass 2: (tracked [0-9]+ directories|full walk)" "$DIR/log")
+	p1=$(sed -nE "s/.*first sync finished \(([0-9.]+) seconds\).*/\1/p" "$DIR/log")
+	p2=$(sed -nE "s/.*final sync finished \(([0-9.]+) seconds\).*/\1/p" "$DIR/log")
+	frozen=$(sed -nE "s/.*online again after ([0-9.]+) seconds.*/\1/p" "$DIR/log")
+	echo "$run: pass 1 ${p1}s, pass 2 ${p2}s, frozen ${frozen}s ($way)"
+	grep -E "change tracking: [0-9]+ (events|inodes)" "$DIR/log" || :
+done

@@ -1,0 +1,63 @@
+/*
+ * cb_track: the freeze window tracks what changed (DESIGN §7, issue 16).
+ *
+ * cb_track_start() marks the file system that holds the guest root with
+ * fanotify (FAN_MARK_FILESYSTEM, FAN_REPORT_DFID_NAME) before pass 1; a
+ * thread reads the events into a bounded set of the directories (as file
+ * handles) under the root in which something changed. After the freeze is
+ * confirmed, cb_track_finish() stops the thread, reads the queue until it
+ * is empty (every write of a frozen guest has returned, and fsnotify queues
+ * its event before the write returns), adds what events do not show, and
+ * hands pass 2 the changed directories as paths:
+ *
+ *   - files the guest's processes hold open for writing or map shared and
+ *     writable (writes through a mapping raise no event): read from
+ *     /proc/PID/fd, fdinfo and maps of the processes in the guest's cgroup
+ *     (every process of the host for the other freezer kinds);
+ *   - inodes linked from outside the root after pass 1 read them (their
+ *     changes are reported under the other name): the reader stats the
+ *     names outside the root that events report on the same file system and
+ *     keeps the inode numbers of those with several links; pass 2 finds
+ *     them in its index. Inodes that already had several links in pass 1
+ *     are re-checked by pass 2 itself.
+ *
+ * Whatever makes this inexact (a queue overflow, the set over its cap,
+ * fanotify unavailable) makes cb_track_start/finish return NULL with a WARN
+ * that says why: pass 2 then walks the whole tree.
+ */
+#ifndef CB_TRACK_H
+#define CB_TRACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cb_guest.h"
+#include "cb_log.h"
+
+/* At most this many changed directories and outside-linked inodes are
+ * kept (about 100 bytes each); more means the full walk. The environment
+ * variable CB_TRACK_MAX (tests) lowers it. */
+#define CB_TRACK_MAX 262144
+
+struct cb_track;
+
+/* What pass 2 re-checks. Owned by the caller (cb_changes_free). */
+struct cb_changes {
+	char **dirs;        /* "" (the root) or "a/b"; cb_changes_sort */
+	size_t n_dirs, cap_dirs;
+	uint64_t *inos;     /* inodes of the root's file system to look up */
+	size_t n_inos;
+	uint64_t events;    /* events read, for the log */
+};
+
+/* NULL (with a WARN why) if tracking is not possible for root. */
+struct cb_track *cb_track_start(const char *root, struct cb_log *log);
+/* Call with the guest frozen. NULL (with a WARN why) if what was tracked
+ * is not exact; frees t either way. */
+struct cb_changes *cb_track_finish(struct cb_track *t, const struct cb_guest *g);
+void cb_track_free(struct cb_track *t);
+void cb_changes_free(struct cb_changes *c);
+void cb_changes_add_dir(struct cb_changes *c, const char *rel);
+/* Sort the directories by strcmp (parents first), each once. */
+void cb_changes_sort(struct cb_changes *c);
+
+#endif
