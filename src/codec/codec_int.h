@@ -36,6 +36,7 @@ struct cb_chunk_meta {
 	enum cb_chunk_class cls;
 	enum cb_store_reason reason;       /* for CB_CHUNK_STORE */
 	uint64_t first_file, last_file;    /* cb_codec_begin_file() ids it covers */
+	int unit_end;                      /* the chunk ends a unit (grid boundary) */
 };
 
 /* Output side shared by all writers; the stats are updated in stream order. */
@@ -46,7 +47,13 @@ struct cb_codec_out {
 	uint64_t stored[4];                /* by enum cb_store_reason */
 	uint64_t files_stored, files_stored_magic;
 	uint64_t last_file_counted, last_magic_counted;
+	uint64_t u_done;                   /* uncompressed bytes emitted so far */
+	struct cb_codec_units units;
 };
+
+/* A unit starts here: the next byte written is its first (frame, member or
+ * block header), for u_done's next bytes. */
+void cb_codec_out_unit(struct cb_codec_out *o);
 
 int cb_codec_out_write(struct cb_codec_out *o, const void *buf, size_t len);
 /* Writing in place: room in the sink's buffer (NULL on a write error), then
@@ -133,7 +140,13 @@ struct cb_codec_in {
 	unsigned char *buf;
 	size_t pos, len, cap;
 	int eof;
+	uint64_t base;                     /* file offset of buf[0] */
+	uint64_t u_pos;                    /* uncompressed bytes returned so far */
+	struct cb_codec_units *rec;        /* unit starts seen, or NULL */
 };
+
+/* A unit starts at the next raw byte, extra bytes past u_pos. */
+void cb_codec_in_unit(struct cb_codec_in *in, uint64_t extra);
 
 /* 1 when no raw byte is left, 0 when some are, -1 on a read error. */
 int cb_codec_in_at_end(struct cb_codec_in *in);
@@ -147,6 +160,8 @@ struct cb_codec_rops {
 	/* bytes produced (>0), 0 at end of stream, -1 on error */
 	ssize_t (*read)(void *st, void *buf, size_t len);
 	void (*free)(void *st);
+	/* forget the stream state: the input now starts at a unit */
+	int (*reset)(void *st);
 };
 
 /* CRC-32 as gzip and lzop define it (zlib's crc32() values, chainable the

@@ -84,10 +84,21 @@ static int frame_end(struct zstd_writer *z)
 	return zstd_run(z, &ib, ZSTD_e_end);
 }
 
+/* A unit ends with its chunk: whichever frame is open is closed. */
+static int unit_close(struct zstd_writer *z, const struct cb_chunk_meta *m)
+{
+	z->out->u_done += m->len;
+	if (!m->unit_end)
+		return 0;
+	return raw_close(z) < 0 ? -1 : frame_end(z);
+}
+
 static int raw_chunk(struct zstd_writer *z, const unsigned char *data, size_t len)
 {
 	if (frame_end(z) < 0)
 		return -1;
+	if (!z->in_raw)
+		cb_codec_out_unit(z->out);
 	if (!z->in_raw && cb_codec_out_write(z->out, raw_frame_header, sizeof(raw_frame_header)) < 0)
 		return -1;
 	z->in_raw = z->any = 1;
@@ -114,18 +125,20 @@ static int zstd_chunk(void *st, const struct cb_chunk_meta *m)
 
 	if (m->cls == CB_CHUNK_STORE) {
 		cb_codec_out_stored(z->out, m, m->reason, m->len);
-		return raw_chunk(z, z->ibuf, m->len);
+		return raw_chunk(z, z->ibuf, m->len) < 0 ? -1 : unit_close(z, m);
 	}
 	/* a short chunk is not worth a frame switch */
 	if (m->cls == CB_CHUNK_TRIAL && m->len >= zstd_wops.min_store &&
 	    cb_trial_store(z->trial, z->ibuf, m->len)) {
 		cb_codec_out_stored(z->out, m, CB_STORED_TRIAL, m->len);
-		return raw_chunk(z, z->ibuf, m->len);
+		return raw_chunk(z, z->ibuf, m->len) < 0 ? -1 : unit_close(z, m);
 	}
 	if (raw_close(z) < 0)
 		return -1;
+	if (!z->in_frame)
+		cb_codec_out_unit(z->out);
 	z->in_frame = z->any = 1;
-	return zstd_run(z, &ib, ZSTD_e_continue);
+	return zstd_run(z, &ib, ZSTD_e_continue) < 0 ? -1 : unit_close(z, m);
 }
 
 /* Stored bytes straight from the archive writer's buffer: no chunk copy. */
@@ -134,7 +147,46 @@ static int zstd_store(void *st, const struct cb_chunk_meta *m, const unsigned ch
 	struct zstd_writer *z = st;
 
 	cb_codec_out_stored(z->out, m, m->reason, m->len);
-	return raw_chunk(z, data, m->len);
+	return raw_chunk(z, data, m->len) < 0 ? -1 : unit_close(z, m);
+}
+
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (v >> (8 * i)) & 0xff;
+}
+
+/*
+ * The seek table of zstd's seekable format (contrib/seekable_format): a
+ * skippable frame (magic 0x184D2A5E, its size) holding per frame its
+ * compressed and decompressed size (no checksums: the frames carry their
+ * own), then the footer: number of frames, descriptor 0, magic 0x8F92EAB1.
+ * Decoders that know nothing of it skip it. Every frame is a unit (units
+ * that yielded nothing were merged into the next by cb_codec_units_add,
+ * which then spans both frames: still one decodable run of bytes).
+ */
+static int seek_table(struct zstd_writer *z)
+{
+	const struct cb_codec_units *u = &z->out->units;
+	size_t n = u->n, len = 8 + 8 * n + 9;
+	unsigned char *t = cb_xmalloc(len);
+	int ret;
+
+	put_le32(t, 0x184D2A5Eu);
+	put_le32(t + 4, (uint32_t)(len - 8));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t cend = i + 1 < n ? u->v[i + 1].c_off : z->out->bytes_out;
+		uint64_t uend = i + 1 < n ? u->v[i + 1].u_off : z->out->u_done;
+
+		put_le32(t + 8 + 8 * i, (uint32_t)(cend - u->v[i].c_off));
+		put_le32(t + 12 + 8 * i, (uint32_t)(uend - u->v[i].u_off));
+	}
+	put_le32(t + 8 + 8 * n, (uint32_t)n);
+	t[12 + 8 * n] = 0;
+	put_le32(t + 13 + 8 * n, 0x8F92EAB1u);
+	ret = cb_codec_out_write(z->out, t, len);
+	free(t);
+	return ret;
 }
 
 static int zstd_finish(void *st)
@@ -144,9 +196,14 @@ static int zstd_finish(void *st)
 	if (raw_close(z) < 0)
 		return -1;
 	/* an empty input still makes one (empty) frame: a valid .zst */
-	if (!z->any)
+	if (!z->any) {
+		cb_codec_out_unit(z->out);
 		z->in_frame = 1;
-	return frame_end(z);
+	}
+	if (frame_end(z) < 0)
+		return -1;
+	cb_codec_units_finish(&z->out->units, z->out->u_done);
+	return seek_table(z);
 }
 
 static void zstd_wfree(void *st)
@@ -174,6 +231,19 @@ static int zstd_set(ZSTD_CCtx *cctx, ZSTD_cParameter param, int value, const cha
 	return 0;
 }
 
+/* A frame end waits for every worker: jobs of a unit's share per thread
+ * keep them all busy within each unit (libzstd's floor is 512 KiB). */
+static void set_job_size(ZSTD_CCtx *cctx, const struct cb_codec_params *p, int threads)
+{
+	uint64_t unit = p->unit_size ? p->unit_size : CB_CODEC_UNIT_DEFAULT;
+	uint64_t job = unit / (uint64_t)threads;
+
+	if (job < 512 * 1024)
+		job = 512 * 1024;
+	if (job < unit)
+		ZSTD_CCtx_setParameter(cctx, ZSTD_c_jobSize, (int)job);
+}
+
 int cb_codec_zstd_writer(void **st, const struct cb_codec_wops **ops,
 			 const struct cb_codec_params *p, struct cb_codec_out *o)
 {
@@ -191,8 +261,8 @@ int cb_codec_zstd_writer(void **st, const struct cb_codec_wops **ops,
 		goto fail;
 	/* A libzstd built without threads refuses nbWorkers: compress on the
 	 * calling thread then, which is still correct output. */
-	if (threads > 1)
-		ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_nbWorkers, threads);
+	if (threads > 1 && !ZSTD_isError(ZSTD_CCtx_setParameter(z->cctx, ZSTD_c_nbWorkers, threads)))
+		set_job_size(z->cctx, p, threads);
 	z->ibuf = cb_xmalloc_huge(CB_CODEC_CHUNK);
 	z->trial = cb_trial_new(CB_TRIAL_GAIN_FAST);
 	*st = z;
@@ -233,6 +303,8 @@ static ssize_t zstd_read(void *st, void *buf, size_t len)
 			}
 		}
 		z->started = 1;
+		if (z->last == 0)
+			cb_codec_in_unit(in, ob.pos);
 		ib = (ZSTD_inBuffer){ in->buf, in->len, in->pos };
 		z->last = ZSTD_decompressStream(z->dctx, &ob, &ib);
 		in->pos = ib.pos;
@@ -250,7 +322,17 @@ static void zstd_rfree(void *st)
 	free(z);
 }
 
-static const struct cb_codec_rops zstd_rops = { zstd_read, zstd_rfree };
+static int zstd_reset(void *st)
+{
+	struct zstd_reader *z = st;
+
+	ZSTD_DCtx_reset(z->dctx, ZSTD_reset_session_only);
+	z->last = 0;
+	z->started = 0;
+	return 0;
+}
+
+static const struct cb_codec_rops zstd_rops = { zstd_read, zstd_rfree, zstd_reset };
 
 int cb_codec_zstd_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in)
 {
