@@ -156,6 +156,18 @@ void cb_codec_reader_record_units(struct cb_codec_reader *r, struct cb_codec_uni
  * u_off): the fd must be seekable; the next read decodes from there. */
 int cb_codec_reader_seek(struct cb_codec_reader *r, uint64_t c_off, uint64_t u_off);
 
+/*
+ * The seek table of zstd's seekable format at the end of a zstd archive of
+ * file_size bytes: table holds its len bytes (skippable frame header,
+ * entries, footer). Its frames as units in u (normalized as the writer's).
+ * 0, or -1 with the reason: a table whose sizes do not add up to the file,
+ * bad magic numbers, reserved bits set.
+ */
+int cb_zstd_seek_table(const unsigned char *table, size_t len, uint64_t file_size,
+		       struct cb_codec_units *u);
+/* Read it from fd: 0, 1 if the archive has none, -1 if it is malformed. */
+int cb_zstd_read_seek_table(int fd, uint64_t file_size, struct cb_codec_units *u);
+
 /* Detect from a buffer holding at least the first 4 bytes; -1 if none of
  * zstd/lzop/gzip magic (then it is taken as plain tar by the reader). */
 int cb_codec_detect(const void *buf, size_t len, enum cb_compress *type);

@@ -1,5 +1,7 @@
 /* cb_browse: `cbackup ls` and `cbackup index`. See include/cb_browse.h. */
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -123,6 +125,34 @@ int cb_ls_run(const char *archive, char *const *paths, size_t n_paths, int json,
 	return ret;
 }
 
+/* The units found by decoding are the catalog's; a zstd archive's seek
+ * table must agree with them (other seekable-aware readers use it): one
+ * that does not is reported, never used. */
+static void check_seek_table(const char *archive, const struct cb_idx *x, struct cb_log *log)
+{
+	struct cb_codec_units u = { 0 };
+	int fd = open(archive, O_RDONLY | O_CLOEXEC), rc, same;
+	uint64_t uo, co;
+
+	if (fd < 0)
+		return;
+	rc = cb_zstd_read_seek_table(fd, x->archive_size, &u);
+	close(fd);
+	same = rc == 0 && u.n == x->n_units;
+	for (uint64_t i = 0; same && i < u.n; i++) {
+		cb_idx_unit_for(x, u.v[i].u_off, &uo, &co);
+		same = uo == u.v[i].u_off && co == u.v[i].c_off;
+	}
+	if (rc < 0)
+		cb_warn(log, "'%s': %s (ignored: the frames themselves are the units)", archive,
+			cb_last_error());
+	else if (rc == 0 && !same)
+		cb_warn(log, "'%s': the zstd seek table disagrees with the frames (ignored)", archive);
+	else if (rc == 1)
+		cb_info(log, "'%s' has no zstd seek table (an archive of one stream)", archive);
+	cb_codec_units_release(&u);
+}
+
 int cb_index_run(const char *archive, struct cb_log *log)
 {
 	char *path = cb_xasprintf("%s.idx", archive), hex[65];
@@ -141,6 +171,8 @@ int cb_index_run(const char *archive, struct cb_log *log)
 		if (cb_idx_load(&x, copy, len, 0) < 0)
 			goto out;
 	}
+	if (x.codec == CB_COMPRESS_ZSTD)
+		check_seek_table(archive, &x, log);
 	cb_idx_close(&x);
 	if (cb_idx_write_file(path, buf, len, hex) < 0)
 		goto out;

@@ -274,6 +274,80 @@ fail:
 	return -1;
 }
 
+/* ---- the seek table, read back ---- */
+
+#define SKIPPABLE_MAGIC 0x184D2A5Eu
+#define SEEKABLE_MAGIC 0x8F92EAB1u
+#define FOOTER 9
+#define TABLE_MAX (64u * 1024 * 1024)
+
+static uint32_t get_le32(const unsigned char *p)
+{
+	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Bytes of the whole table a footer announces (0: not a footer). */
+static uint64_t table_len(const unsigned char *footer)
+{
+	uint64_t n = get_le32(footer);
+	unsigned desc = footer[4];
+
+	if (get_le32(footer + 5) != SEEKABLE_MAGIC || (desc & 0x7f))
+		return 0;
+	return 8 + n * (desc & 0x80 ? 12 : 8) + FOOTER;
+}
+
+int cb_zstd_seek_table(const unsigned char *t, size_t len, uint64_t file_size,
+		       struct cb_codec_units *u)
+{
+	uint64_t want, n, esize, c = 0, d = 0;
+
+	if (len < 8 + FOOTER || (want = table_len(t + len - FOOTER)) != len || len > file_size)
+		return cb_error("zstd seek table: bad footer");
+	if (get_le32(t) != SKIPPABLE_MAGIC || get_le32(t + 4) != len - 8)
+		return cb_error("zstd seek table: bad skippable frame header");
+	n = get_le32(t + len - FOOTER);
+	esize = t[len - FOOTER + 4] & 0x80 ? 12 : 8;
+	u->n = 0;
+	for (uint64_t i = 0; i < n; i++) {
+		uint32_t cs = get_le32(t + 8 + i * esize), ds = get_le32(t + 12 + i * esize);
+
+		if (cs == 0 || c + cs > file_size - len)
+			return cb_error("zstd seek table: frame %llu lies beyond the archive",
+					(unsigned long long)i);
+		cb_codec_units_add(u, d, c);
+		c += cs;
+		d += ds;
+	}
+	if (c != file_size - len)
+		return cb_error("zstd seek table: its frames cover %llu bytes, the archive has %llu "
+				"before the table", (unsigned long long)c,
+				(unsigned long long)(file_size - len));
+	cb_codec_units_finish(u, d);
+	return 0;
+}
+
+int cb_zstd_read_seek_table(int fd, uint64_t file_size, struct cb_codec_units *u)
+{
+	unsigned char footer[FOOTER], *t;
+	uint64_t len;
+	int ret;
+
+	if (file_size < 8 + FOOTER || pread(fd, footer, FOOTER, (off_t)(file_size - FOOTER)) != FOOTER)
+		return 1;
+	len = table_len(footer);
+	if (len == 0)
+		return 1;
+	if (len > file_size || len > TABLE_MAX)
+		return cb_error("zstd seek table: %llu bytes announced", (unsigned long long)len);
+	t = cb_xmalloc((size_t)len);
+	ret = pread(fd, t, (size_t)len, (off_t)(file_size - len)) == (ssize_t)len
+	      ? cb_zstd_seek_table(t, (size_t)len, file_size, u)
+	      : cb_error_errno("cannot read the zstd seek table");
+	free(t);
+	return ret;
+}
+
 /* ---- reader ---- */
 
 struct zstd_reader {

@@ -191,6 +191,10 @@ int cb_cli_parse(struct cb_cli *cli, int argc, char **argv)
 	if (ret == 0 && cb_cli_get(cli, "maxfiles") && cb_cli_get(cli, "prune-backups"))
 		ret = cb_error("options --maxfiles and --prune-backups are both given; keep only "
 			       "--prune-backups");
+	if (ret == 0 && cli->paths.n && cli->command != CB_CMD_RESTORE)
+		ret = cb_error("option '--path' is only for restore (a storage's path is a config key)");
+	if (ret == 0 && cli->json && cli->command != CB_CMD_LS)
+		ret = cb_error("option '--json' is only for ls (see --output-format)");
 	if (ret == 0 && !cli->help && !cli->version)
 		ret = check_arity(cli);
 	return ret;
