@@ -96,8 +96,21 @@ void cb_idx_entry(const struct cb_idx *x, uint64_t i, struct cb_idx_entry *e);
 /* The entries that are path or below it (archive order, ascending): a
  * malloc'ed array of entry numbers in *out, their count returned. */
 uint64_t cb_idx_select(const struct cb_idx *x, const char *path, uint64_t **out);
+/* Positions [*first, *first + n) of the path order that are path or below
+ * it; n returned. cb_idx_order_at() maps a position to its entry. */
+uint64_t cb_idx_range(const struct cb_idx *x, const char *path, uint64_t *first);
+uint64_t cb_idx_order_at(const struct cb_idx *x, uint64_t pos);
+/* The entry named path (the last of that name, as an extraction would
+ * leave it), or -1. */
+int64_t cb_idx_find(const struct cb_idx *x, const char *path);
 /* The unit holding uncompressed offset off (0 if there are no units). */
 uint64_t cb_idx_unit_for(const struct cb_idx *x, uint64_t off, uint64_t *u_off, uint64_t *c_off);
+
+/* Where a reader starts to reach uncompressed offset off: the unit
+ * holding it (an uncompressed archive: off itself). */
+void cb_idx_seek_for(const struct cb_idx *x, uint64_t off, uint64_t *u_off, uint64_t *c_off);
+/* Where unit u starts (the tar size for u past the last). */
+uint64_t cb_idx_unit_start(const struct cb_idx *x, uint64_t u);
 
 /* "./a/b/" -> "a/b": the key paths are compared by. */
 const char *cb_idx_key(const char *path, size_t *len);

@@ -90,12 +90,14 @@ void cb_idx_list_release(struct cb_idx_list *l)
 	memset(l, 0, sizeof(*l));
 }
 
-/* ---- keys: "./a/b/" is "a/b"; '/' sorts first, so a subtree is one run ---- */
+/* ---- keys: "./a/b/" (and "/a/b") is "a/b"; '/' sorts first, so a subtree is one run ---- */
 
 const char *cb_idx_key(const char *path, size_t *len)
 {
 	size_t n;
 
+	while (*path == '/')
+		path++;
 	while (path[0] == '.' && path[1] == '/')
 		for (path += 2; *path == '/'; path++)
 			;
@@ -468,27 +470,58 @@ static int covers(const char *k, size_t kl, const char *ek, size_t el)
 	return el >= kl && memcmp(ek, k, kl) == 0 && (el == kl || ek[kl] == '/');
 }
 
-uint64_t cb_idx_select(const struct cb_idx *x, const char *path, uint64_t **out)
+uint64_t cb_idx_order_at(const struct cb_idx *x, uint64_t pos)
+{
+	return get32(x->order + 4 * pos);
+}
+
+uint64_t cb_idx_range(const struct cb_idx *x, const char *path, uint64_t *first)
 {
 	size_t kl;
 	const char *k = cb_idx_key(path, &kl);
-	uint64_t i = lower_bound(x, k, kl), n = 0;
-	uint64_t *v = cb_xmalloc(16 * sizeof(*v));
-	size_t cap = 16;
+	uint64_t i = lower_bound(x, k, kl);
 
+	*first = i;
 	for (; i < x->n_entries; i++) {
 		struct cb_idx_entry e;
 		size_t el;
 		const char *ek;
 
-		cb_idx_entry(x, get32(x->order + 4 * i), &e);
+		cb_idx_entry(x, cb_idx_order_at(x, i), &e);
 		ek = cb_idx_key(e.path, &el);
 		if (!covers(k, kl, ek, el))
 			break;
-		if (n == cap)
-			v = cb_xrealloc(v, (cap *= 2) * sizeof(*v));
-		v[n++] = get32(x->order + 4 * i);
 	}
+	return i - *first;
+}
+
+int64_t cb_idx_find(const struct cb_idx *x, const char *path)
+{
+	size_t kl;
+	const char *k = cb_idx_key(path, &kl);
+	int64_t found = -1;
+
+	for (uint64_t i = lower_bound(x, k, kl); i < x->n_entries; i++) {
+		struct cb_idx_entry e;
+		size_t el;
+		const char *ek;
+
+		cb_idx_entry(x, cb_idx_order_at(x, i), &e);
+		ek = cb_idx_key(e.path, &el);
+		if (el != kl || memcmp(ek, k, kl))
+			break;
+		found = (int64_t)cb_idx_order_at(x, i);
+	}
+	return found;
+}
+
+uint64_t cb_idx_select(const struct cb_idx *x, const char *path, uint64_t **out)
+{
+	uint64_t first, n = cb_idx_range(x, path, &first);
+	uint64_t *v = cb_xmalloc((n ? n : 1) * sizeof(*v));
+
+	for (uint64_t i = 0; i < n; i++)
+		v[i] = cb_idx_order_at(x, first + i);
 	qsort(v, n, sizeof(*v), u64_cmp);
 	*out = v;
 	return n;
@@ -513,4 +546,16 @@ uint64_t cb_idx_unit_for(const struct cb_idx *x, uint64_t off, uint64_t *u_off, 
 	*u_off = get64(x->units + lo * UNIT);
 	*c_off = get64(x->units + lo * UNIT + 8);
 	return lo;
+}
+
+uint64_t cb_idx_unit_start(const struct cb_idx *x, uint64_t u)
+{
+	return u < x->n_units ? get64(x->units + u * UNIT) : x->tar_size;
+}
+
+void cb_idx_seek_for(const struct cb_idx *x, uint64_t off, uint64_t *u_off, uint64_t *c_off)
+{
+	cb_idx_unit_for(x, off, u_off, c_off);
+	if (x->codec == CB_COMPRESS_NONE)
+		*u_off = *c_off = off;
 }

@@ -166,9 +166,7 @@ static int run_open(struct rst *r, const struct cb_idx *x, const char *archive, 
 	struct cb_tarread_at at;
 
 	cb_idx_entry(x, first, &e);
-	cb_idx_unit_for(x, e.hdr_off, &at.u_off, &at.c_off);
-	if (x->codec == CB_COMPRESS_NONE)
-		at.u_off = at.c_off = e.hdr_off;
+	cb_idx_seek_for(x, e.hdr_off, &at.u_off, &at.c_off);
 	at.skip = e.hdr_off - at.u_off;
 	cb_tarread_close(&r->tr);
 	if (cb_tarread_open_at(&r->tr, archive, &at) < 0)

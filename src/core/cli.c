@@ -35,6 +35,7 @@ void cb_cli_usage(FILE *out)
 	      "       cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...]\n"
 	      "       cbackup ls ARCHIVE [PATH...] [--json]\n"
 	      "       cbackup index ARCHIVE\n"
+	      "       cbackup mount ARCHIVE MOUNTPOINT\n"
 	      "       cbackup verify ARCHIVE\n"
 	      "       cbackup list [ID] [--storage NAME | --dumpdir DIR]\n"
 	      "       cbackup prune [ID] [--prune-backups keep-last=N,...] [--dry-run]\n"

@@ -14,6 +14,7 @@
 #include "cb_job.h"
 #include "cb_leftovers.h"
 #include "cb_lock.h"
+#include "cb_mount.h"
 #include "cb_list.h"
 #include "cb_probe.h"
 #include "cb_prune.h"
@@ -30,6 +31,7 @@ static const struct cb_command_def commands[] = {
 	{ "probe",   CB_CMD_PROBE,   0,  0, 1, cb_cmd_probe },
 	{ "ls",      CB_CMD_LS,      1, -1, 0, cb_cmd_ls },
 	{ "index",   CB_CMD_INDEX,   1,  1, 0, cb_cmd_index },
+	{ "mount",   CB_CMD_MOUNT,   2,  2, 0, cb_cmd_mount },
 	{ NULL, 0, 0, 0, 0, NULL }
 };
 
@@ -78,6 +80,16 @@ int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 	(void)cfg;   /* index reads no configuration */
 	if (cb_index_run(cli->args.v[0], log) < 0) {
 		cb_err(log, "index of '%s' failed - %s", cli->args.v[0], cb_last_error());
+		return CB_EXIT_FAILED;
+	}
+	return CB_EXIT_OK;
+}
+
+int cb_cmd_mount(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
+{
+	(void)cfg;   /* mount reads no configuration */
+	if (cb_mount_run(cli->args.v[0], cli->args.v[1], log) < 0) {
+		cb_err(log, "mount of '%s' failed - %s", cli->args.v[0], cb_last_error());
 		return CB_EXIT_FAILED;
 	}
 	return CB_EXIT_OK;
