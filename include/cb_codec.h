@@ -3,7 +3,7 @@
  *
  * Writer: cb_codec_writer_new() wraps a sink; every byte of tar given to
  * cb_codec_write() comes out compressed as one standard stream:
- *   zstd  — libzstd streaming (ZSTD_c_nbWorkers = zstd_threads, 0 = cores),
+ *   zstd  — one frame per unit, compressed by a pool (zstd_threads, 0 = cores),
  *   lzo   — the lzop file format (what `lzop -d` reads), LZO1X-1 blocks of
  *           256 KiB with CRC-32 checksums (as `lzop --crc32`), via liblzo2,
  *   gzip  — zlib deflate, gzip wrapper,
@@ -24,11 +24,12 @@
  * on a few samples) finds it would not shrink; everything else is compressed.
  * The output is always one standard stream.
  *
- * Threads: zstd — libzstd workers (threads 0 = all cores); lzo — chunks
- * compressed by a pool (0 = all cores); gzip — 0 = one classic deflate
- * stream, 1 = half the cores, N = N threads compressing chunks in parallel
- * into one gzip member (each chunk primed with the 32 KiB before it). For
- * lzo and for threaded gzip the bytes do not depend on the thread count.
+ * Threads: zstd — units (frames) compressed by a pool (0 = all cores);
+ * lzo — chunks compressed by a pool (0 = all cores); gzip — 0 = one
+ * classic deflate stream per unit, 1 = half the cores, N = N threads
+ * compressing chunks in parallel (each chunk primed with the 32 KiB before
+ * it, a unit's first with none). For zstd, lzo and threaded gzip the bytes
+ * do not depend on the thread count.
  */
 #ifndef CB_CODEC_H
 #define CB_CODEC_H

@@ -100,7 +100,7 @@ int cb_codec_cores(void);
 
 struct cb_pool_job {
 	struct cb_chunk_meta m;
-	unsigned char *in;                 /* CB_CODEC_CHUNK bytes */
+	unsigned char *in;                 /* CB_CODEC_CHUNK (or in_cap) bytes */
 	unsigned char *out;                /* out_cap bytes */
 	size_t out_len;
 	void *extra;                       /* extra_size bytes for the codec */
@@ -120,9 +120,12 @@ struct cb_pool_ops {
 
 struct cb_pool;
 
-/* threads == 1: jobs run inline on the calling thread (same bytes). */
+/* threads == 1: jobs run inline on the calling thread (same bytes). Jobs
+ * take CB_CODEC_CHUNK bytes, or in_cap with cb_pool_new_sized(). */
 struct cb_pool *cb_pool_new(int threads, size_t out_cap, size_t extra_size,
 			    const struct cb_pool_ops *ops, void *ctx);
+struct cb_pool *cb_pool_new_sized(int threads, size_t in_cap, size_t out_cap, size_t extra_size,
+				  const struct cb_pool_ops *ops, void *ctx);
 /* The job to fill next (waits for and emits older jobs if all slots are in
  * flight); NULL after an emit error. */
 struct cb_pool_job *cb_pool_acquire(struct cb_pool *p);
