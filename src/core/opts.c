@@ -83,7 +83,7 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  ".B \"cbackup mount\"\n"
 	  "decode only the units they need. Smaller units: faster single-file\n"
 	  "restores, a slightly larger archive (on a Debian root, zstd \\-3: 4 MiB\n"
-	  "units +0.55% against one stream, 1 MiB about +1.5%). zstd compresses\n"
+	  "units +0.55% against one stream, 1 MiB about +3%). zstd compresses\n"
 	  "whole units on its worker threads, which hold two units each in memory." },
 	{ "pigz", CB_OPT_INT, "0", G | S | U | C, "0-256",
 	  "parallel gzip threads (0 = single-threaded gzip, 1 = half the cores, N = N threads)", 0,
