@@ -115,12 +115,16 @@ test_expect_success ROOT 'a lying or damaged .idx is refused: ls scans, verify f
 	archive=$(find_archive "$SCRATCH/dump-zstd" ct 101 .zst)
 	good=$SCRATCH/idx-zstd
 	n=0
-	# entry count, unit count, first entry offset, a unit offset, truncation
-	for patch in "16 <Q 4611686018427387904" "24 <Q 99999999" "128 <Q 999999999999" "-40 <Q 1" truncate; do
+	# entry count, unit count (alone too large; fits alone, not with the
+	# rest), first entry offset, a unit offset, truncation, bytes appended
+	for patch in "16 <Q 4611686018427387904" "24 <Q 99999999" units-sum "128 <Q 999999999999" \
+		     "-40 <Q 1" truncate append; do
 		n=$((n + 1))
 		cp "$good" "$archive.idx"
 		case $patch in
 		truncate) truncate -s 100 "$archive.idx" ;;
+		append) printf "0123456789abcdef" >>"$archive.idx" ;;
+		units-sum) patch_idx "$archive.idx" 24 "<Q" $(( ($(stat -c %s "$archive.idx") - 96) / 16 )) ;;
 		-*) set -- $patch; size=$(stat -c %s "$archive.idx")
 		    patch_idx "$archive.idx" $((size + $1)) "$2" "$3" ;;
 		*) set -- $patch; patch_idx "$archive.idx" "$1" "$2" "$3" ;;
@@ -133,7 +137,7 @@ test_expect_success ROOT 'a lying or damaged .idx is refused: ls scans, verify f
 		cbackup_run 1 verify "$archive"
 		test_has "$CB_ERR" "catalog"
 	done
-	test "$n" = 5
+	test "$n" = 7
 	cp "$good" "$archive.idx"
 '
 
