@@ -2,7 +2,7 @@
 PREFIX  ?= /usr/local
 DESTDIR ?=
 CC      ?= cc
-PKGS    := libarchive libzstd lzo2 zlib libcrypto libisal
+PKGS    := libarchive libzstd lzo2 zlib libcrypto libisal fuse3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 VERSION := 0.1.0
@@ -109,6 +109,7 @@ install: all
 	install -m 755 cbackup $(DESTDIR)$(PREFIX)/sbin/cbackup
 	install -m 644 man/cbackup.8 $(DESTDIR)$(PREFIX)/share/man/man8/cbackup.8
 	install -m 644 man/cbackup.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/cbackup.conf.5
+	install -m 644 man/cbackup-idx.5 $(DESTDIR)$(PREFIX)/share/man/man5/cbackup-idx.5
 	install -m 644 vzdump.conf.example README.md $(DESTDIR)$(PREFIX)/share/doc/cbackup/
 
 # ---- fuzzing (issue 5): libFuzzer targets in tests/fuzz/ ---------------------

@@ -14,7 +14,7 @@
 #include "cb_util.h"
 
 enum cb_command { CB_CMD_BACKUP, CB_CMD_RESTORE, CB_CMD_VERIFY, CB_CMD_LIST, CB_CMD_PRUNE,
-		  CB_CMD_PROBE };
+		  CB_CMD_PROBE, CB_CMD_LS, CB_CMD_INDEX, CB_CMD_MOUNT };
 
 struct cb_cli {
 	enum cb_command command;
@@ -24,6 +24,8 @@ struct cb_cli {
 	int all;                      /* --all */
 	struct cb_strvec exclude_ids; /* --exclude ID,... */
 	int force;                    /* restore --force */
+	struct cb_strvec paths;       /* restore --path P (repeatable) */
+	int json;                     /* ls --json */
 	int help, version;
 	char *cmdline;                /* "cbackup 101 --mode suspend" for the log */
 };

@@ -3,7 +3,7 @@
  *
  * Writer: cb_codec_writer_new() wraps a sink; every byte of tar given to
  * cb_codec_write() comes out compressed as one standard stream:
- *   zstd  — libzstd streaming (ZSTD_c_nbWorkers = zstd_threads, 0 = cores),
+ *   zstd  — one frame per unit, compressed by a pool (zstd_threads, 0 = cores),
  *   lzo   — the lzop file format (what `lzop -d` reads), LZO1X-1 blocks of
  *           256 KiB with CRC-32 checksums (as `lzop --crc32`), via liblzo2,
  *   gzip  — zlib deflate, gzip wrapper,
@@ -24,11 +24,12 @@
  * on a few samples) finds it would not shrink; everything else is compressed.
  * The output is always one standard stream.
  *
- * Threads: zstd — libzstd workers (threads 0 = all cores); lzo — chunks
- * compressed by a pool (0 = all cores); gzip — 0 = one classic deflate
- * stream, 1 = half the cores, N = N threads compressing chunks in parallel
- * into one gzip member (each chunk primed with the 32 KiB before it). For
- * lzo and for threaded gzip the bytes do not depend on the thread count.
+ * Threads: zstd — units (frames) compressed by a pool (0 = all cores);
+ * lzo — chunks compressed by a pool (0 = all cores); gzip — 0 = one
+ * classic deflate stream per unit, 1 = half the cores, N = N threads
+ * compressing chunks in parallel (each chunk primed with the 32 KiB before
+ * it, a unit's first with none). For zstd, lzo and threaded gzip the bytes
+ * do not depend on the thread count.
  */
 #ifndef CB_CODEC_H
 #define CB_CODEC_H
@@ -46,7 +47,39 @@ struct cb_codec_params {
 	int level;      /* 0 = codec default (zstd 3, gzip 6, lzo 1) */
 	int threads;    /* zstd workers (0 = all cores); gzip: vzdump's pigz value
 	                 * (0 = classic single-threaded, 1 = half the cores, N) */
+	uint64_t unit_size;  /* bytes of tar per independently decodable unit
+	                      * (0 = CB_CODEC_UNIT_DEFAULT) */
 };
+
+/*
+ * Seekable units (DESIGN §6): the tar stream is cut on a grid of unit_size
+ * bytes and every grid cell is decodable on its own: zstd ends its frame
+ * there (frames of raw blocks, for stored runs, are units of their own) and
+ * appends the seek table of zstd's seekable format as a skippable frame;
+ * gzip ends its member (one member per unit); lzop blocks are independent
+ * anyway (one unit per block). A unit is where a reader may start: the
+ * uncompressed offset of its first byte and the compressed offset of its
+ * first byte (frame / member / block header).
+ */
+#define CB_CODEC_UNIT_DEFAULT (4ull * 1024 * 1024)
+
+struct cb_codec_unit {
+	uint64_t u_off, c_off;
+};
+
+struct cb_codec_units {
+	struct cb_codec_unit *v;
+	size_t n, cap;
+};
+
+/* Add a unit start; one at the same u_off as the last replaces it (a unit
+ * that yielded nothing). */
+void cb_codec_units_add(struct cb_codec_units *u, uint64_t u_off, uint64_t c_off);
+/* Drop trailing units that start at or after total (the seek table's
+ * skippable frame, an empty last member): the writer and a scan of the
+ * archive then agree. */
+void cb_codec_units_finish(struct cb_codec_units *u, uint64_t total);
+void cb_codec_units_release(struct cb_codec_units *u);
 
 struct cb_codec_writer;
 
@@ -74,6 +107,12 @@ unsigned char *cb_codec_write_buffer(struct cb_codec_writer *w, size_t *avail);
 void cb_codec_set_progress(struct cb_codec_writer *w, struct cb_progress *progress);
 int cb_codec_finish(struct cb_codec_writer *w);
 void cb_codec_writer_free(struct cb_codec_writer *w);
+/* The units written (after cb_codec_finish); for none, none. */
+const struct cb_codec_units *cb_codec_writer_units(const struct cb_codec_writer *w);
+/* Every byte of tar given to cb_codec_write() is also shown to tap (the
+ * catalog's tar scanner); a tap error fails nothing, it stops the tap. */
+typedef int cb_codec_tap_fn(void *ctx, const void *buf, size_t len);
+void cb_codec_set_tap(struct cb_codec_writer *w, cb_codec_tap_fn *fn, void *ctx);
 
 /* The next nbytes bytes written are of this kind; afterwards (or at the next
  * hint, which replaces the rest of this one) bytes are CB_DATA_UNKNOWN.
@@ -111,6 +150,24 @@ int cb_codec_reader_new(struct cb_codec_reader **out, int fd);
 ssize_t cb_codec_read(struct cb_codec_reader *r, void *buf, size_t len);
 enum cb_compress cb_codec_reader_type(const struct cb_codec_reader *r);
 void cb_codec_reader_free(struct cb_codec_reader *r);
+/* Record the unit starts met while reading into u (before the first read):
+ * `cbackup index` rebuilds the unit table from the archive alone. */
+void cb_codec_reader_record_units(struct cb_codec_reader *r, struct cb_codec_units *u);
+/* Go to the unit that starts at compressed offset c_off (uncompressed
+ * u_off): the fd must be seekable; the next read decodes from there. */
+int cb_codec_reader_seek(struct cb_codec_reader *r, uint64_t c_off, uint64_t u_off);
+
+/*
+ * The seek table of zstd's seekable format at the end of a zstd archive of
+ * file_size bytes: table holds its len bytes (skippable frame header,
+ * entries, footer). Its frames as units in u (normalized as the writer's).
+ * 0, or -1 with the reason: a table whose sizes do not add up to the file,
+ * bad magic numbers, reserved bits set.
+ */
+int cb_zstd_seek_table(const unsigned char *table, size_t len, uint64_t file_size,
+		       struct cb_codec_units *u);
+/* Read it from fd: 0, 1 if the archive has none, -1 if it is malformed. */
+int cb_zstd_read_seek_table(int fd, uint64_t file_size, struct cb_codec_units *u);
 
 /* Detect from a buffer holding at least the first 4 bytes; -1 if none of
  * zstd/lzop/gzip magic (then it is taken as plain tar by the reader). */

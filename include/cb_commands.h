@@ -32,5 +32,8 @@ int cb_cmd_verify(const struct cb_cli *cli, const struct cb_config *cfg, struct 
 int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 int cb_cmd_probe(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
+int cb_cmd_ls(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
+int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
+int cb_cmd_mount(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 
 #endif

@@ -90,5 +90,7 @@ int cb_create_file_at(int dirfd, const char *name, const void *data, size_t len)
  * PATH is replaced whole, never followed, with exactly MODE.
  */
 int cb_write_file_replace(const char *path, const char *text, mode_t mode);
+/* The same with LEN bytes of DATA. */
+int cb_write_file_replace_bytes(const char *path, const void *data, size_t len, mode_t mode);
 
 #endif

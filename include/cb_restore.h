@@ -18,6 +18,8 @@ struct cb_restore_opts {
 	const char *archive;
 	const char *destdir;
 	int force;
+	char *const *paths;   /* --path: only these entries and subtrees (n_paths 0: all) */
+	size_t n_paths;
 };
 
 struct cb_restore_stats {

@@ -32,6 +32,13 @@ struct cb_tarread {
 };
 
 int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256);
+/* Open at a member: decode from the unit at compressed offset c_off
+ * (uncompressed u_off), drop skip bytes; the next header read is the
+ * member's (restore --path). */
+struct cb_tarread_at {
+	uint64_t c_off, u_off, skip;
+};
+int cb_tarread_open_at(struct cb_tarread *t, const char *path, const struct cb_tarread_at *at);
 /* Record the error of a failed libarchive call on t->a (the codec's message
  * if the codec failed, else libarchive's); returns -1. */
 int cb_tarread_error(struct cb_tarread *t, const char *what);

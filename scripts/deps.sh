@@ -5,12 +5,14 @@
 # blocks and gzip members checksum every byte, stored ones too, and zlib's
 # CRC-32 (5.8 GB/s here) was 14% of a gzip backup's CPU; ISA-L's runs at
 # 14 GB/s (its PCLMULQDQ variant) on the same machine, with the same values.
+# libfuse3-dev and fuse3 (fusermount3): `cbackup mount`, a read-only FUSE view of
+# an archive.
 # btrfs-progs and xfsprogs are for the tests only: they make the btrfs and
 # xfs (reflink=1) file systems on loop devices that snapshot mode and reflink
 # staging are tested on (cbackup itself talks to btrfs through ioctls).
 set -e
 PKGS="build-essential pkg-config libarchive-dev libzstd-dev liblzo2-dev zlib1g-dev
-      libiniparser-dev libssl-dev libcmocka-dev libisal-dev
+      libiniparser-dev libssl-dev libcmocka-dev libisal-dev libfuse3-dev fuse3
       tar gzip zstd lzop pigz libarchive-tools acl attr rsync e2fsprogs util-linux procps
       qemu-utils qemu-system-x86 groff-base python3 btrfs-progs xfsprogs"
 missing=""

@@ -100,7 +100,23 @@ static la_ssize_t read_cb(struct archive *a, void *cd, const void **buf)
 	return n;
 }
 
-int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256)
+/* Decode and drop n bytes (from a unit's start to a member's header). */
+static int discard(struct cb_tarread *t, uint64_t n)
+{
+	while (n > 0) {
+		ssize_t k = cb_codec_read(t->reader, t->buf, n < READ_BUF ? (size_t)n : READ_BUF);
+
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			return cb_error("archive ends before the offset its catalog gives");
+		n -= (uint64_t)k;
+	}
+	return 0;
+}
+
+static int tarread_open(struct cb_tarread *t, const char *path, int want_sha256,
+			const struct cb_tarread_at *at)
 {
 	memset(t, 0, sizeof(*t));
 	t->fd = t->file_fd = -1;
@@ -108,11 +124,14 @@ int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256)
 	t->file_fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (t->file_fd < 0)
 		return cb_error_errno("cannot open '%s'", path);
-	posix_fadvise(t->file_fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	posix_fadvise(t->file_fd, 0, 0, at ? POSIX_FADV_RANDOM : POSIX_FADV_SEQUENTIAL);
 	if (want_sha256 ? start_tee(t) < 0 : (t->fd = t->file_fd, 0))
 		return -1;
 	t->buf = cb_xmalloc(READ_BUF);
 	if (cb_codec_reader_new(&t->reader, t->fd) < 0)
+		return cb_error_prefix("'%s'", path);
+	if (at && (cb_codec_reader_seek(t->reader, at->c_off, at->u_off) < 0 ||
+		   discard(t, at->skip) < 0))
 		return cb_error_prefix("'%s'", path);
 	t->a = archive_read_new();
 	if (!t->a)
@@ -121,6 +140,16 @@ int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256)
 	if (archive_read_open(t->a, t, NULL, read_cb, NULL) != ARCHIVE_OK)
 		return cb_tarread_error(t, path);
 	return 0;
+}
+
+int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256)
+{
+	return tarread_open(t, path, want_sha256, NULL);
+}
+
+int cb_tarread_open_at(struct cb_tarread *t, const char *path, const struct cb_tarread_at *at)
+{
+	return tarread_open(t, path, 0, at);
 }
 
 int cb_tarread_error(struct cb_tarread *t, const char *what)

@@ -74,13 +74,13 @@ static int is_orphan_log(const struct guest *g, const char *name)
 	return orphan;
 }
 
-/* NAME.tmp (archive or checksum), NAME.sha256 whose archive never got its
+/* NAME.tmp (archive, checksum or catalog), NAME.sha256 or NAME.idx whose archive never got its
  * name, or the .log of a killed run, of exactly this guest: "web" never
  * claims "web-1"'s files. */
 static int is_leftover(const struct guest *g, const char *name)
 {
-	static const char *const tmp[] = { ".tmp", ".sha256.tmp", NULL };
-	static const char *const sum[] = { ".sha256", NULL };
+	static const char *const tmp[] = { ".tmp", ".sha256.tmp", ".idx.tmp", NULL };
+	static const char *const sum[] = { ".sha256", ".idx", NULL };
 	size_t n = strlen(name);
 	char *archive;
 	int orphan;
@@ -91,7 +91,8 @@ static int is_leftover(const struct guest *g, const char *name)
 		return 1;
 	if (!cb_catalog_is_guest_file(name, g->type, g->id, sum))
 		return 0;
-	archive = cb_xasprintf("%s/%.*s", g->dumpdir, (int)(n - 7), name);
+	archive = cb_xasprintf("%s/%.*s", g->dumpdir,
+			       (int)(n - (strcmp(name + n - 4, ".idx") ? 7 : 4)), name);
 	orphan = access(archive, F_OK) < 0 && errno == ENOENT;
 	free(archive);
 	return orphan;

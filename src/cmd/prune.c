@@ -164,7 +164,7 @@ void cb_prune_mark(struct cb_prune_item *items, size_t n, const struct cb_prune_
 
 static int remove_backup(const struct cb_backup_file *f, struct cb_log *log)
 {
-	static const char *const beside[] = { ".sha256", ".verified", ".notes", NULL };
+	static const char *const beside[] = { ".sha256", ".idx", ".verified", ".notes", NULL };
 	char *base = cb_catalog_base(f->path), *logf = cb_xasprintf("%s.log", base);
 	int ret = 0;
 

@@ -29,31 +29,7 @@
 #include "cb_tarread.h"
 #include "cb_cleanup.h"
 #include "cb_util.h"
-
-#define EXTRACT_FLAGS (ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME | \
-		       ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_ACL | ARCHIVE_EXTRACT_FFLAGS | \
-		       ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT | \
-		       ARCHIVE_EXTRACT_UNLINK)
-
-struct rst {
-	struct cb_tarread tr;       /* tar reader over the codec */
-	struct archive *out;        /* disk writer */
-	struct cb_log *log;
-	struct cb_restore_stats *st;
-	char *dest;                 /* canonical destination directory */
-	struct archive_entry *root; /* the "./" entry, applied last */
-	/* the entry's raw system.posix_acl_access/default, set after it */
-	void *acl[2];
-	size_t acl_len[2];
-	/* directories' ACLs wait until libarchive has set the directories'
-	 * modes at close (a chmod after the ACL would reset its mask) */
-	struct dir_acl {
-		char *path;
-		void *acl[2];
-		size_t acl_len[2];
-	} *dir_acls;
-	size_t n_dir_acls;
-};
+#include "restore_int.h"
 
 static int dir_is_empty(const char *path)
 {
@@ -95,7 +71,7 @@ static int mkdir_p(const char *path)
 }
 
 /* Check or create DESTDIR and resolve it to a symlink-free absolute path. */
-static int prepare_dest(struct rst *r, const struct cb_restore_opts *o)
+int cb_rst_prepare_dest(struct rst *r, const struct cb_restore_opts *o)
 {
 	struct stat st;
 	int empty;
@@ -244,7 +220,7 @@ static int keep_root(struct rst *r, struct archive_entry *e)
 	return 0;
 }
 
-static int apply_root(struct rst *r)
+int cb_rst_apply_root(struct rst *r)
 {
 	if (!r->root)
 		return 0;
@@ -388,7 +364,7 @@ static int set_dir_acls(struct rst *r)
 	return ret;
 }
 
-static int restore_entry(struct rst *r, struct archive_entry *e)
+int cb_rst_entry(struct rst *r, struct archive_entry *e)
 {
 	char *name = cb_xstrdup(archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
 	int ret = -1;
@@ -429,7 +405,7 @@ static int restore_all(struct rst *r)
 			return -1;
 		rc = archive_read_next_header(r->tr.a, &e);
 		if (rc == ARCHIVE_EOF)
-			return apply_root(r);
+			return cb_rst_apply_root(r);
 		if (rc < ARCHIVE_WARN) {
 			if (r->tr.codec_failed)
 				return -1;
@@ -437,7 +413,7 @@ static int restore_all(struct rst *r)
 		}
 		if (rc == ARCHIVE_WARN)
 			cb_warn(r->log, "%s", archive_error_string(r->tr.a));
-		if (restore_entry(r, e) < 0)
+		if (cb_rst_entry(r, e) < 0)
 			return -1;
 	}
 }
@@ -526,10 +502,8 @@ static int check_space(struct rst *r, const struct cb_restore_opts *o)
 	return 0;
 }
 
-static int rst_open(struct rst *r, const char *archive)
+static int open_disk(struct rst *r)
 {
-	if (cb_tarread_open(&r->tr, archive, 0) < 0)
-		return -1;
 	r->out = archive_write_disk_new();
 	if (!r->out)
 		return cb_error("cannot initialise libarchive");
@@ -539,7 +513,7 @@ static int rst_open(struct rst *r, const char *archive)
 }
 
 /* Directory modes and times are applied when the disk writer closes. */
-static int rst_close(struct rst *r)
+int cb_rst_close(struct rst *r)
 {
 	int rc = archive_write_close(r->out);
 
@@ -550,7 +524,7 @@ static int rst_close(struct rst *r)
 	return set_dir_acls(r);
 }
 
-static void rst_release(struct rst *r)
+void cb_rst_release(struct rst *r)
 {
 	cb_tarread_close(&r->tr);
 	if (r->out)
@@ -567,14 +541,19 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 	int ret = -1;
 
 	memset(st, 0, sizeof(*st));
-	if (rst_open(&r, o->archive) < 0 || prepare_dest(&r, o) < 0 || check_space(&r, o) < 0)
+	if (open_disk(&r) < 0)
 		goto out;
-	if (restore_all(&r) < 0 || rst_close(&r) < 0)
+	if (o->n_paths > 0) {
+		if (cb_rst_prepare_dest(&r, o) < 0 || cb_restore_paths(&r, o) < 0 || cb_rst_close(&r) < 0)
+			goto out;
+	} else if (cb_tarread_open(&r.tr, o->archive, 0) < 0 || cb_rst_prepare_dest(&r, o) < 0 ||
+		   check_space(&r, o) < 0 || restore_all(&r) < 0 || cb_rst_close(&r) < 0) {
 		goto out;
+	}
 	cb_fmt_bytes(size, sizeof(size), st->bytes);
 	cb_info(log, "restored %llu entries, %s", (unsigned long long)st->entries, size);
 	ret = 0;
 out:
-	rst_release(&r);
+	cb_rst_release(&r);
 	return ret;
 }

@@ -61,6 +61,10 @@ struct cb_codec_writer {
 	enum cb_data_kind hint_kind;  /* kind of the next hint_left bytes */
 	uint64_t hint_left;
 	uint64_t file_id;
+	uint64_t unit_size;           /* the grid units are cut on */
+	uint64_t chunked;             /* bytes in chunks before the one filled */
+	cb_codec_tap_fn *tap;
+	void *tap_ctx;
 };
 
 struct cb_codec_reader {
@@ -69,6 +73,42 @@ struct cb_codec_reader {
 	const struct cb_codec_rops *ops;
 	void *st;
 };
+
+void cb_codec_units_add(struct cb_codec_units *u, uint64_t u_off, uint64_t c_off)
+{
+	if (u->n > 0 && u->v[u->n - 1].u_off == u_off) {
+		u->v[u->n - 1].c_off = c_off;
+		return;
+	}
+	if (u->n == u->cap) {
+		u->cap = u->cap ? 2 * u->cap : 64;
+		u->v = cb_xrealloc(u->v, u->cap * sizeof(*u->v));
+	}
+	u->v[u->n++] = (struct cb_codec_unit){ u_off, c_off };
+}
+
+void cb_codec_units_finish(struct cb_codec_units *u, uint64_t total)
+{
+	while (u->n > 0 && u->v[u->n - 1].u_off >= total)
+		u->n--;
+}
+
+void cb_codec_units_release(struct cb_codec_units *u)
+{
+	free(u->v);
+	memset(u, 0, sizeof(*u));
+}
+
+void cb_codec_out_unit(struct cb_codec_out *o)
+{
+	cb_codec_units_add(&o->units, o->u_done, o->bytes_out);
+}
+
+void cb_codec_in_unit(struct cb_codec_in *in, uint64_t extra)
+{
+	if (in->rec)
+		cb_codec_units_add(in->rec, in->u_pos + extra, in->base + in->pos);
+}
 
 int cb_codec_out_write(struct cb_codec_out *o, const void *buf, size_t len)
 {
@@ -184,6 +224,12 @@ static void none_free(void *st)
 	(void)st;
 }
 
+static int none_reset(void *st)
+{
+	(void)st;
+	return 0;
+}
+
 static const struct cb_codec_wops none_wops = { NULL, NULL, NULL, none_free, 0, NULL };
 
 /* ---- writer front end ---- */
@@ -213,6 +259,7 @@ void cb_codec_params_for(const struct cb_opts *o, enum cb_compress type, struct 
 		/* zstd: its own option; gzip: vzdump's pigz; lzo: all cores */
 		.threads = type == CB_COMPRESS_ZSTD ? o->zstd_threads
 			   : type == CB_COMPRESS_GZIP ? o->pigz_threads : 0,
+		.unit_size = (uint64_t)(o->unit_size_mib > 0 ? o->unit_size_mib : 4) << 20,
 	};
 }
 
@@ -222,6 +269,7 @@ int cb_codec_writer_new(struct cb_codec_writer **out, const struct cb_codec_para
 
 	w->type = p->type;
 	w->policy = p->policy;
+	w->unit_size = p->unit_size ? p->unit_size : CB_CODEC_UNIT_DEFAULT;
 	w->out.sink = sink;
 	if (writer_backend(w, p) < 0) {
 		free(w);
@@ -253,10 +301,19 @@ void cb_codec_begin_file(struct cb_codec_writer *w)
 	w->file_id++;
 }
 
+/* Bytes from the end of the chunk being filled to the next grid line. */
+static uint64_t unit_room(const struct cb_codec_writer *w)
+{
+	return w->unit_size - (w->chunked + w->cm.len) % w->unit_size;
+}
+
 static int emit_chunk(struct cb_codec_writer *w)
 {
-	int ret = w->ops->chunk(w->st, &w->cm);
+	int ret;
 
+	w->cm.unit_end = unit_room(w) == w->unit_size;
+	ret = w->ops->chunk(w->st, &w->cm);
+	w->chunked += w->cm.len;
 	w->cbuf = NULL;
 	w->cm.len = 0;
 	if (ret < 0)
@@ -286,13 +343,20 @@ static enum cb_chunk_class next_class(const struct cb_codec_writer *w, enum cb_s
 static int store_direct(struct cb_codec_writer *w, enum cb_store_reason why, const unsigned char *p,
 			size_t len)
 {
-	struct cb_chunk_meta m = { len, CB_CHUNK_STORE, why, w->file_id, w->file_id };
-
 	if (w->cm.len > 0 && emit_chunk(w) < 0)
 		return -1;
-	if (w->ops->store(w->st, &m, p) < 0) {
-		w->failed = 1;
-		return -1;
+	while (len > 0) {
+		uint64_t room = unit_room(w);
+		size_t k = room < len ? (size_t)room : len;
+		struct cb_chunk_meta m = { k, CB_CHUNK_STORE, why, w->file_id, w->file_id, k == room };
+
+		if (w->ops->store(w->st, &m, p) < 0) {
+			w->failed = 1;
+			return -1;
+		}
+		w->chunked += k;
+		p += k;
+		len -= k;
 	}
 	return 0;
 }
@@ -312,8 +376,10 @@ static int append(struct cb_codec_writer *w, enum cb_chunk_class cls, enum cb_st
 			return -1;
 		}
 		if (w->cm.len == 0)
-			w->cm = (struct cb_chunk_meta){ 0, cls, why, w->file_id, 0 };
+			w->cm = (struct cb_chunk_meta){ 0, cls, why, w->file_id, 0, 0 };
 		k = CB_CODEC_CHUNK - w->cm.len < len ? CB_CODEC_CHUNK - w->cm.len : len;
+		if (unit_room(w) < k)
+			k = (size_t)unit_room(w);
 		/* bytes read in place (cb_codec_write_buffer) are already there;
 		 * anything else may overlap the chunk (a part of such bytes) */
 		if (p != w->cbuf + w->cm.len)
@@ -322,7 +388,8 @@ static int append(struct cb_codec_writer *w, enum cb_chunk_class cls, enum cb_st
 		w->cm.last_file = w->file_id;
 		p += k;
 		len -= k;
-		if (w->cm.len == CB_CODEC_CHUNK && emit_chunk(w) < 0)
+		if ((w->cm.len == CB_CODEC_CHUNK || unit_room(w) == w->unit_size) &&
+		    emit_chunk(w) < 0)
 			return -1;
 	}
 	return 0;
@@ -348,6 +415,8 @@ unsigned char *cb_codec_write_buffer(struct cb_codec_writer *w, size_t *avail)
 	*avail = CB_CODEC_CHUNK - w->cm.len;
 	if (run < *avail)
 		*avail = run;
+	if (unit_room(w) < *avail)
+		*avail = (size_t)unit_room(w);
 	return w->cbuf + w->cm.len;
 }
 
@@ -367,6 +436,8 @@ int cb_codec_write(struct cb_codec_writer *w, const void *buf, size_t len)
 		return cb_error("codec: write after finish");
 	w->bytes_in += len;
 	cb_progress_update(w->progress, w->bytes_in);
+	if (w->tap && w->tap(w->tap_ctx, buf, len) < 0)
+		w->tap = NULL;
 	if (w->type == CB_COMPRESS_NONE)
 		return cb_codec_out_write(&w->out, buf, len);
 	while (len > 0) {
@@ -396,6 +467,7 @@ int cb_codec_finish(struct cb_codec_writer *w)
 	if (w->type != CB_COMPRESS_NONE &&
 	    ((w->cm.len > 0 && emit_chunk(w) < 0) || w->ops->finish(w->st) < 0))
 		return -1;
+	cb_codec_units_finish(&w->out.units, w->bytes_in);
 	/* every byte out of the sink's buffer: write errors belong to this stage */
 	return cb_sink_flush(w->out.sink);
 }
@@ -405,7 +477,19 @@ void cb_codec_writer_free(struct cb_codec_writer *w)
 	if (!w)
 		return;
 	w->ops->free(w->st);
+	cb_codec_units_release(&w->out.units);
 	free(w);
+}
+
+const struct cb_codec_units *cb_codec_writer_units(const struct cb_codec_writer *w)
+{
+	return &w->out.units;
+}
+
+void cb_codec_set_tap(struct cb_codec_writer *w, cb_codec_tap_fn *fn, void *ctx)
+{
+	w->tap = fn;
+	w->tap_ctx = ctx;
 }
 
 void cb_codec_writer_stats(const struct cb_codec_writer *w, struct cb_codec_stats *st)
@@ -464,6 +548,7 @@ ssize_t cb_codec_in_fill(struct cb_codec_in *in)
 	if (in->pos > 0) {
 		memmove(in->buf, in->buf + in->pos, in->len - in->pos);
 		in->len -= in->pos;
+		in->base += in->pos;
 		in->pos = 0;
 	}
 	if (in->eof)
@@ -536,10 +621,11 @@ static ssize_t none_read(void *st, void *buf, size_t len)
 		return cb_error_errno("cannot read archive");
 	if (n == 0)
 		in->eof = 1;
+	in->base += n;
 	return n;
 }
 
-static const struct cb_codec_rops none_rops = { none_read, none_free };
+static const struct cb_codec_rops none_rops = { none_read, none_free, none_reset };
 
 /* ---- reader front end ---- */
 
@@ -592,9 +678,30 @@ fail:
 
 ssize_t cb_codec_read(struct cb_codec_reader *r, void *buf, size_t len)
 {
+	ssize_t n;
+
 	if (len == 0)
 		return 0;
-	return r->ops->read(r->st, buf, len);
+	n = r->ops->read(r->st, buf, len);
+	if (n > 0)
+		r->in.u_pos += (uint64_t)n;
+	return n;
+}
+
+void cb_codec_reader_record_units(struct cb_codec_reader *r, struct cb_codec_units *u)
+{
+	r->in.rec = u;
+}
+
+int cb_codec_reader_seek(struct cb_codec_reader *r, uint64_t c_off, uint64_t u_off)
+{
+	if (lseek(r->in.fd, (off_t)c_off, SEEK_SET) < 0)
+		return cb_error_errno("cannot seek in archive");
+	r->in.pos = r->in.len = 0;
+	r->in.eof = 0;
+	r->in.base = c_off;
+	r->in.u_pos = u_off;
+	return r->ops->reset(r->st);
 }
 
 enum cb_compress cb_codec_reader_type(const struct cb_codec_reader *r)

@@ -72,6 +72,7 @@ struct gzip_async {
 	unsigned char *buf[2];
 	size_t len[2];
 	int level[2];
+	int unit_end[2];
 	int full[2];           /* handed to the worker, not deflated yet */
 	int fill;              /* the buffer the reader fills */
 	int stop, failed;
@@ -87,6 +88,7 @@ static int gzip_header(struct gzip_writer *g)
 	unsigned char h[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3 };
 
 	g->started = 1;
+	cb_codec_out_unit(g->out);
 	h[8] = g->level == 9 ? 2 : g->level == 1 ? 4 : 0;
 	return cb_codec_out_write(g->out, h, sizeof(h));
 }
@@ -178,15 +180,37 @@ static unsigned char *gzip_classic_buf(void *st)
 	return g->as ? g->as->buf[g->as->fill] : g->ibuf;
 }
 
-static int gzip_deflate_chunk(struct gzip_writer *g, unsigned char *in, size_t len, int level)
+/* End the member: the deflate stream, the trailer; the next bytes start a
+ * new member with a fresh stream (deflateReset keeps the level). */
+static int gzip_member_end(struct gzip_writer *g)
 {
+	g->zs.next_in = NULL;
+	g->zs.avail_in = 0;
+	if (gzip_run(g, Z_FINISH) < 0 || gzip_trailer(g) < 0)
+		return -1;
+	if (deflateReset(&g->zs) != Z_OK)
+		return cb_error("gzip: cannot reset compressor");
+	g->crc = 0;
+	g->total = 0;
+	g->started = 0;
+	return 0;
+}
+
+static int gzip_deflate_chunk(struct gzip_writer *g, unsigned char *in, size_t len, int level,
+			      int unit_end)
+{
+	if (!g->started && gzip_header(g) < 0)
+		return -1;
+	g->out->u_done += len;
 	g->crc = cb_crc32(g->crc, in, len);
 	g->total += len;
 	if (gzip_set_level(g, level) < 0)
 		return -1;
 	g->zs.next_in = in;
 	g->zs.avail_in = (uInt)len;
-	return gzip_run(g, Z_NO_FLUSH);
+	if (gzip_run(g, Z_NO_FLUSH) < 0)
+		return -1;
+	return unit_end ? gzip_member_end(g) : 0;
 }
 
 static void *gzip_async_main(void *arg)
@@ -203,7 +227,8 @@ static void *gzip_async_main(void *arg)
 			break;   /* stopped, and the reader submits in order: nothing left */
 		int skip = a->failed;
 		pthread_mutex_unlock(&a->mu);
-		int rc = skip ? 0 : gzip_deflate_chunk(g, a->buf[k], a->len[k], a->level[k]);
+		int rc = skip ? 0 : gzip_deflate_chunk(g, a->buf[k], a->len[k], a->level[k],
+							a->unit_end[k]);
 		pthread_mutex_lock(&a->mu);
 		if (rc < 0) {
 			a->failed = 1;
@@ -218,7 +243,7 @@ static void *gzip_async_main(void *arg)
 }
 
 /* Hand the filled buffer over; wait until the other one is free. */
-static int gzip_async_submit(struct gzip_writer *g, size_t len, int level)
+static int gzip_async_submit(struct gzip_writer *g, size_t len, int level, int unit_end)
 {
 	struct gzip_async *a = g->as;
 	int k = a->fill, failed;
@@ -226,6 +251,7 @@ static int gzip_async_submit(struct gzip_writer *g, size_t len, int level)
 	pthread_mutex_lock(&a->mu);
 	a->len[k] = len;
 	a->level[k] = level;
+	a->unit_end[k] = unit_end;
 	a->full[k] = 1;
 	pthread_cond_broadcast(&a->cv);
 	while (a->full[k ^ 1] && !a->failed)
@@ -311,10 +337,10 @@ static int gzip_classic_chunk(void *st, const struct cb_chunk_meta *m)
 	/* storing is a copy: done here, it saves a hand-over and keeps a third
 	 * busy thread from competing with the sink's hasher for the cores */
 	if (g->as && !store)
-		return gzip_async_submit(g, m->len, g->level);
+		return gzip_async_submit(g, m->len, g->level, m->unit_end);
 	if (g->as && gzip_async_idle(g) < 0)
 		return -1;
-	return gzip_deflate_chunk(g, in, m->len, store ? 0 : g->level);
+	return gzip_deflate_chunk(g, in, m->len, store ? 0 : g->level, m->unit_end);
 }
 
 static int gzip_classic_finish(void *st)
@@ -323,11 +349,12 @@ static int gzip_classic_finish(void *st)
 
 	if (gzip_async_stop(g) < 0)
 		return -1;
-	g->zs.next_in = NULL;
-	g->zs.avail_in = 0;
-	if (gzip_run(g, Z_FINISH) < 0)
+	/* the last unit ended its member; an empty input still gets one */
+	if (!g->started && g->out->bytes_out > 0)
+		return 0;
+	if (!g->started && gzip_header(g) < 0)
 		return -1;
-	return gzip_trailer(g);
+	return gzip_member_end(g);
 }
 
 /* ---- threaded: raw deflate per chunk, one gzip member around them ---- */
@@ -384,6 +411,19 @@ static int gzip_par_run(void *ctx, struct cb_pool_job *j, void *scratch)
 	return deflate_chunk(sc, j, g->out_cap);
 }
 
+/* An empty final fixed-Huffman block ends the member's deflate stream. */
+static int gzip_par_member_end(struct gzip_writer *g)
+{
+	static const unsigned char last_block[2] = { 0x03, 0x00 };
+
+	if (cb_codec_out_write(g->out, last_block, sizeof(last_block)) < 0 || gzip_trailer(g) < 0)
+		return -1;
+	g->crc = 0;
+	g->total = 0;
+	g->started = 0;
+	return 0;
+}
+
 static int gzip_par_emit(void *ctx, struct cb_pool_job *j)
 {
 	struct gzip_writer *g = ctx;
@@ -397,9 +437,11 @@ static int gzip_par_emit(void *ctx, struct cb_pool_job *j)
 		cb_codec_out_stored(g->out, &j->m, CB_STORED_TRIAL, j->m.len);
 	g->crc = crc32_combine(g->crc, gj->crc, j->m.len);
 	g->total += j->m.len;
-	if (j->m.cls == CB_CHUNK_STORE || gj->trial_store)
-		return put_stored(g->out, j->in, j->m.len);
-	return cb_codec_out_write(g->out, j->out, j->out_len);
+	g->out->u_done += j->m.len;
+	if ((j->m.cls == CB_CHUNK_STORE || gj->trial_store) ? put_stored(g->out, j->in, j->m.len) < 0
+	    : cb_codec_out_write(g->out, j->out, j->out_len) < 0)
+		return -1;
+	return j->m.unit_end ? gzip_par_member_end(g) : 0;
 }
 
 static void *gzip_scratch_new(void *ctx)
@@ -466,22 +508,26 @@ static int gzip_par_chunk(void *st, const struct cb_chunk_meta *m)
 	gj->dict_len = g->hist_len;
 	memcpy(gj->dict, g->hist, g->hist_len);
 	update_history(g, j->in, m->len);
+	/* a new member starts with no history */
+	if (m->unit_end)
+		g->hist_len = 0;
 	return cb_pool_submit(g->pool);
 }
 
 static int gzip_par_finish(void *st)
 {
 	struct gzip_writer *g = st;
-	/* an empty final fixed-Huffman block ends the deflate stream */
-	static const unsigned char last_block[2] = { 0x03, 0x00 };
 	int ret = cb_pool_drain(g->pool);
 
 	g->out->compress_seconds += cb_pool_seconds(g->pool);
-	if (ret < 0 || (!g->started && gzip_header(g) < 0))
+	if (ret < 0)
 		return -1;
-	if (cb_codec_out_write(g->out, last_block, sizeof(last_block)) < 0)
+	/* the last unit ended its member; an empty input still gets one */
+	if (!g->started && g->out->bytes_out > 0)
+		return 0;
+	if (!g->started && gzip_header(g) < 0)
 		return -1;
-	return gzip_trailer(g);
+	return gzip_par_member_end(g);
 }
 
 /* ---- common ---- */
@@ -568,6 +614,7 @@ struct gzip_reader {
 	z_stream zs;
 	struct cb_codec_in *in;
 	int done;
+	int member_start;    /* the next input byte starts a member */
 };
 
 /* After a member ended: another member follows, or the stream is over. */
@@ -583,14 +630,18 @@ static int gzip_next_member(struct gzip_reader *g)
 	}
 	if (inflateReset(&g->zs) != Z_OK)
 		return cb_error("gzip: cannot reset decompressor");
+	g->member_start = 1;
 	return 0;
 }
 
-static int gzip_inflate(struct gzip_reader *g)
+static int gzip_inflate(struct gzip_reader *g, uint64_t produced)
 {
 	struct cb_codec_in *in = g->in;
 	int rc;
 
+	if (g->member_start)
+		cb_codec_in_unit(in, produced);
+	g->member_start = 0;
 	g->zs.next_in = in->buf + in->pos;
 	g->zs.avail_in = in->len - in->pos;
 	rc = inflate(&g->zs, Z_NO_FLUSH);
@@ -618,7 +669,7 @@ static ssize_t gzip_read(void *st, void *buf, size_t len)
 			if (n == 0)
 				return cb_error("truncated gzip stream");
 		}
-		if (gzip_inflate(g) < 0)
+		if (gzip_inflate(g, len - g->zs.avail_out) < 0)
 			return -1;
 	}
 	return len - g->zs.avail_out;
@@ -632,13 +683,25 @@ static void gzip_rfree(void *st)
 	free(g);
 }
 
-static const struct cb_codec_rops gzip_rops = { gzip_read, gzip_rfree };
+static int gzip_reset(void *st)
+{
+	struct gzip_reader *g = st;
+
+	if (inflateReset(&g->zs) != Z_OK)
+		return cb_error("gzip: cannot reset decompressor");
+	g->done = 0;
+	g->member_start = 1;
+	return 0;
+}
+
+static const struct cb_codec_rops gzip_rops = { gzip_read, gzip_rfree, gzip_reset };
 
 int cb_codec_gzip_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in)
 {
 	struct gzip_reader *g = cb_xcalloc(1, sizeof(*g));
 
 	g->in = in;
+	g->member_start = 1;
 	if (inflateInit2(&g->zs, 15 + 16) != Z_OK) {
 		free(g);
 		return cb_error("gzip: cannot initialise decompressor");

@@ -36,6 +36,7 @@ struct cb_chunk_meta {
 	enum cb_chunk_class cls;
 	enum cb_store_reason reason;       /* for CB_CHUNK_STORE */
 	uint64_t first_file, last_file;    /* cb_codec_begin_file() ids it covers */
+	int unit_end;                      /* the chunk ends a unit (grid boundary) */
 };
 
 /* Output side shared by all writers; the stats are updated in stream order. */
@@ -46,7 +47,13 @@ struct cb_codec_out {
 	uint64_t stored[4];                /* by enum cb_store_reason */
 	uint64_t files_stored, files_stored_magic;
 	uint64_t last_file_counted, last_magic_counted;
+	uint64_t u_done;                   /* uncompressed bytes emitted so far */
+	struct cb_codec_units units;
 };
+
+/* A unit starts here: the next byte written is its first (frame, member or
+ * block header), for u_done's next bytes. */
+void cb_codec_out_unit(struct cb_codec_out *o);
 
 int cb_codec_out_write(struct cb_codec_out *o, const void *buf, size_t len);
 /* Writing in place: room in the sink's buffer (NULL on a write error), then
@@ -93,7 +100,7 @@ int cb_codec_cores(void);
 
 struct cb_pool_job {
 	struct cb_chunk_meta m;
-	unsigned char *in;                 /* CB_CODEC_CHUNK bytes */
+	unsigned char *in;                 /* CB_CODEC_CHUNK (or in_cap) bytes */
 	unsigned char *out;                /* out_cap bytes */
 	size_t out_len;
 	void *extra;                       /* extra_size bytes for the codec */
@@ -113,9 +120,12 @@ struct cb_pool_ops {
 
 struct cb_pool;
 
-/* threads == 1: jobs run inline on the calling thread (same bytes). */
+/* threads == 1: jobs run inline on the calling thread (same bytes). Jobs
+ * take CB_CODEC_CHUNK bytes, or in_cap with cb_pool_new_sized(). */
 struct cb_pool *cb_pool_new(int threads, size_t out_cap, size_t extra_size,
 			    const struct cb_pool_ops *ops, void *ctx);
+struct cb_pool *cb_pool_new_sized(int threads, size_t in_cap, size_t out_cap, size_t extra_size,
+				  const struct cb_pool_ops *ops, void *ctx);
 /* The job to fill next (waits for and emits older jobs if all slots are in
  * flight); NULL after an emit error. */
 struct cb_pool_job *cb_pool_acquire(struct cb_pool *p);
@@ -133,7 +143,13 @@ struct cb_codec_in {
 	unsigned char *buf;
 	size_t pos, len, cap;
 	int eof;
+	uint64_t base;                     /* file offset of buf[0] */
+	uint64_t u_pos;                    /* uncompressed bytes returned so far */
+	struct cb_codec_units *rec;        /* unit starts seen, or NULL */
 };
+
+/* A unit starts at the next raw byte, extra bytes past u_pos. */
+void cb_codec_in_unit(struct cb_codec_in *in, uint64_t extra);
 
 /* 1 when no raw byte is left, 0 when some are, -1 on a read error. */
 int cb_codec_in_at_end(struct cb_codec_in *in);
@@ -147,6 +163,8 @@ struct cb_codec_rops {
 	/* bytes produced (>0), 0 at end of stream, -1 on error */
 	ssize_t (*read)(void *st, void *buf, size_t len);
 	void (*free)(void *st);
+	/* forget the stream state: the input now starts at a unit */
+	int (*reset)(void *st);
 };
 
 /* CRC-32 as gzip and lzop define it (zlib's crc32() values, chainable the

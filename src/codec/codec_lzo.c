@@ -83,6 +83,8 @@ struct lzo_scratch {
 struct lzo_job {
 	uint64_t nogain;         /* bytes stored because LZO did not shrink them */
 	int trial_store;
+	/* where each compressed block ends in out (each block is a unit) */
+	size_t bend[CB_CODEC_CHUNK / BLOCK_SIZE + 1];
 };
 
 static int lzo_write_header(struct lzo_writer *z)
@@ -171,6 +173,7 @@ static int lzo_run(void *ctx, struct cb_pool_job *j, void *scratch)
 			j->out_len += lzo_block(j->in + off, k, j->out + j->out_len, sc->wrkmem,
 						&lj->nogain);
 		}
+		lj->bend[off / BLOCK_SIZE] = j->out_len;
 	}
 	return 0;
 }
@@ -187,13 +190,15 @@ static int lzo_emit(void *ctx, struct cb_pool_job *j)
 	else if (lj->trial_store)
 		cb_codec_out_stored(z->out, &j->m, CB_STORED_TRIAL, j->m.len);
 	cb_codec_out_stored(z->out, NULL, CB_STORED_NOGAIN, lj->nogain);
-	if (!chunk_is_stored(j))
-		return cb_codec_out_write(z->out, j->out, j->out_len);
 	for (size_t off = 0, h = 0; off < j->m.len; off += BLOCK_SIZE, h += STORED_HDR) {
 		size_t k = j->m.len - off < BLOCK_SIZE ? j->m.len - off : BLOCK_SIZE;
+		size_t b = off / BLOCK_SIZE, bstart = b ? lj->bend[b - 1] : 0;
 
-		if (cb_codec_out_write(z->out, j->out + h, STORED_HDR) < 0 ||
-		    cb_codec_out_write(z->out, j->in + off, k) < 0)
+		cb_codec_out_unit(z->out);
+		z->out->u_done += k;
+		if (!chunk_is_stored(j) ? cb_codec_out_write(z->out, j->out + bstart, lj->bend[b] - bstart) < 0
+		    : (cb_codec_out_write(z->out, j->out + h, STORED_HDR) < 0 ||
+		       cb_codec_out_write(z->out, j->in + off, k) < 0))
 			return -1;
 	}
 	return 0;
@@ -462,12 +467,13 @@ static int decode_block(struct lzo_reader *z, uint32_t clen, uint32_t dlen)
 	return 0;
 }
 
-static int next_block(struct lzo_reader *z)
+static int next_block(struct lzo_reader *z, uint64_t produced)
 {
 	unsigned char s[4];
 	uint32_t dlen;
 
 	z->block++;
+	cb_codec_in_unit(z->in, produced);
 	if (take_block(z, s, 4) < 0)
 		return -1;
 	dlen = get32(s);
@@ -493,7 +499,7 @@ static ssize_t lzo_read(void *st, void *buf, size_t len)
 	while (z->dpos == z->dlen) {
 		if (z->done)
 			return 0;
-		if (next_block(z) < 0)
+		if (next_block(z, 0) < 0)
 			return -1;
 	}
 	k = z->dlen - z->dpos;
@@ -513,7 +519,18 @@ static void lzo_rfree(void *st)
 	free(z);
 }
 
-static const struct cb_codec_rops lzo_rops = { lzo_read, lzo_rfree };
+/* The header was read at the start (its flags say which checksums the
+ * blocks carry); a unit is a block. */
+static int lzo_reset(void *st)
+{
+	struct lzo_reader *z = st;
+
+	z->dpos = z->dlen = 0;
+	z->done = 0;
+	return 0;
+}
+
+static const struct cb_codec_rops lzo_rops = { lzo_read, lzo_rfree, lzo_reset };
 
 int cb_codec_lzo_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in)
 {

@@ -23,7 +23,7 @@ struct cb_pool {
 	int started;                  /* threads actually running */
 	struct cb_pool_job *jobs;
 	unsigned char *in_mem, *out_mem;  /* the jobs' buffers */
-	size_t out_cap;
+	size_t in_cap, out_cap;
 	unsigned char *done;          /* per job slot */
 	size_t njobs;
 	uint64_t head, run, tail;     /* next to emit, next to run, next to fill */
@@ -70,8 +70,15 @@ static void *worker(void *arg)
 struct cb_pool *cb_pool_new(int threads, size_t out_cap, size_t extra_size,
 			    const struct cb_pool_ops *ops, void *ctx)
 {
+	return cb_pool_new_sized(threads, CB_CODEC_CHUNK, out_cap, extra_size, ops, ctx);
+}
+
+struct cb_pool *cb_pool_new_sized(int threads, size_t in_cap, size_t out_cap, size_t extra_size,
+				  const struct cb_pool_ops *ops, void *ctx)
+{
 	struct cb_pool *p = cb_xcalloc(1, sizeof(*p));
 
+	p->in_cap = in_cap;
 	p->ops = ops;
 	p->ctx = ctx;
 	p->threads = threads < 1 ? 1 : threads;
@@ -80,10 +87,10 @@ struct cb_pool *cb_pool_new(int threads, size_t out_cap, size_t extra_size,
 	p->done = cb_xcalloc(p->njobs, 1);
 	/* two regions, so that huge pages back them (see cb_xmalloc_huge) */
 	p->out_cap = out_cap;
-	p->in_mem = cb_xmalloc_huge(p->njobs * CB_CODEC_CHUNK);
+	p->in_mem = cb_xmalloc_huge(p->njobs * in_cap);
 	p->out_mem = cb_xmalloc_huge(p->njobs * out_cap);
 	for (size_t i = 0; i < p->njobs; i++) {
-		p->jobs[i].in = p->in_mem + i * CB_CODEC_CHUNK;
+		p->jobs[i].in = p->in_mem + i * in_cap;
 		p->jobs[i].out = p->out_mem + i * out_cap;
 		p->jobs[i].extra = extra_size ? cb_xcalloc(1, extra_size) : NULL;
 	}
@@ -215,7 +222,7 @@ void cb_pool_free(struct cb_pool *p)
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->work_cv);
 	pthread_cond_destroy(&p->done_cv);
-	cb_free_huge(p->in_mem, p->njobs * CB_CODEC_CHUNK);
+	cb_free_huge(p->in_mem, p->njobs * p->in_cap);
 	cb_free_huge(p->out_mem, p->njobs * p->out_cap);
 	free(p->th);
 	free(p->jobs);

@@ -22,6 +22,7 @@
 #include "cb_backup.h"
 #include "cb_cleanup.h"
 #include "cb_codec.h"
+#include "cb_index.h"
 #include "cb_exit.h"
 #include "cb_guest.h"
 #include "cb_hook.h"
@@ -710,11 +711,14 @@ static void log_archive_stats(struct guest_run *r, const struct cb_archive_stats
 	snprintf(r->res->sha256, sizeof(r->res->sha256), "%s", cb_sink_sha256(sink));
 }
 
-/* DUMPDIR/NAME.sha256 for `sha256sum -c` (run from dumpdir), via .tmp + rename. */
-static int write_checksum(struct guest_run *r, const char *hex)
+/* DUMPDIR/NAME.sha256 for `sha256sum -c` (run from dumpdir), via .tmp +
+ * rename; the catalog NAME.idx on a second line when there is one. */
+static int write_checksum(struct guest_run *r, const char *hex, const char *idx_hex)
 {
+	const char *name = strrchr(r->archive_path, '/') + 1;
 	char *path = cb_xasprintf("%s.sha256", r->archive_path);
-	char *text = cb_xasprintf("%s  %s\n", hex, strrchr(r->archive_path, '/') + 1);
+	char *text = *idx_hex ? cb_xasprintf("%s  %s\n%s  %s.idx\n", hex, name, idx_hex, name)
+			      : cb_xasprintf("%s  %s\n", hex, name);
 	int ret = cb_write_file_replace(path, text, 0644);
 
 	if (ret < 0)
@@ -728,6 +732,31 @@ static void remove_checksum(struct guest_run *r)
 {
 	char *path = cb_xasprintf("%s.sha256", r->archive_path);
 	unlink(path);
+	free(path);
+	path = cb_xasprintf("%s.idx", r->archive_path);
+	unlink(path);
+	free(path);
+}
+
+/* NAME.idx, the catalog (cb_index.h), before the .sha256 that lists it. One
+ * that cannot be made is a warning: the archive is whole without it (and
+ * `cbackup index` makes it later). idx_hex stays "" then. */
+static void write_catalog(struct guest_run *r, struct cb_tarscan *scan,
+			  const struct cb_codec_writer *codec, const struct cb_sink *sink,
+			  char *idx_hex)
+{
+	char *path = cb_xasprintf("%s.idx", r->archive_path);
+	unsigned char *buf = NULL;
+	size_t len = 0;
+
+	if (cb_tarscan_end(scan) < 0 ||
+	    cb_idx_build(scan, cb_codec_writer_units(codec), r->opts.compress, cb_sink_bytes(sink),
+			 &buf, &len) < 0 ||
+	    cb_idx_write_file(path, buf, len, idx_hex) < 0) {
+		idx_hex[0] = '\0';
+		cb_warn(r->log, "no catalog '%s': %s", path, cb_last_error());
+	}
+	free(buf);
 	free(path);
 }
 
@@ -743,6 +772,8 @@ static int write_archive(struct guest_run *r)
 	const char *tree = archive_tree(r, grafts);
 	struct cb_codec_writer *codec = NULL;
 	struct cb_sink *sink = NULL;
+	struct cb_tarscan *scan = r->opts.to_stdout ? NULL : cb_tarscan_new();
+	char idx_hex[65] = "";
 	double started = cb_now();
 	int ret = -1;
 
@@ -756,6 +787,8 @@ static int write_archive(struct guest_run *r)
 		goto out;
 	cb_progress_start(&r->progress, !r->opts.quiet, "archive", r->estimate);
 	cb_codec_set_progress(codec, &r->progress);
+	if (scan)
+		cb_codec_set_tap(codec, cb_tarscan_feed, scan);
 	ret = cb_archive_write_grafted(tree, grafts, r->n_mps, &extra, r->opts.guest_config ? 1 : 0,
 				       codec, r->log, &as);
 	cb_progress_end(&r->progress);
@@ -763,8 +796,11 @@ static int write_archive(struct guest_run *r)
 		ret = -1;
 		goto out;
 	}
+	if (scan)
+		write_catalog(r, scan, codec, sink, idx_hex);
 	/* the .sha256 first: an archive under its final name always has one */
-	if (!r->opts.to_stdout && write_checksum(r, cb_sink_sha256(sink)) < 0) {
+	if (!r->opts.to_stdout && write_checksum(r, cb_sink_sha256(sink), idx_hex) < 0) {
+		remove_checksum(r);
 		ret = -1;
 		goto out;
 	}
@@ -784,6 +820,7 @@ out:
 		cb_error_prefix("archive");
 	cb_codec_writer_free(codec);
 	cb_sink_free(sink);
+	cb_tarscan_free(scan);
 	free(grafts);
 	return ret;
 }

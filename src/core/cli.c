@@ -8,7 +8,8 @@
 #include "cb_opts.h"
 
 /* Options that are not config keys. */
-enum cli_only { OPT_CONFIG, OPT_ALL, OPT_EXCLUDE, OPT_FORCE, OPT_HELP, OPT_VERSION, OPT_NONE };
+enum cli_only { OPT_CONFIG, OPT_ALL, OPT_EXCLUDE, OPT_FORCE, OPT_PATH, OPT_JSON, OPT_HELP, OPT_VERSION,
+	       OPT_NONE };
 static const struct {
 	const char *name;
 	enum cli_only id;
@@ -19,6 +20,8 @@ static const struct {
 	{ "all", OPT_ALL, 0, "back up every guest of the configuration" },
 	{ "exclude", OPT_EXCLUDE, 1, "with --all: skip these guest IDs (comma-separated)" },
 	{ "force", OPT_FORCE, 0, "restore: allow a non-empty destination" },
+	{ "path", OPT_PATH, 1, "restore: only this file or subtree of the archive (repeatable)" },
+	{ "json", OPT_JSON, 0, "ls: one JSON object per entry" },
 	{ "help", OPT_HELP, 0, "show this help" },
 	{ "version", OPT_VERSION, 0, "show the version" },
 };
@@ -29,7 +32,10 @@ void cb_cli_usage(FILE *out)
 	fputs("usage: cbackup [backup] ID... | --all [--exclude ID,...]  [options]\n"
 	      "       cbackup backup --root DIR [--id ID] [--type ct]   [options]\n"
 	      "       cbackup backup --disk FILE [--disk FILE...] --id ID --type vm [options]\n"
-	      "       cbackup restore ARCHIVE DESTDIR [--force]\n"
+	      "       cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...]\n"
+	      "       cbackup ls ARCHIVE [PATH...] [--json]\n"
+	      "       cbackup index ARCHIVE\n"
+	      "       cbackup mount ARCHIVE MOUNTPOINT\n"
 	      "       cbackup verify ARCHIVE\n"
 	      "       cbackup list [ID] [--storage NAME | --dumpdir DIR]\n"
 	      "       cbackup prune [ID] [--prune-backups keep-last=N,...] [--dry-run]\n"
@@ -67,6 +73,8 @@ static int apply_cli_only(struct cb_cli *cli, enum cli_only id, const char *valu
 		break;
 	case OPT_ALL: cli->all = 1; break;
 	case OPT_FORCE: cli->force = 1; break;
+	case OPT_PATH: cb_strvec_push(&cli->paths, value); break;
+	case OPT_JSON: cli->json = 1; break;
 	case OPT_HELP: cli->help = 1; break;
 	case OPT_VERSION: cli->version = 1; break;
 	case OPT_EXCLUDE: {
@@ -185,6 +193,10 @@ int cb_cli_parse(struct cb_cli *cli, int argc, char **argv)
 	if (ret == 0 && cb_cli_get(cli, "maxfiles") && cb_cli_get(cli, "prune-backups"))
 		ret = cb_error("options --maxfiles and --prune-backups are both given; keep only "
 			       "--prune-backups");
+	if (ret == 0 && cli->paths.n && cli->command != CB_CMD_RESTORE)
+		ret = cb_error("option '--path' is only for restore (a storage's path is a config key)");
+	if (ret == 0 && cli->json && cli->command != CB_CMD_LS)
+		ret = cb_error("option '--json' is only for ls (see --output-format)");
 	if (ret == 0 && !cli->help && !cli->version)
 		ret = check_arity(cli);
 	return ret;
@@ -204,6 +216,7 @@ void cb_cli_release(struct cb_cli *cli)
 	cb_strvec_clear(&cli->args);
 	cb_strvec_clear(&cli->kv);
 	cb_strvec_clear(&cli->exclude_ids);
+	cb_strvec_clear(&cli->paths);
 	free(cli->config_path);
 	free(cli->cmdline);
 	memset(cli, 0, sizeof(*cli));

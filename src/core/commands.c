@@ -8,11 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cb_browse.h"
 #include "cb_commands.h"
 #include "cb_exit.h"
 #include "cb_job.h"
 #include "cb_leftovers.h"
 #include "cb_lock.h"
+#include "cb_mount.h"
 #include "cb_list.h"
 #include "cb_private.h"
 #include "cb_probe.h"
@@ -28,6 +30,9 @@ static const struct cb_command_def commands[] = {
 	{ "list",    CB_CMD_LIST,    0,  1, 1, cb_cmd_list },
 	{ "prune",   CB_CMD_PRUNE,   0,  1, 1, cb_cmd_prune },
 	{ "probe",   CB_CMD_PROBE,   0,  0, 1, cb_cmd_probe },
+	{ "ls",      CB_CMD_LS,      1, -1, 0, cb_cmd_ls },
+	{ "index",   CB_CMD_INDEX,   1,  1, 0, cb_cmd_index },
+	{ "mount",   CB_CMD_MOUNT,   2,  2, 0, cb_cmd_mount },
 	{ NULL, 0, 0, 0, 0, NULL }
 };
 
@@ -49,12 +54,43 @@ const struct cb_command_def *cb_command_get(enum cb_command id)
 
 int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
-	struct cb_restore_opts ro = { cli->args.v[0], cli->args.v[1], cli->force };
+	struct cb_restore_opts ro = { cli->args.v[0], cli->args.v[1], cli->force,
+				      cli->paths.v, cli->paths.n };
 	struct cb_restore_stats st = { 0 };
 
 	(void)cfg;   /* restore reads no configuration */
 	if (cb_restore_run(&ro, log, &st) < 0) {
 		cb_err(log, "restore of '%s' failed - %s", ro.archive, cb_last_error());
+		return CB_EXIT_FAILED;
+	}
+	return CB_EXIT_OK;
+}
+
+int cb_cmd_ls(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
+{
+	(void)cfg;   /* ls reads no configuration */
+	if (cb_ls_run(cli->args.v[0], cli->args.v + 1, cli->args.n - 1, cli->json, stdout, log) < 0) {
+		cb_err(log, "ls of '%s' failed - %s", cli->args.v[0], cb_last_error());
+		return CB_EXIT_FAILED;
+	}
+	return CB_EXIT_OK;
+}
+
+int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
+{
+	(void)cfg;   /* index reads no configuration */
+	if (cb_index_run(cli->args.v[0], log) < 0) {
+		cb_err(log, "index of '%s' failed - %s", cli->args.v[0], cb_last_error());
+		return CB_EXIT_FAILED;
+	}
+	return CB_EXIT_OK;
+}
+
+int cb_cmd_mount(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
+{
+	(void)cfg;   /* mount reads no configuration */
+	if (cb_mount_run(cli->args.v[0], cli->args.v[1], log) < 0) {
+		cb_err(log, "mount of '%s' failed - %s", cli->args.v[0], cb_last_error());
 		return CB_EXIT_FAILED;
 	}
 	return CB_EXIT_OK;

@@ -72,6 +72,22 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  OFF(compress_policy), 0, 0, policy_names, NULL },
 	{ "zstd", CB_OPT_INT, "0", G | S | U | C, "0-256",
 	  "worker threads of zstd (0 = all cores)", 0, OFF(zstd_threads), 0, 256, NULL, NULL },
+	{ "unit-size", CB_OPT_INT, "4", G | S | U | C, "1-64",
+	  "MiB of tar per independently decodable unit of the archive (seekable archives)", 0,
+	  OFF(unit_size_mib), 1, 64, NULL,
+	  "The codec cuts the tar stream every\n"
+	  ".I unit-size\n"
+	  "MiB into units a reader can decode on its own: zstd frames (with the seek\n"
+	  "table of zstd's seekable format in a skippable frame at the end), gzip\n"
+	  "members, lzop blocks. Stock tools read the archive as one stream;\n"
+	  ".BR \"cbackup ls\" ,\n"
+	  ".B \"cbackup restore \\-\\-path\"\n"
+	  "and\n"
+	  ".B \"cbackup mount\"\n"
+	  "decode only the units they need. Smaller units: faster single-file\n"
+	  "restores, a slightly larger archive (on a Debian root, zstd \\-3: 4 MiB\n"
+	  "units +0.55% against one stream, 1 MiB about +3%). zstd compresses\n"
+	  "whole units on its worker threads, which hold two units each in memory." },
 	{ "pigz", CB_OPT_INT, "0", G | S | U | C, "0-256",
 	  "parallel gzip threads (0 = single-threaded gzip, 1 = half the cores, N = N threads)", 0,
 	  OFF(pigz_threads), 0, 256, NULL, NULL },

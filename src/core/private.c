@@ -100,6 +100,11 @@ int cb_create_file_at(int dirfd, const char *name, const void *data, size_t len)
 
 int cb_write_file_replace(const char *path, const char *text, mode_t mode)
 {
+	return cb_write_file_replace_bytes(path, text, strlen(text), mode);
+}
+
+int cb_write_file_replace_bytes(const char *path, const void *data, size_t len, mode_t mode)
+{
 	char *tmp = cb_xasprintf("%s.tmp", path);
 	int fd, ret = 0;
 
@@ -108,7 +113,7 @@ int cb_write_file_replace(const char *path, const char *text, mode_t mode)
 	fd = ret < 0 ? -1 : cb_create_excl(tmp, mode);
 	if (ret == 0 && fd < 0)
 		ret = cb_error_errno("cannot create '%s'", tmp);
-	if (ret == 0 && (cb_write_all(fd, text, strlen(text)) < 0 || fsync(fd) < 0))
+	if (ret == 0 && (cb_write_all(fd, data, len) < 0 || fsync(fd) < 0))
 		ret = cb_error_errno("cannot write '%s'", tmp);
 	if (fd >= 0 && close(fd) < 0 && ret == 0)
 		ret = cb_error_errno("cannot write '%s'", tmp);

@@ -100,7 +100,7 @@ test_expect_success '--all --exclude 102: exit 0, finished successfully' '
 '
 
 test_expect_success '--dumpdir wins over the storage path' '
-	test "$(ls "$SCRATCH/dump2" | grep -c "\.tar\.")" = 4    # 2 archives + 2 .sha256
+	test "$(ls "$SCRATCH/dump2" | grep -c "\.tar\.")" = 6    # 2 archives + 2 .sha256 + 2 .idx
 	test "$(ls "$DUMP" | grep -c "^cbackup-ct-10[13]-.*\.tar\.\(gz\|lzo\)$")" = 2
 '
 

@@ -23,8 +23,10 @@ test_expect_success 'setup: one archive per codec, without .sha256' '
 
 # damaged NAME HOW: a copy of the archive of codec NAME, damaged
 damaged() {
-	local a out=$SCRATCH/damaged.$2.$(basename "$(ls "$DUMP"/cbackup-ct-v$1-*.tar*)")
-	a=$(ls "$DUMP"/cbackup-ct-v$1-*.tar*)
+	local a out
+	# the archive, not its catalog (.idx) beside it
+	a=$(ls "$DUMP"/cbackup-ct-v$1-*.tar* | grep -v '\.idx$')
+	out=$SCRATCH/damaged.$2.$(basename "$a")
 	cp "$a" "$out"
 	case $2 in
 	cut*) truncate -s "-${2#cut}" "$out" ;;

@@ -600,15 +600,16 @@ static void test_write_error_named(void **state)
 	}
 }
 
-/* Parallel lzo and gzip: the same bytes whatever the thread count. */
+/* Parallel lzo, gzip and zstd (a frame per unit on each worker): the same
+ * bytes whatever the thread count. */
 static void test_threads_deterministic(void **state)
 {
 	struct fixture *f = *state;
-	enum cb_compress types[] = { CB_COMPRESS_LZO, CB_COMPRESS_GZIP };
+	enum cb_compress types[] = { CB_COMPRESS_LZO, CB_COMPRESS_GZIP, CB_COMPRESS_ZSTD };
 	int threads[] = { 1, 2, 3, 8 };
 	char *ref = path_in(f, "det.ref"), *comp = path_in(f, "det");
 
-	for (size_t t = 0; t < 2; t++)
+	for (size_t t = 0; t < 3; t++) {
 		for (int pol = 0; pol < 2; pol++)
 			for (size_t i = 0; i < 4; i++) {
 				enum cb_policy policy = pol ? CB_POLICY_ALWAYS : CB_POLICY_AUTO;
@@ -618,7 +619,8 @@ static void test_threads_deterministic(void **state)
 				if (i)
 					assert_int_equal(run("cmp -s '%s' '%s'", ref, comp), 0);
 			}
-	check_back(f, ref, CB_COMPRESS_GZIP, f->data, DATA_LEN);
+		check_back(f, ref, types[t], f->data, DATA_LEN);
+	}
 	free(ref);
 	free(comp);
 }
@@ -660,7 +662,7 @@ static off_t compress_interleaved(const char *path, enum cb_compress type, int t
 static void test_threads_deterministic_interleaved(void **state)
 {
 	struct fixture *f = *state;
-	enum cb_compress types[] = { CB_COMPRESS_LZO, CB_COMPRESS_GZIP };
+	enum cb_compress types[] = { CB_COMPRESS_LZO, CB_COMPRESS_GZIP, CB_COMPRESS_ZSTD };
 	int threads[] = { 1, 2, 3, 8 };
 	char *ref = path_in(f, "inter.ref"), *comp = path_in(f, "inter");
 	size_t len = 4 * DATA_LEN;
@@ -668,7 +670,7 @@ static void test_threads_deterministic_interleaved(void **state)
 
 	for (size_t i = 0; i < 4; i++)   /* text and random runs, four times */
 		memcpy(data + i * DATA_LEN, f->data, DATA_LEN);
-	for (size_t t = 0; t < 2; t++) {
+	for (size_t t = 0; t < 3; t++) {
 		for (size_t i = 0; i < 4; i++) {
 			compress_interleaved(i ? comp : ref, types[t], threads[i], data, len);
 			if (i)

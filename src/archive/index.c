@@ -1,0 +1,561 @@
+/*
+ * ARCHIVE.idx: build, write, load, look up. See include/cb_index.h; the
+ * format is documented in man/cbackup-idx.5. All numbers little-endian:
+ *
+ *   header   64 bytes: magic "CBIDX\0\0\1", u32 version 1, u32 codec,
+ *            u64 entries, u64 units, u64 string table bytes, u64 tar size,
+ *            u64 archive size, u64 flags (0)
+ *   entries  64 bytes each, archive order (ENT_* below)
+ *   order    u32 per entry: entry numbers sorted by path key, padded to 8
+ *   units    16 bytes each: u64 uncompressed offset, u64 compressed offset
+ *   strings  NUL-terminated paths and link targets
+ *   digest   SHA-256 of everything before it
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <openssl/evp.h>
+
+#include "cb_index.h"
+#include "cb_private.h"
+#include "cb_util.h"
+#include "index_int.h"
+
+static const unsigned char MAGIC[8] = { 'C', 'B', 'I', 'D', 'X', 0, 0, 1 };
+#define VERSION 1
+#define HDR 64
+#define ENT 64
+#define UNIT 16
+#define DIGEST 32
+#define PATH_MAX_IDX 65535
+
+/* entry fields */
+enum { ENT_HDR = 0, ENT_SIZE = 8, ENT_MTIME = 16, ENT_NSEC = 24, ENT_MODE = 28, ENT_UID = 32,
+       ENT_GID = 36, ENT_PATH = 40, ENT_LINK = 44, ENT_HLEN = 48, ENT_PLEN = 52, ENT_LLEN = 54,
+       ENT_DEV = 56, ENT_FLAGS = 60 };
+
+static void put16(unsigned char *p, uint32_t v) { p[0] = v & 0xff; p[1] = (v >> 8) & 0xff; }
+static void put32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (v >> (8 * i)) & 0xff; }
+static void put64(unsigned char *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (v >> (8 * i)) & 0xff; }
+static uint32_t get16(const unsigned char *p) { return p[0] | (uint32_t)p[1] << 8; }
+static uint32_t get32(const unsigned char *p)
+{
+	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static uint64_t get64(const unsigned char *p)
+{
+	return get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+/* ---- the list the scanner fills ---- */
+
+static uint64_t add_str(struct cb_idx_list *l, const char *s, uint32_t *len)
+{
+	size_t n = strlen(s);
+	uint64_t off = l->str_len;
+
+	if (l->str_len + n + 1 > l->str_cap) {
+		l->str_cap = (l->str_len + n + 1) * 2;
+		l->str = cb_xrealloc(l->str, l->str_cap);
+	}
+	memcpy(l->str + l->str_len, s, n + 1);
+	l->str_len += n + 1;
+	*len = (uint32_t)(n > UINT32_MAX ? UINT32_MAX : n);
+	return off;
+}
+
+void cb_idx_list_add(struct cb_idx_list *l, const struct cb_idx_rec *r, const char *path,
+		     const char *link)
+{
+	struct cb_idx_rec *d;
+
+	if (l->n == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 1024;
+		l->v = cb_xrealloc(l->v, l->cap * sizeof(*l->v));
+	}
+	d = &l->v[l->n++];
+	*d = *r;
+	d->path_off = add_str(l, path, &d->path_len);
+	d->link_off = add_str(l, link, &d->link_len);
+}
+
+void cb_idx_list_release(struct cb_idx_list *l)
+{
+	free(l->v);
+	free(l->str);
+	memset(l, 0, sizeof(*l));
+}
+
+/* ---- keys: "./a/b/" (and "/a/b") is "a/b"; '/' sorts first, so a subtree is one run ---- */
+
+const char *cb_idx_key(const char *path, size_t *len)
+{
+	size_t n;
+
+	while (*path == '/')
+		path++;
+	while (path[0] == '.' && path[1] == '/')
+		for (path += 2; *path == '/'; path++)
+			;
+	if (path[0] == '.' && path[1] == '\0')
+		path++;
+	n = strlen(path);
+	while (n > 0 && path[n - 1] == '/')
+		n--;
+	*len = n;
+	return path;
+}
+
+static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
+{
+	size_t n = al < bl ? al : bl;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned ca = a[i] == '/' ? 1 : (unsigned char)a[i];
+		unsigned cb = b[i] == '/' ? 1 : (unsigned char)b[i];
+
+		if (ca != cb)
+			return ca < cb ? -1 : 1;
+	}
+	return al < bl ? -1 : al > bl;
+}
+
+/* ---- building ---- */
+
+struct sort_ctx {
+	const struct cb_idx_list *l;
+};
+
+static int order_cmp(const void *a, const void *b, void *ctx)
+{
+	const struct cb_idx_list *l = ((struct sort_ctx *)ctx)->l;
+	const struct cb_idx_rec *ra = &l->v[*(const uint32_t *)a], *rb = &l->v[*(const uint32_t *)b];
+	size_t al, bl;
+	const char *ka = cb_idx_key(l->str + ra->path_off, &al);
+	const char *kb = cb_idx_key(l->str + rb->path_off, &bl);
+	int c = key_cmp(ka, al, kb, bl);
+
+	/* equal keys (a name twice): archive order, so the sort is stable */
+	if (c == 0)
+		c = ra->hdr_off < rb->hdr_off ? -1 : ra->hdr_off > rb->hdr_off;
+	return c;
+}
+
+static void put_entry(unsigned char *e, const struct cb_idx_rec *r)
+{
+	put64(e + ENT_HDR, r->hdr_off);
+	put64(e + ENT_SIZE, r->size);
+	put64(e + ENT_MTIME, (uint64_t)r->mtime);
+	put32(e + ENT_NSEC, r->mtime_nsec);
+	put32(e + ENT_MODE, r->mode);
+	put32(e + ENT_UID, r->uid);
+	put32(e + ENT_GID, r->gid);
+	put32(e + ENT_PATH, (uint32_t)r->path_off);
+	put32(e + ENT_LINK, (uint32_t)r->link_off);
+	put32(e + ENT_HLEN, (uint32_t)(r->data_off - r->hdr_off));
+	put16(e + ENT_PLEN, r->path_len);
+	put16(e + ENT_LLEN, r->link_len);
+	put32(e + ENT_DEV, (r->dev_major & 0xfff) << 20 | (r->dev_minor & 0xfffff));
+	put32(e + ENT_FLAGS, r->flags);
+}
+
+static int check_list(const struct cb_idx_list *l)
+{
+	if (l->n > UINT32_MAX || l->str_len > UINT32_MAX)
+		return cb_error("catalog: too many entries or names for the .idx format");
+	for (uint64_t i = 0; i < l->n; i++)
+		if (l->v[i].path_len > PATH_MAX_IDX || l->v[i].link_len > PATH_MAX_IDX ||
+		    l->v[i].data_off - l->v[i].hdr_off > UINT32_MAX)
+			return cb_error("catalog: entry '%s' too long for the .idx format",
+					l->str + l->v[i].path_off);
+	return 0;
+}
+
+static void sha256(const unsigned char *buf, size_t len, unsigned char *md)
+{
+	unsigned int n = 0;
+
+	EVP_Digest(buf, len, md, &n, EVP_sha256(), NULL);
+}
+
+static void put_header(unsigned char *b, const struct cb_idx_list *l, uint64_t n_units,
+		       enum cb_compress type, uint64_t tar_size, uint64_t archive_size)
+{
+	memcpy(b, MAGIC, 8);
+	put32(b + 8, VERSION);
+	put32(b + 12, (uint32_t)type);
+	put64(b + 16, l->n);
+	put64(b + 24, n_units);
+	put64(b + 32, l->str_len);
+	put64(b + 40, tar_size);
+	put64(b + 48, archive_size);
+	put64(b + 56, 0);
+}
+
+int cb_idx_build(const struct cb_tarscan *s, const struct cb_codec_units *units,
+		 enum cb_compress type, uint64_t archive_size, unsigned char **buf, size_t *len)
+{
+	const struct cb_idx_list *l = cb_tarscan_list(s);
+	uint64_t nu = units && type != CB_COMPRESS_NONE ? units->n : 0;
+	size_t order_len = (l->n * 4 + 7) / 8 * 8, total;
+	unsigned char *b, *p;
+	uint32_t *order;
+	struct sort_ctx ctx = { l };
+
+	if (check_list(l) < 0)
+		return -1;
+	total = HDR + l->n * ENT + order_len + nu * UNIT + l->str_len + DIGEST;
+	b = p = cb_xcalloc(1, total);
+	put_header(b, l, nu, type, cb_tarscan_size(s), archive_size);
+	p += HDR;
+	for (uint64_t i = 0; i < l->n; i++, p += ENT)
+		put_entry(p, &l->v[i]);
+	order = cb_xmalloc((l->n ? l->n : 1) * sizeof(*order));
+	for (uint64_t i = 0; i < l->n; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, l->n, sizeof(*order), order_cmp, &ctx);
+	for (uint64_t i = 0; i < l->n; i++)
+		put32(p + 4 * i, order[i]);
+	free(order);
+	p += order_len;
+	for (uint64_t i = 0; i < nu; i++, p += UNIT) {
+		put64(p, units->v[i].u_off);
+		put64(p + 8, units->v[i].c_off);
+	}
+	memcpy(p, l->str, l->str_len);
+	p += l->str_len;
+	sha256(b, (size_t)(p - b), p);
+	*buf = b;
+	*len = total;
+	return 0;
+}
+
+int cb_idx_write_file(const char *idx_path, const unsigned char *buf, size_t len, char *hex)
+{
+	unsigned char md[DIGEST];
+
+	sha256(buf, len, md);
+	for (int i = 0; i < DIGEST; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	/* what the archive gives away (names, owners), with its mode */
+	return cb_write_file_replace_bytes(idx_path, buf, len, 0640);
+}
+
+/* ---- loading: every number checked before it is used ---- */
+
+static int bad(const char *what)
+{
+	return cb_error("damaged catalog: %s", what);
+}
+
+static int check_sizes(struct cb_idx *x)
+{
+	uint64_t rest, need;
+
+	if (x->size < HDR + DIGEST || memcmp(x->map, MAGIC, 8) != 0)
+		return bad("not a cbackup .idx (magic)");
+	if (get32(x->map + 8) != VERSION)
+		return bad("unknown version");
+	x->codec = (enum cb_compress)get32(x->map + 12);
+	x->n_entries = get64(x->map + 16);
+	x->n_units = get64(x->map + 24);
+	x->strtab_len = get64(x->map + 32);
+	x->tar_size = get64(x->map + 40);
+	rest = x->size - HDR - DIGEST;
+	if (x->codec > CB_COMPRESS_ZSTD || x->n_entries > rest / (ENT + 4) || x->n_units > rest / UNIT ||
+	    x->strtab_len > rest)
+		return bad("counts exceed the file");
+	need = x->n_entries * ENT + (x->n_entries * 4 + 7) / 8 * 8 + x->n_units * UNIT + x->strtab_len;
+	if (need != rest)
+		return bad("sections do not add up to the file size");
+	x->entries = x->map + HDR;
+	x->order = x->entries + x->n_entries * ENT;
+	x->units = x->order + (x->n_entries * 4 + 7) / 8 * 8;
+	x->strtab = x->units + x->n_units * UNIT;
+	return 0;
+}
+
+static int check_str(const struct cb_idx *x, uint32_t off, uint32_t len)
+{
+	return (uint64_t)off + len < x->strtab_len && x->strtab[off + len] == '\0' &&
+	       memchr(x->strtab + off, '\0', len) == NULL;
+}
+
+static int check_entries(const struct cb_idx *x)
+{
+	uint64_t prev = 0;
+
+	for (uint64_t i = 0; i < x->n_entries; i++) {
+		const unsigned char *e = x->entries + i * ENT;
+		uint64_t h = get64(e + ENT_HDR), hl = get32(e + ENT_HLEN);
+
+		if (!check_str(x, get32(e + ENT_PATH), get16(e + ENT_PLEN)) || get16(e + ENT_PLEN) == 0 ||
+		    !check_str(x, get32(e + ENT_LINK), get16(e + ENT_LLEN)))
+			return bad("entry name outside the string table");
+		if ((i > 0 && h <= prev) || h > x->tar_size || hl < 512 || hl > x->tar_size - h ||
+		    get32(e + ENT_NSEC) >= 1000000000u)
+			return bad("entry offsets out of order or beyond the archive");
+		prev = h;
+	}
+	return 0;
+}
+
+static int check_order(const struct cb_idx *x)
+{
+	unsigned char *seen = cb_xcalloc(x->n_entries / 8 + 1, 1);
+	int ret = 0;
+	size_t pl = 0, kl;
+	const char *prev = NULL, *k;
+
+	for (uint64_t i = 0; i < x->n_entries && ret == 0; i++) {
+		uint32_t v = get32(x->order + 4 * i);
+		struct cb_idx_entry e;
+
+		if (v >= x->n_entries || (seen[v / 8] & (1u << (v % 8)))) {
+			ret = bad("path order is not a permutation");
+			break;
+		}
+		seen[v / 8] |= 1u << (v % 8);
+		cb_idx_entry(x, v, &e);
+		k = cb_idx_key(e.path, &kl);
+		if (prev && key_cmp(prev, pl, k, kl) > 0)
+			ret = bad("path order is not sorted");
+		prev = k;
+		pl = kl;
+	}
+	free(seen);
+	return ret;
+}
+
+static int check_units(const struct cb_idx *x)
+{
+	for (uint64_t i = 0; i < x->n_units; i++) {
+		const unsigned char *u = x->units + i * UNIT;
+		uint64_t uo = get64(u), co = get64(u + 8);
+
+		if ((i == 0 && uo != 0) || uo >= x->tar_size || co >= x->archive_size)
+			return bad("unit offset beyond the archive");
+		if (i > 0 && (uo <= get64(u - UNIT) || co <= get64(u - UNIT + 8)))
+			return bad("unit table out of order");
+	}
+	return 0;
+}
+
+static int check_all(struct cb_idx *x, uint64_t archive_size)
+{
+	if (check_sizes(x) < 0)
+		return -1;
+	x->archive_size = get64(x->map + 48);
+	if (archive_size && x->archive_size != archive_size)
+		return cb_error("catalog is of another archive (it says %llu bytes, the archive has %llu)",
+				(unsigned long long)x->archive_size, (unsigned long long)archive_size);
+	return check_entries(x) < 0 || check_order(x) < 0 || check_units(x) < 0 ? -1 : 0;
+}
+
+int cb_idx_load(struct cb_idx *x, unsigned char *buf, size_t len, uint64_t archive_size)
+{
+	memset(x, 0, sizeof(*x));
+	x->map = buf;
+	x->size = len;
+	if (check_all(x, archive_size) < 0) {
+		cb_idx_close(x);
+		return -1;
+	}
+	return 0;
+}
+
+int cb_idx_open(struct cb_idx *x, const char *path, uint64_t archive_size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	void *m;
+
+	memset(x, 0, sizeof(*x));
+	if (fd < 0)
+		return cb_error_errno("cannot open catalog '%s'", path);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return cb_error("catalog '%s' is not a regular file", path);
+	}
+	m = st.st_size > 0 ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	close(fd);
+	if (m == MAP_FAILED)
+		return cb_error("catalog '%s' is empty or cannot be mapped", path);
+	x->map = m;
+	x->size = (size_t)st.st_size;
+	x->mapped = 1;
+	if (check_all(x, archive_size) < 0) {
+		cb_idx_close(x);
+		return cb_error_prefix("'%s'", path);
+	}
+	return 0;
+}
+
+int cb_idx_check_digest(const struct cb_idx *x)
+{
+	unsigned char md[DIGEST];
+
+	sha256(x->map, x->size - DIGEST, md);
+	if (memcmp(md, x->map + x->size - DIGEST, DIGEST))
+		return bad("its SHA-256 does not match its contents");
+	return 0;
+}
+
+void cb_idx_close(struct cb_idx *x)
+{
+	if (x->map && x->mapped)
+		munmap((void *)x->map, x->size);
+	else
+		free((void *)x->map);
+	memset(x, 0, sizeof(*x));
+}
+
+void cb_idx_entry(const struct cb_idx *x, uint64_t i, struct cb_idx_entry *e)
+{
+	const unsigned char *p = x->entries + i * ENT;
+	uint32_t dev = get32(p + ENT_DEV);
+
+	e->path = (const char *)x->strtab + get32(p + ENT_PATH);
+	e->link = (const char *)x->strtab + get32(p + ENT_LINK);
+	e->hdr_off = get64(p + ENT_HDR);
+	e->data_off = e->hdr_off + get32(p + ENT_HLEN);
+	e->size = get64(p + ENT_SIZE);
+	e->mtime = (int64_t)get64(p + ENT_MTIME);
+	e->mtime_nsec = get32(p + ENT_NSEC);
+	e->mode = get32(p + ENT_MODE);
+	e->uid = get32(p + ENT_UID);
+	e->gid = get32(p + ENT_GID);
+	e->dev_major = dev >> 20;
+	e->dev_minor = dev & 0xfffff;
+	e->flags = get32(p + ENT_FLAGS);
+}
+
+/* Where key k would go in the path order: the first position not below it. */
+static uint64_t lower_bound(const struct cb_idx *x, const char *k, size_t kl)
+{
+	uint64_t lo = 0, hi = x->n_entries;
+
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		struct cb_idx_entry e;
+		size_t el;
+		const char *ek;
+
+		cb_idx_entry(x, get32(x->order + 4 * mid), &e);
+		ek = cb_idx_key(e.path, &el);
+		if (key_cmp(ek, el, k, kl) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* k itself or below it ("a" covers "a/b", not "ab"); "" covers all */
+static int covers(const char *k, size_t kl, const char *ek, size_t el)
+{
+	if (kl == 0)
+		return 1;
+	return el >= kl && memcmp(ek, k, kl) == 0 && (el == kl || ek[kl] == '/');
+}
+
+uint64_t cb_idx_order_at(const struct cb_idx *x, uint64_t pos)
+{
+	return get32(x->order + 4 * pos);
+}
+
+uint64_t cb_idx_range(const struct cb_idx *x, const char *path, uint64_t *first)
+{
+	size_t kl;
+	const char *k = cb_idx_key(path, &kl);
+	uint64_t i = lower_bound(x, k, kl);
+
+	*first = i;
+	for (; i < x->n_entries; i++) {
+		struct cb_idx_entry e;
+		size_t el;
+		const char *ek;
+
+		cb_idx_entry(x, cb_idx_order_at(x, i), &e);
+		ek = cb_idx_key(e.path, &el);
+		if (!covers(k, kl, ek, el))
+			break;
+	}
+	return i - *first;
+}
+
+int64_t cb_idx_find(const struct cb_idx *x, const char *path)
+{
+	size_t kl;
+	const char *k = cb_idx_key(path, &kl);
+	int64_t found = -1;
+
+	for (uint64_t i = lower_bound(x, k, kl); i < x->n_entries; i++) {
+		struct cb_idx_entry e;
+		size_t el;
+		const char *ek;
+
+		cb_idx_entry(x, cb_idx_order_at(x, i), &e);
+		ek = cb_idx_key(e.path, &el);
+		if (el != kl || memcmp(ek, k, kl))
+			break;
+		found = (int64_t)cb_idx_order_at(x, i);
+	}
+	return found;
+}
+
+uint64_t cb_idx_select(const struct cb_idx *x, const char *path, uint64_t **out)
+{
+	uint64_t first, n = cb_idx_range(x, path, &first);
+	uint64_t *v = cb_xmalloc((n ? n : 1) * sizeof(*v));
+
+	for (uint64_t i = 0; i < n; i++)
+		v[i] = cb_idx_order_at(x, first + i);
+	qsort(v, n, sizeof(*v), u64_cmp);
+	*out = v;
+	return n;
+}
+
+uint64_t cb_idx_unit_for(const struct cb_idx *x, uint64_t off, uint64_t *u_off, uint64_t *c_off)
+{
+	uint64_t lo = 0, hi = x->n_units;
+
+	*u_off = *c_off = 0;
+	if (x->n_units == 0)
+		return 0;
+	/* the last unit starting at or before off */
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (get64(x->units + mid * UNIT) <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	*u_off = get64(x->units + lo * UNIT);
+	*c_off = get64(x->units + lo * UNIT + 8);
+	return lo;
+}
+
+uint64_t cb_idx_unit_start(const struct cb_idx *x, uint64_t u)
+{
+	return u < x->n_units ? get64(x->units + u * UNIT) : x->tar_size;
+}
+
+void cb_idx_seek_for(const struct cb_idx *x, uint64_t off, uint64_t *u_off, uint64_t *c_off)
+{
+	cb_idx_unit_for(x, off, u_off, c_off);
+	if (x->codec == CB_COMPRESS_NONE)
+		*u_off = *c_off = off;
+}

@@ -1,0 +1,32 @@
+/*
+ * index_int.h: between the tar scanner (tarscan.c) and the .idx builder and
+ * loader (index.c): the members scanned, in archive order.
+ */
+#ifndef CB_INDEX_INT_H
+#define CB_INDEX_INT_H
+
+#include <stdint.h>
+#include "cb_index.h"
+
+struct cb_idx_rec {
+	uint64_t hdr_off, data_off, size;
+	int64_t mtime;
+	uint32_t mtime_nsec, mode, uid, gid, dev_major, dev_minor, flags;
+	uint64_t path_off, link_off;     /* in the string table */
+	uint32_t path_len, link_len;
+};
+
+struct cb_idx_list {
+	struct cb_idx_rec *v;
+	uint64_t n, cap;
+	char *str;                       /* NUL-terminated strings */
+	uint64_t str_len, str_cap;
+};
+
+void cb_idx_list_add(struct cb_idx_list *l, const struct cb_idx_rec *r, const char *path,
+		     const char *link);
+void cb_idx_list_release(struct cb_idx_list *l);
+const struct cb_idx_list *cb_tarscan_list(const struct cb_tarscan *s);
+uint64_t cb_tarscan_size(const struct cb_tarscan *s);
+
+#endif

@@ -1,0 +1,245 @@
+/*
+ * restore --path: only the chosen entries (each PATH: that entry, and for a
+ * directory its subtree), read from the units that hold them. The catalog
+ * (ARCHIVE.idx, or a scan of the archive when there is none) gives each
+ * member's header offset; selected members close to each other are read
+ * in one run: decode from the unit holding the run's first header, drop
+ * the bytes before it, and let libarchive read the members from there.
+ * Every header read must be the member the catalog says is there: a
+ * catalog that lies about offsets stops the restore, it is never followed.
+ *
+ * A hardlink in the selection whose target is not: the target's data is
+ * restored under the first such link's name, and the other links of the
+ * selection point to that.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <archive_entry.h>
+
+#include "cb_cleanup.h"
+#include "cb_index.h"
+#include "cb_util.h"
+#include "restore_int.h"
+
+/* Selected members this close (bytes of tar between them) share a run:
+ * decoding through them is cheaper than seeking and restarting a unit. */
+#define RUN_GAP (1024 * 1024)
+
+struct relink {
+	const char *target;      /* the hardlink target outside the selection */
+	const char *as;          /* restored under this (selected) name */
+};
+
+struct pick {
+	uint64_t *v, n, cap;     /* selected entries, archive order */
+	struct relink *rl;
+	size_t n_rl;
+};
+
+static void pick_add(struct pick *p, uint64_t i)
+{
+	if (p->n == p->cap)
+		p->v = cb_xrealloc(p->v, (p->cap = p->cap ? 2 * p->cap : 64) * sizeof(*p->v));
+	p->v[p->n++] = i;
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Sorted, each entry once. */
+static void pick_sort(struct pick *p)
+{
+	uint64_t k = 0;
+
+	qsort(p->v, p->n, sizeof(*p->v), u64_cmp);
+	for (uint64_t i = 0; i < p->n; i++)
+		if (k == 0 || p->v[k - 1] != p->v[i])
+			p->v[k++] = p->v[i];
+	p->n = k;
+}
+
+static int picked(const struct pick *p, uint64_t i)
+{
+	return bsearch(&i, p->v, p->n, sizeof(*p->v), u64_cmp) != NULL;
+}
+
+static int same_key(const char *a, const char *b)
+{
+	size_t al, bl;
+	const char *ka = cb_idx_key(a, &al), *kb = cb_idx_key(b, &bl);
+
+	return al == bl && memcmp(ka, kb, al) == 0;
+}
+
+/* The member a hardlink entry (number i) points to: the last non-link
+ * entry of that name before it. */
+static int link_target(const struct cb_idx *x, uint64_t i, const char *target, uint64_t *t)
+{
+	uint64_t *v, n = cb_idx_select(x, target, &v);
+	int found = 0;
+
+	for (uint64_t k = 0; k < n; k++) {
+		struct cb_idx_entry e;
+
+		cb_idx_entry(x, v[k], &e);
+		if (v[k] < i && same_key(e.path, target) && !(e.flags & CB_IDX_HARDLINK)) {
+			*t = v[k];
+			found = 1;
+		}
+	}
+	free(v);
+	return found ? 0 : cb_error("its target '%s' is not in the archive before it", target);
+}
+
+static int add_relinks(const struct cb_idx *x, struct pick *p)
+{
+	uint64_t n = p->n;
+
+	for (uint64_t k = 0; k < n; k++) {
+		struct cb_idx_entry e;
+		uint64_t t = 0;
+		size_t j;
+
+		cb_idx_entry(x, p->v[k], &e);
+		if (!(e.flags & CB_IDX_HARDLINK))
+			continue;
+		if (link_target(x, p->v[k], e.link, &t) < 0)
+			return cb_error_prefix("'%s'", e.path);
+		if (picked(p, t))
+			continue;
+		for (j = 0; j < p->n_rl && !same_key(p->rl[j].target, e.link); j++)
+			;
+		if (j < p->n_rl)
+			continue;
+		p->rl = cb_xrealloc(p->rl, (p->n_rl + 1) * sizeof(*p->rl));
+		p->rl[p->n_rl++] = (struct relink){ e.link, e.path };
+		pick_add(p, t);
+	}
+	pick_sort(p);
+	return 0;
+}
+
+static int select_paths(const struct cb_idx *x, const struct cb_restore_opts *o, struct pick *p)
+{
+	for (size_t i = 0; i < o->n_paths; i++) {
+		uint64_t *v, n = cb_idx_select(x, o->paths[i], &v);
+
+		for (uint64_t k = 0; k < n; k++)
+			pick_add(p, v[k]);
+		free(v);
+		if (n == 0)
+			return cb_error("'%s': not in the archive", o->paths[i]);
+	}
+	pick_sort(p);
+	return add_relinks(x, p);
+}
+
+/* Names moved for hardlinks whose target is outside the selection; 1 if
+ * the entry is to be skipped (the link whose name the target took). */
+static int relink(const struct pick *p, struct archive_entry *e)
+{
+	const char *path = archive_entry_pathname(e), *link = archive_entry_hardlink(e);
+
+	for (size_t j = 0; j < p->n_rl; j++) {
+		if (!link && same_key(path, p->rl[j].target)) {
+			archive_entry_copy_pathname(e, p->rl[j].as);
+			return 0;
+		}
+		if (link && same_key(link, p->rl[j].target)) {
+			if (same_key(path, p->rl[j].as))
+				return 1;
+			archive_entry_copy_hardlink(e, p->rl[j].as);
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* Decode from the unit holding entry first's header, up to that header. */
+static int run_open(struct rst *r, const struct cb_idx *x, const char *archive, uint64_t first)
+{
+	struct cb_idx_entry e;
+	struct cb_tarread_at at;
+
+	cb_idx_entry(x, first, &e);
+	cb_idx_seek_for(x, e.hdr_off, &at.u_off, &at.c_off);
+	at.skip = e.hdr_off - at.u_off;
+	cb_tarread_close(&r->tr);
+	if (cb_tarread_open_at(&r->tr, archive, &at) < 0)
+		return cb_error_prefix("no member where the catalog puts '%s' (offset %llu; run cbackup "
+				       "index if the catalog is damaged)", e.path,
+				       (unsigned long long)e.hdr_off);
+	return 0;
+}
+
+static int run_entry(struct rst *r, const struct cb_idx *x, const struct pick *p, uint64_t i)
+{
+	struct archive_entry *ae;
+	struct cb_idx_entry e;
+	int rc = archive_read_next_header(r->tr.a, &ae);
+
+	cb_idx_entry(x, i, &e);
+	if (rc < ARCHIVE_WARN)
+		return cb_tarread_error(&r->tr, "cannot read archive");
+	if (!same_key(archive_entry_pathname(ae), e.path))
+		return cb_error("the catalog does not match the archive: '%s' is where it says '%s' "
+				"is (run cbackup index)", archive_entry_pathname(ae), e.path);
+	if (!picked(p, i) || relink(p, ae))
+		return 0;
+	return cb_rst_entry(r, ae);
+}
+
+/* Runs of selected entries with little between them. */
+static uint64_t run_end(const struct cb_idx *x, const struct pick *p, uint64_t k)
+{
+	while (k + 1 < p->n) {
+		struct cb_idx_entry next, after;
+
+		cb_idx_entry(x, p->v[k + 1], &next);
+		cb_idx_entry(x, p->v[k] + 1, &after);
+		if (next.hdr_off - after.hdr_off > RUN_GAP)
+			break;
+		k++;
+	}
+	return k;
+}
+
+static int restore_picked(struct rst *r, const struct cb_idx *x, const struct pick *p,
+			  const char *archive)
+{
+	for (uint64_t k = 0; k < p->n;) {
+		uint64_t last = run_end(x, p, k);
+
+		if (cb_check_interrupt() < 0 || run_open(r, x, archive, p->v[k]) < 0)
+			return -1;
+		for (uint64_t i = p->v[k]; i <= p->v[last]; i++)
+			if (run_entry(r, x, p, i) < 0)
+				return -1;
+		k = last + 1;
+	}
+	return cb_rst_apply_root(r);
+}
+
+int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o)
+{
+	struct cb_idx x;
+	struct pick p = { 0 };
+	int ret;
+
+	if (cb_idx_open_for(&x, o->archive, r->log) < 0)
+		return -1;
+	ret = select_paths(&x, o, &p);
+	if (ret == 0) {
+		cb_info(r->log, "restoring %llu of %llu entries", (unsigned long long)p.n,
+			(unsigned long long)x.n_entries);
+		ret = restore_picked(r, &x, &p, o->archive);
+	}
+	free(p.v);
+	free(p.rl);
+	cb_idx_close(&x);
+	return ret;
+}
