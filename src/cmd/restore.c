@@ -420,9 +420,6 @@ static int restore_all(struct rst *r)
 
 /* ---- free space: a counting pass over the tar headers ---- */
 
-struct need {
-	uint64_t bytes, entries;
-};
 
 /* Data blocks an entry takes on disk: its data regions (holes take none),
  * rounded up to the file system's block; every entry at least a block
@@ -443,7 +440,7 @@ static uint64_t entry_blocks(struct archive_entry *e, uint64_t bsize)
 	return data ? (data + bsize - 1) / bsize : 1;
 }
 
-static int count_archive(const char *archive, uint64_t bsize, struct need *n)
+static int count_archive(const char *archive, uint64_t bsize, struct cb_rst_need *n)
 {
 	struct cb_tarread t;
 	struct archive_entry *e;
@@ -473,33 +470,42 @@ out:
  * and in inodes. With --force files replaced in place may free space, so a
  * shortfall is only a warning there.
  */
-static int check_space(struct rst *r, const struct cb_restore_opts *o)
+int cb_rst_space_check(struct rst *r, const struct cb_restore_opts *o, const struct cb_rst_need *n)
 {
 	struct statvfs vfs;
-	struct need n = { 0, 0 };
 	char need_s[32], avail_s[32];
 	uint64_t avail;
 
 	if (statvfs(r->dest, &vfs) < 0)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
-	if (count_archive(o->archive, vfs.f_frsize ? vfs.f_frsize : 4096, &n) < 0)
-		return -1;
 	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
-	cb_fmt_bytes(need_s, sizeof(need_s), n.bytes);
+	cb_fmt_bytes(need_s, sizeof(need_s), n->bytes);
 	cb_fmt_bytes(avail_s, sizeof(avail_s), avail);
-	if (n.bytes <= avail && (!vfs.f_files || n.entries <= vfs.f_favail))
+	if (n->bytes <= avail && (!vfs.f_files || n->entries <= vfs.f_favail))
 		return 0;
-	if (n.bytes > avail)
+	if (n->bytes > avail)
 		cb_error("not enough space in '%s': the archive needs %s, %s available", r->dest,
 			 need_s, avail_s);
 	else
 		cb_error("not enough inodes in '%s': the archive has %llu entries, %llu inodes "
-			 "available", r->dest, (unsigned long long)n.entries,
+			 "available", r->dest, (unsigned long long)n->entries,
 			 (unsigned long long)vfs.f_favail);
 	if (!o->force)
 		return -1;
 	cb_warn(r->log, "%s (going on: --force may replace files in place)", cb_last_error());
 	return 0;
+}
+
+static int check_space(struct rst *r, const struct cb_restore_opts *o)
+{
+	struct statvfs vfs;
+	struct cb_rst_need n = { 0, 0 };
+
+	if (statvfs(r->dest, &vfs) < 0)
+		return cb_error_errno("cannot stat file system of '%s'", r->dest);
+	if (count_archive(o->archive, vfs.f_frsize ? vfs.f_frsize : 4096, &n) < 0)
+		return -1;
+	return cb_rst_space_check(r, o, &n);
 }
 
 static int open_disk(struct rst *r)

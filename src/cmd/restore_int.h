@@ -47,4 +47,12 @@ void cb_rst_release(struct rst *r);
 
 int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o);
 
+/* What a restore needs in DESTDIR's file system: bytes of blocks, inodes. */
+struct cb_rst_need {
+	uint64_t bytes, entries;
+};
+/* statvfs(DESTDIR) against n: 0 if it fits; else -1 with the error naming
+ * both, or with --force a WARN and 0 (files replaced in place free space). */
+int cb_rst_space_check(struct rst *r, const struct cb_restore_opts *o, const struct cb_rst_need *n);
+
 #endif

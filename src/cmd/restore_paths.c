@@ -17,6 +17,9 @@
 #include <archive_entry.h>
 
 #include "cb_cleanup.h"
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
 #include "cb_index.h"
 #include "cb_util.h"
 #include "restore_int.h"
@@ -224,6 +227,38 @@ static int restore_picked(struct rst *r, const struct cb_idx *x, const struct pi
 	return cb_rst_apply_root(r);
 }
 
+/* What the selection takes, from the catalog: each file's size rounded up
+ * to the block (a sparse file only a block: the catalog does not keep its
+ * map; a hardlink whose target is selected nothing), a block an entry. */
+static int check_space(struct rst *r, const struct cb_restore_opts *o, const struct cb_idx *x,
+		       const struct pick *p)
+{
+	struct cb_rst_need n = { 0, p->n };
+	struct statvfs vfs;
+	uint64_t bs;
+
+	if (statvfs(r->dest, &vfs) < 0)
+		return cb_error_errno("cannot stat file system of '%s'", r->dest);
+	bs = vfs.f_frsize ? vfs.f_frsize : 4096;
+	for (uint64_t k = 0; k < p->n; k++) {
+		struct cb_idx_entry e;
+		uint64_t data = 0;
+		cb_idx_entry(x, p->v[k], &e);
+		if (S_ISREG(e.mode) && !(e.flags & (CB_IDX_SPARSE | CB_IDX_HARDLINK)))
+			data = e.size;
+		n.bytes += (data ? (data + bs - 1) / bs : 1) * bs;
+	}
+	for (size_t k = 0; k < p->n_rl; k++) {   /* hardlinks that get the data */
+		uint64_t t;
+		struct cb_idx_entry e;
+		if (link_target(x, UINT64_MAX, p->rl[k].target, &t) == 0) {
+			cb_idx_entry(x, t, &e);
+			n.bytes += (e.size + bs - 1) / bs * bs;
+		}
+	}
+	return cb_rst_space_check(r, o, &n);
+}
+
 int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o)
 {
 	struct cb_idx x;
@@ -236,6 +271,9 @@ int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o)
 	if (ret == 0) {
 		cb_info(r->log, "restoring %llu of %llu entries", (unsigned long long)p.n,
 			(unsigned long long)x.n_entries);
+		ret = check_space(r, o, &x, &p);
+	}
+	if (ret == 0) {
 		ret = restore_picked(r, &x, &p, o->archive);
 	}
 	free(p.v);

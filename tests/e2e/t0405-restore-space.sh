@@ -26,6 +26,16 @@ test_expect_success TMPFS 'restore into a too-small file system is refused, noth
 	dir_empty "$SMALL/dest"
 '
 
+test_expect_success TMPFS 'restore --path: the selection is measured from the catalog' '
+	a=$(find_archive "$DUMP" ct 101 .zst)
+	cbackup_run 1 restore "$a" "$SMALL/dest" --path ./srv/data
+	test_has "$CB_ERR" "^ERROR: restore of .* failed - not enough space in .*small/dest.: the archive needs 4\.[0-9]MiB"
+	dir_empty "$SMALL/dest"
+	cbackup_run 0 restore "$a" "$SMALL/dest" --path ./etc
+	test -d "$SMALL/dest/etc"
+	rm -rf "$SMALL/dest"
+'
+
 test_expect_success TMPFS 'too few inodes is refused too' '
 	umount "$SMALL"
 	mount -t tmpfs -o size=64M,nr_inodes=5 tmpfs "$SMALL"
