@@ -424,12 +424,14 @@ struct deep_call {
 	void *arg;
 	int ret;
 	char *err;                    /* the thread's cb_last_error() on failure */
+	sigset_t mask;                /* the caller's signal mask */
 };
 
 static void *deep_main(void *p)
 {
 	struct deep_call *c = p;
 
+	pthread_sigmask(SIG_SETMASK, &c->mask, NULL);
 	c->ret = c->fn(c->arg);
 	if (c->ret < 0)
 		c->err = cb_xstrdup(last_error);
@@ -455,14 +457,34 @@ static int start_deep(pthread_t *th, void *(*fn)(void *), void *arg)
 	return rc == 0 ? 0 : -1;
 }
 
+/*
+ * The deep thread takes the caller's place for signals too: the caller
+ * blocks them while it waits, the thread has the caller's mask. So a
+ * signal the work sends itself (kill(getpid())) is handled before that
+ * call returns, as it was on the caller's thread, and an outside one while
+ * the work runs is handled by the thread that checks for it.
+ */
 int cb_call_deep(int (*fn)(void *), void *arg)
 {
-	struct deep_call c = { fn, arg, 0, NULL };
+	struct deep_call c = { fn, arg, 0, NULL, { { 0 } } };
+	pthread_attr_t attr;
+	sigset_t all;
 	pthread_t th;
+	int rc;
 
-	if (start_deep(&th, deep_main, &c) < 0)  /* no room for such a stack */
+	if (pthread_attr_init(&attr) != 0)
 		return fn(arg);
+	pthread_attr_setstacksize(&attr, CB_DEEP_STACK);
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &c.mask);
+	rc = pthread_create(&th, &attr, deep_main, &c);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {  /* no room for such a stack: the caller's own */
+		pthread_sigmask(SIG_SETMASK, &c.mask, NULL);
+		return fn(arg);
+	}
 	pthread_join(th, NULL);
+	pthread_sigmask(SIG_SETMASK, &c.mask, NULL);
 	if (c.err)
 		set_error(c.err);
 	return c.ret;

@@ -187,6 +187,54 @@ static void test_huge_buffers(void **state)
 	cb_free_huge(NULL, 1);
 }
 
+/* cb_call_deep: the work runs on a deep stack (a recursion the 8 MiB
+ * main stack could not hold), its error message comes back, and a signal
+ * it sends itself is handled before kill() returns, as on the caller's
+ * thread (the fault tests and the interrupt checks rely on that). */
+static volatile sig_atomic_t usr1_seen;
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	usr1_seen++;
+}
+
+static int recurse(int n)
+{
+	volatile char pad[512];
+
+	pad[0] = (char)n;
+	return n == 0 ? 0 : recurse(n - 1) + (pad[0] & 0);
+}
+
+static int deep_work(void *arg)
+{
+	int *seen = arg;
+	sigset_t cur;
+
+	if (recurse(60000) != 0)  /* ~30 MiB of frames */
+		return -1;
+	/* the work takes signals itself (not only the waiting caller) */
+	pthread_sigmask(SIG_BLOCK, NULL, &cur);
+	kill(getpid(), SIGUSR1);
+	*seen = usr1_seen * 10 + !sigismember(&cur, SIGUSR1);
+	return cb_error("failed on purpose");
+}
+
+static void test_call_deep(void **state)
+{
+	struct sigaction sa = { .sa_handler = on_usr1 }, old;
+	int seen = 0;
+
+	(void)state;
+	sigaction(SIGUSR1, &sa, &old);
+	usr1_seen = 0;
+	assert_int_equal(cb_call_deep(deep_work, &seen), -1);
+	assert_string_equal(cb_last_error(), "failed on purpose");
+	assert_int_equal(seen, 11);
+	sigaction(SIGUSR1, &old, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +246,7 @@ int main(void)
 		cmocka_unit_test(test_cleanup_newest_first),
 		cmocka_unit_test(test_cleanup_stack),
 		cmocka_unit_test(test_huge_buffers),
+		cmocka_unit_test(test_call_deep),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
