@@ -95,6 +95,10 @@ void cb_stage_note_inodes(struct cb_stage *st);
  * writes it itself; after pass 2 the caller does, once the guest runs
  * again, so that the freeze does not wait for it). 0 without keep. */
 int cb_stage_save_index(struct cb_stage *st);
+/* Free the index and the hardlink map (memory by entries) once the passes
+ * are done and the index saved: the archive phase, which keeps a catalog
+ * of its own, does not need them. No pass may follow. */
+void cb_stage_release_index(struct cb_stage *st);
 
 /*
  * The pass-2 decision for one entry, exposed for unit tests.

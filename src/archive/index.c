@@ -59,7 +59,7 @@ static uint64_t add_str(struct cb_idx_list *l, const char *s, uint32_t *len)
 	uint64_t off = l->str_len;
 
 	if (l->str_len + n + 1 > l->str_cap) {
-		l->str_cap = (l->str_len + n + 1) * 2;
+		l->str_cap = (l->str_len + n + 1) * 3 / 2;  /* memory goes by entries */
 		l->str = cb_xrealloc(l->str, l->str_cap);
 	}
 	memcpy(l->str + l->str_len, s, n + 1);
@@ -74,7 +74,7 @@ void cb_idx_list_add(struct cb_idx_list *l, const struct cb_idx_rec *r, const ch
 	struct cb_idx_rec *d;
 
 	if (l->n == l->cap) {
-		l->cap = l->cap ? 2 * l->cap : 1024;
+		l->cap = l->cap ? l->cap + l->cap / 2 : 1024;
 		l->v = cb_xrealloc(l->v, l->cap * sizeof(*l->v));
 	}
 	d = &l->v[l->n++];

@@ -6,6 +6,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <stdio.h>
@@ -760,6 +761,17 @@ static void write_catalog(struct guest_run *r, struct cb_tarscan *scan,
 	free(path);
 }
 
+/* Memory goes by entries twice: the staging index and the archive's
+ * catalog. The index is done once saved, so it goes before the catalog
+ * grows (and the heap it leaves is given back). */
+static void release_indexes(struct guest_run *r)
+{
+	cb_stage_release_index(r->stage);
+	for (size_t i = 0; i < r->n_mps; i++)
+		cb_stage_release_index(r->mps[i].stage);
+	malloc_trim(0);
+}
+
 static int write_archive(struct guest_run *r)
 {
 	struct cb_codec_params cp;
@@ -897,8 +909,10 @@ static int run_guest_phases(struct guest_run *r)
 	}
 	if (guest_hook(r, "backup-start") < 0 ||
 	    (r->mode == CB_MODE_SNAPSHOT ? snapshot_guest(r) : stage_guest(r)) < 0 ||
-	    (r->stage && cb_stage_save_index(r->stage) < 0) || write_archive(r) < 0 ||
-	    mark_archive(r) < 0)
+	    (r->stage && cb_stage_save_index(r->stage) < 0))
+		return -1;
+	release_indexes(r);
+	if (write_archive(r) < 0 || mark_archive(r) < 0)
 		return -1;
 	prune_old(r);
 	return guest_hook(r, "backup-end");

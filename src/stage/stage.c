@@ -1004,6 +1004,22 @@ int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct
 	return 0;
 }
 
+void cb_stage_release_index(struct cb_stage *st)
+{
+	if (!st)
+		return;
+	stage_dir_free(st->root);
+	st->root = NULL;
+	stage_dir_free(st->kept);
+	st->kept = NULL;
+	cb_changes_free(st->changes);
+	st->changes = NULL;
+	free(st->tree_inos);
+	st->tree_inos = NULL;
+	st->tree_inos_cap = 0;
+	ino_map_clear(&st->links, free_link);
+}
+
 void cb_stage_free(struct cb_stage *st)
 {
 	if (!st)
