@@ -213,8 +213,11 @@ static int prepare_in(int pfd, const char *name, const char *path, int reuse, in
 		return 0;
 	if (clear_name(pfd, name, path) < 0)
 		return -1;
-	if (mkdirat(pfd, name, 0700) < 0)
+	if (mkdirat(pfd, name, 0700) < 0) {
+		if (errno == ENOENT)
+			return -2;   /* the private dir was removed under us */
 		return cb_error_errno("cannot create staging directory '%s'", path);
+	}
 	return write_marker(pfd, name, path);
 }
 
@@ -223,20 +226,29 @@ int cb_stage_dir_prepare(const char *tmpdir, const char *id, int reuse, char **p
 {
 	char *parent = cb_xasprintf("%s/%s", tmpdir, PRIVATE_NAME);
 	char *name = cb_xasprintf("cbackup-%s.stage", id);
-	int pfd = cb_private_dir_open(parent), ret = -1;
+	int pfd = -1, ret = -2;
 
 	*path_out = cb_xasprintf("%s/%s", parent, name);
 	*reused = 0;
-	if (pfd >= 0)
+	/* another guest's copy, removed in the background, takes the empty
+	 * private directory with it when it is done (trash_thread): one
+	 * removed between our open and our mkdirat is made and opened again */
+	for (int tries = 0; ret == -2 && tries < 5; tries++) {
+		pfd = cb_private_dir_open(parent);
+		if (pfd < 0) {
+			cb_error_prefix("staging");
+			ret = -1;
+			break;
+		}
 		trash_leftovers(pfd, parent, id);
-	if (pfd >= 0) {
 		ret = prepare_in(pfd, name, *path_out, reuse, reused);
 		close(pfd);
-		if (ret < 0)
-			rmdir(parent);   /* ours, checked: leave the tmpdir as found */
-	} else {
-		cb_error_prefix("staging");
 	}
+	if (ret == -2)
+		ret = cb_error("cannot create staging directory '%s': its directory keeps "
+			       "being removed", *path_out);
+	if (ret < 0 && pfd >= 0)
+		rmdir(parent);   /* ours, checked: leave the tmpdir as found */
 	free(parent);
 	free(name);
 	return ret;
