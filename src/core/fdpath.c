@@ -16,7 +16,6 @@ void cb_fdpath_init(struct cb_fdpath *p, int root_fd, int flags)
 	p->cap = 16;
 	p->v = cb_xcalloc(p->cap, sizeof(*p->v));
 	p->v[0].fd = root_fd;
-	p->v[0].known = 0;
 	p->n = 1;
 	p->open = 1;
 }

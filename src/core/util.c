@@ -406,8 +406,6 @@ static int remove_tree(const char *path)
 	return ret;
 }
 
-static int remove_tree(const char *path);
-
 static int remove_tree_call(void *arg)
 {
 	return remove_tree(arg);
@@ -438,9 +436,10 @@ static void *deep_main(void *p)
 	return NULL;
 }
 
-/* A thread on a CB_DEEP_STACK stack, all signals blocked in it (they stay
- * with the caller's thread, whose handlers only count). 0 or -1. */
-static int start_deep(pthread_t *th, void *(*fn)(void *), void *arg)
+/* A thread with all signals blocked (they stay with the caller's thread,
+ * whose handlers only count), on a stack of `stack` bytes (0: the
+ * default). 0 or -1. */
+static int thread_start(pthread_t *th, void *(*fn)(void *), void *arg, size_t stack)
 {
 	pthread_attr_t attr;
 	sigset_t all, old;
@@ -448,13 +447,19 @@ static int start_deep(pthread_t *th, void *(*fn)(void *), void *arg)
 
 	if (pthread_attr_init(&attr) != 0)
 		return -1;
-	pthread_attr_setstacksize(&attr, CB_DEEP_STACK);
+	if (stack)
+		pthread_attr_setstacksize(&attr, stack);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	rc = pthread_create(th, &attr, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	return rc == 0 ? 0 : -1;
+}
+
+int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	return thread_start(th, fn, arg, 0);
 }
 
 /*
@@ -467,19 +472,12 @@ static int start_deep(pthread_t *th, void *(*fn)(void *), void *arg)
 int cb_call_deep(int (*fn)(void *), void *arg)
 {
 	struct deep_call c = { fn, arg, 0, NULL, { { 0 } } };
-	pthread_attr_t attr;
 	sigset_t all;
 	pthread_t th;
-	int rc;
 
-	if (pthread_attr_init(&attr) != 0)
-		return fn(arg);
-	pthread_attr_setstacksize(&attr, CB_DEEP_STACK);
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &c.mask);
-	rc = pthread_create(&th, &attr, deep_main, &c);
-	pthread_attr_destroy(&attr);
-	if (rc != 0) {  /* no room for such a stack: the caller's own */
+	if (thread_start(&th, deep_main, &c, CB_DEEP_STACK) < 0) {  /* no room for it */
 		pthread_sigmask(SIG_SETMASK, &c.mask, NULL);
 		return fn(arg);
 	}
@@ -509,24 +507,22 @@ struct rm_job {
 	pthread_mutex_t mu;
 };
 
+/* The entries of directory fd (closed here) become units. */
 static void rm_add_dir(struct rm_job *j, size_t *cap, int fd, const char *dir)
 {
-	DIR *d = fdopendir(fd);
-	struct dirent *de;
+	struct cb_strvec names = CB_STRVEC_INIT;
 
-	if (!d) {
-		close(fd);
+	if (fd < 0)
 		return;
-	}
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (j->n == *cap)
-			j->u = cb_xrealloc(j->u, (*cap = *cap ? *cap * 2 : 256) * sizeof(*j->u));
-		j->u[j->n].dir = cb_xstrdup(dir);
-		j->u[j->n++].name = cb_xstrdup(de->d_name);
-	}
-	closedir(d);
+	if (cb_dir_names(fd, &names) == 0)
+		for (size_t i = 0; i < names.n; i++) {
+			if (j->n == *cap)
+				j->u = cb_xrealloc(j->u, (*cap = *cap ? *cap * 2 : 256) * sizeof(*j->u));
+			j->u[j->n].dir = cb_xstrdup(dir);
+			j->u[j->n++].name = cb_xstrdup(names.v[i]);
+		}
+	cb_strvec_clear(&names);
+	close(fd);
 }
 
 /* Top entries, then (few of them) each top directory's entries instead. */
@@ -547,7 +543,8 @@ static void rm_units(struct rm_job *j, int workers)
 }
 
 /* A top directory whose entries are units itself is left for the sweep
- * that follows (by then it is empty); a mount inside is never crossed. */
+ * that follows (by then it is empty); a mount inside is never crossed
+ * (cb_remove_at). */
 static int rm_one(struct rm_job *j, const struct rm_unit *u)
 {
 	int dfd = u->dir[0] ? openat(j->root, u->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)
@@ -557,15 +554,9 @@ static int rm_one(struct rm_job *j, const struct rm_unit *u)
 
 	if (dfd < 0)
 		return -1;
-	if (fstatat(dfd, u->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		ret = errno == ENOENT ? 0 : -1;
-	} else if (!S_ISDIR(st.st_mode)) {
-		ret = unlinkat(dfd, u->name, 0) < 0 && errno != ENOENT ? -1 : 0;
-	} else if (st.st_dev != j->dev) {
-		ret = -1;
-	} else if (u->dir[0] || !j->expanded) {
+	if (u->dir[0] || !j->expanded || fstatat(dfd, u->name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISDIR(st.st_mode))
 		ret = cb_remove_at(dfd, u->name, j->dev, NULL);
-	}
 	close(dfd);
 	return ret;
 }
@@ -606,7 +597,7 @@ int cb_remove_tree_parallel(const char *path, int workers)
 	j.dev = st.st_dev;
 	rm_units(&j, workers);
 	/* deep stacks: each removes whole subtrees, recursing per level */
-	while (n < workers && start_deep(&th[n], rm_worker, &j) == 0)
+	while (n < workers && thread_start(&th[n], rm_worker, &j, CB_DEEP_STACK) == 0)
 		n++;
 	if (n == 0)      /* no thread: this one, on its own stack */
 		rm_worker(&j);
@@ -620,18 +611,6 @@ int cb_remove_tree_parallel(const char *path, int workers)
 	close(j.root);
 	/* what is left (emptied top directories, or all after a failure) */
 	return cb_remove_tree(path);
-}
-
-int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
-{
-	sigset_t all, old;
-	int rc;
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	rc = pthread_create(th, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return rc == 0 ? 0 : -1;
 }
 
 void cb_node_name(char *buf, size_t len)

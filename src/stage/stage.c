@@ -206,23 +206,18 @@ static void free_link(void *p)
  * one component at a time (O_NOFOLLOW), then linkat() from there. */
 static int link_deep(struct cb_stage *st, const char *rel, int dfd, const char *name)
 {
-	char *path = cb_xstrdup(rel), *p = path, *slash;
-	int fd = dup(st->dst_fd), ret = -1, err;
+	char *dir = cb_xstrdup(rel), *last = strrchr(dir, '/');
+	int fd, ret = -1, err;
 
-	while (fd >= 0 && (slash = strchr(p, '/')) != NULL) {
-		int next;
-		*slash = '\0';
-		next = openat(fd, p, DIR_FLAGS);
-		close(fd);
-		fd = next;
-		p = slash + 1;
-	}
+	if (last)
+		*last++ = '\0';
+	fd = stage_open_below(st->dst_fd, last ? dir : "");
 	if (fd >= 0)
-		ret = linkat(fd, p, dfd, name, 0);
+		ret = linkat(fd, last ? last : dir, dfd, name, 0);
 	err = errno;
 	if (fd >= 0)
 		close(fd);
-	free(path);
+	free(dir);
 	errno = err;
 	return ret;
 }

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fnmatch.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -263,4 +264,26 @@ int cb_stage_excluded(const struct cb_strvec *excludes, const char *relpath, int
 	r = stage_excluded_slash(excludes, s, is_dir);
 	free(s);
 	return r;
+}
+
+/* Component by component, never following a symlink: the path may be
+ * longer than PATH_MAX. */
+int stage_open_below(int fd, const char *rel)
+{
+	char *path = cb_xstrdup(rel), *p = path, *slash;
+	int cur = dup(fd), err;
+
+	while (cur >= 0 && *p) {
+		int next;
+		if ((slash = strchr(p, '/')))
+			*slash = '\0';
+		next = openat(cur, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		err = errno;
+		close(cur);
+		errno = err;
+		cur = next;
+		p = slash ? slash + 1 : p + strlen(p);
+	}
+	free(path);
+	return cur;
 }

@@ -144,6 +144,9 @@ void stage_rel_push(struct cb_stage *st, const char *name, size_t *saved);
 void stage_rel_pop(struct cb_stage *st, size_t saved);
 const char *stage_relname(const struct cb_stage *st);
 int stage_excluded_slash(const struct cb_strvec *ex, const char *slashpath, int is_dir);
+/* The directory rel ("a/b"; "" is fd itself) below fd, opened one
+ * component at a time with O_NOFOLLOW: a new fd, or -1 with errno. */
+int stage_open_below(int fd, const char *rel);
 
 /* stage.c: pass 2 of one directory (sfd, and its staged twin dfd, open),
  * for the tracked pass. */

@@ -18,26 +18,6 @@
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
-/* Open rel ("a/b"; "" is fd itself) below fd one component at a time,
- * never following a symlink. */
-static int open_below(int fd, const char *rel)
-{
-	char *path = cb_xstrdup(rel), *p = path, *slash;
-	int cur = dup(fd);
-
-	while (cur >= 0 && *p) {
-		int next;
-		if ((slash = strchr(p, '/')))
-			*slash = '\0';
-		next = openat(cur, p, DIR_FLAGS);
-		close(cur);
-		cur = next;
-		p = slash ? slash + 1 : p + strlen(p);
-	}
-	free(path);
-	return cur;
-}
-
 /* The index entry of rel ("a/b", not the root), NULL if it has none. */
 static struct stage_ent *index_ent(struct cb_stage *st, const char *rel)
 {
@@ -83,7 +63,7 @@ static int do_subdir(struct cb_stage *st, int sroot, const char *rel)
 		ret = 0;
 		goto out;
 	}
-	if ((psfd = open_below(sroot, prel)) < 0 || (pdfd = open_below(st->dst_fd, prel)) < 0 ||
+	if ((psfd = stage_open_below(sroot, prel)) < 0 || (pdfd = stage_open_below(st->dst_fd, prel)) < 0 ||
 	    (csfd = openat(psfd, name, DIR_FLAGS)) < 0 || fstat(csfd, &sb) < 0 ||
 	    sb.st_ino != (ino_t)e->rec.ino || sb.st_dev != (dev_t)e->rec.dev)
 		goto out;
