@@ -98,6 +98,8 @@ static void hset_add(struct hset *s, const struct file_handle *h, uint64_t hash,
 	if ((s->n + 1) * 2 > s->cap)
 		hset_grow(s);
 	e = hset_slot(s, h, hash);
+	if (e->h)  /* known already (its answer from when first seen stands) */
+		return;
 	e->h = cb_xmalloc(size);
 	memcpy(e->h, h, size);
 	e->hash = hash;
@@ -198,9 +200,12 @@ static void outside_name(struct cb_track *t, struct file_handle *h, const char *
 	close(dfd);
 }
 
-static void note_event(struct cb_track *t, const struct fanotify_event_metadata *m)
+/* m: the event's header, copied out (the kernel aligns events to 4 bytes,
+ * the header wants 8); info: what follows it in the read buffer. */
+static void note_event(struct cb_track *t, const struct fanotify_event_metadata *m,
+		       const void *info)
 {
-	const struct fanotify_event_info_fid *fid = (const void *)(m + 1);
+	const struct fanotify_event_info_fid *fid = info;
 	struct file_handle *h = (struct file_handle *)fid->handle;
 	const char *name = fid->hdr.info_type == FAN_EVENT_INFO_TYPE_DFID_NAME
 				   ? (const char *)h->f_handle + h->handle_bytes : NULL;
@@ -231,17 +236,25 @@ static void note_event(struct cb_track *t, const struct fanotify_event_metadata 
 static int read_events(struct cb_track *t)
 {
 	ssize_t n = read(t->fan_fd, t->buf, READ_BUF);
-	const struct fanotify_event_metadata *m = (const void *)t->buf;
+	const char *p = (const char *)t->buf;
+	struct fanotify_event_metadata m;
 
 	if (n <= 0)
 		return -1;
 	pthread_mutex_lock(&t->lock);
-	for (; FAN_EVENT_OK(m, n); m = FAN_EVENT_NEXT(m, n)) {
+	/* FAN_EVENT_OK/NEXT, on a copy of each header: events are only
+	 * 4-byte aligned, and reading the header in place is undefined */
+	while ((size_t)n >= sizeof(m)) {
+		memcpy(&m, p, sizeof(m));
+		if (m.event_len < sizeof(m) || m.event_len > (size_t)n)
+			break;
 		t->events++;
-		if (m->mask & FAN_Q_OVERFLOW)
+		if (m.mask & FAN_Q_OVERFLOW)
 			t->overflow = 1;
-		else if (!t->over_cap && m->event_len > sizeof(*m))
-			note_event(t, m);
+		else if (!t->over_cap && m.event_len > sizeof(m))
+			note_event(t, &m, p + sizeof(m));
+		p += m.event_len;
+		n -= (ssize_t)m.event_len;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return 0;
