@@ -45,8 +45,8 @@ for run in ${RUNS:-auto off off-1-thread}; do
 		--script "$DIR/hook.sh" --change-tracking "$tracking" --verbose >"$DIR/log" 2>&1
 	way=$(grep -oE "pass 2: (tracked [0-9]+ directories|full walk)" "$DIR/log")
 	p1=$(sed -nE "s/.*first sync finished \(([0-9.]+) seconds\).*/\1/p" "$DIR/log")
-	p2=$(sed -nE "s/.*final sync finished \(([0-9.]+) seconds\).*/\1/p" "$DIR/log")
+	p2=$(sed -nE "s/.*final sync took ([0-9.]+) ms.*/\1/p" "$DIR/log")
 	frozen=$(sed -nE "s/.*online again after ([0-9.]+) seconds.*/\1/p" "$DIR/log")
-	echo "$run: pass 1 ${p1}s, pass 2 ${p2}s, frozen ${frozen}s ($way)"
+	echo "$run: pass 1 ${p1}s, pass 2 ${p2} ms, frozen ${frozen}s ($way)"
 	grep -E "change tracking: [0-9]+ (events|inodes)" "$DIR/log" || :
 done

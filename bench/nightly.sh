@@ -153,10 +153,12 @@ EOF
 	chmod +x "$hook"
 	mkdir -p "$work/tmp"
 	/usr/bin/time -f %M -o "$work/rss" "$CB" backup --root "$src" --id big --tmpdir "$work/tmp" \
-		--stdout --compress 0 --freeze-cmd true --thaw-cmd true \
+		--stdout --compress 0 --freeze-cmd true --thaw-cmd true --verbose \
 		--script "$hook" 2>"$work/big.log" >/dev/null
 	rec big.cbp1 "$(log_secs first "$work/big.log")"
-	rec big.cbp2 "$(log_secs final "$work/big.log")"
+	# the frozen pass is a few ms: the verbose line has them
+	rec big.cbp2 "$(sed -n 's/^INFO: final sync took \([0-9.]*\) ms$/\1/p' "$work/big.log" |
+		awk '{ print $1 / 1000 }')"
 	rec big.rss "$(cat "$work/rss")"
 	rsync_copy "$src" "$work/tmp/rs"
 	"$hook" pre-stop

@@ -8,7 +8,9 @@
  * confirmed, cb_track_finish() stops the thread, reads the queue until it
  * is empty (every write of a frozen guest has returned, and fsnotify queues
  * its event before the write returns), adds what events do not show, and
- * hands pass 2 the changed directories as paths:
+ * hands pass 2 the changed directories as paths, each with the names of
+ * the entries that changed in it where the events allow (only content and
+ * attribute changes of entries that are not directories):
  *
  *   - files the guest's processes hold open for writing or map shared and
  *     writable (writes through a mapping raise no event): read from
@@ -40,9 +42,24 @@
 
 struct cb_track;
 
+/* At most this many names are kept per directory, and this many in all;
+ * past either, the directory is listed whole. The environment variable
+ * CB_TRACK_NAMES (tests) lowers the second. */
+#define CB_TRACK_DIR_NAMES 32
+#define CB_TRACK_NAMES 65536
+
+/* A directory in which something changed. Where the events only changed
+ * entries (content, attributes), not made, removed or renamed one, pass 2
+ * re-checks just those names; else it lists the directory. */
+struct cb_changed_dir {
+	char *rel;          /* "" (the root) or "a/b" */
+	char **names;       /* the entries that changed; NULL: list it */
+	size_t n_names;
+};
+
 /* What pass 2 re-checks. Owned by the caller (cb_changes_free). */
 struct cb_changes {
-	char **dirs;        /* "" (the root) or "a/b"; cb_changes_sort */
+	struct cb_changed_dir *dirs;   /* cb_changes_sort */
 	size_t n_dirs, cap_dirs;
 	uint64_t *inos;     /* inodes of the root's file system to look up */
 	size_t n_inos;
@@ -56,8 +73,12 @@ struct cb_track *cb_track_start(const char *root, struct cb_log *log);
 struct cb_changes *cb_track_finish(struct cb_track *t, const struct cb_guest *g);
 void cb_track_free(struct cb_track *t);
 void cb_changes_free(struct cb_changes *c);
+/* rel is to be listed whole. */
 void cb_changes_add_dir(struct cb_changes *c, const char *rel);
-/* Sort the directories by strcmp (parents first), each once. */
+/* Only these names of rel changed (copied). */
+void cb_changes_add_names(struct cb_changes *c, const char *rel, char *const *names, size_t n);
+/* Sort the directories by strcmp (parents first), each once: a directory
+ * named twice is listed if either says so, else gets both names. */
 void cb_changes_sort(struct cb_changes *c);
 
 #endif

@@ -954,6 +954,53 @@ int stage_p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
 	return ret;
 }
 
+/* Every name an index entry, not a directory either side, still in the
+ * source: 1 if one is not (nothing counted), else 0 with their stats. */
+static int names_as_promised(struct cb_stage *st, int sfd, struct stage_dir *d,
+			     char *const *names, size_t n, struct stat *sb)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct stage_ent *e = stage_dir_find(d, names[i]);
+		if (!e || S_ISDIR(e->rec.mode))
+			return 1;
+		if (fstatat(sfd, names[i], &sb[i], AT_SYMLINK_NOFOLLOW) < 0)
+			return errno == ENOENT ? 1 : stage_fail(st, "cannot stat", "in source");
+		if (S_ISDIR(sb[i].st_mode))
+			return 1;
+	}
+	return 0;
+}
+
+int stage_p2_names(struct cb_stage *st, int sfd, int dfd, struct stage_dir *d,
+		   char *const *names, size_t n, int *dirty)
+{
+	struct stat *sb = cb_xcalloc(n, sizeof(*sb));
+	int ret;
+
+	if ((ret = names_as_promised(st, sfd, d, names, n, sb)) != 0)
+		goto out;
+	cb_fdpath_init(&st->sp, sfd, O_NOATIME);
+	cb_fdpath_init(&st->dp, dfd, 0);
+	st->dp.v[0].tag = st->rel_len;
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		struct stage_ent *e = stage_dir_find(d, names[i]), old = *e;
+		size_t saved;
+		stage_rel_push(st, names[i], &saved);
+		/* a socket is in no index; the exclude rule gave the same answer
+		 * when the entry was recorded (same name, not a directory) */
+		source_count(st, &sb[i], 0);
+		if ((ret = p2_changed(st, sfd, 0, names[i], &sb[i], &old, e, dirty)) == 0)
+			stage_rec_fill(&e->rec, &sb[i]);
+		stage_rel_pop(st, saved);
+	}
+	cb_fdpath_release(&st->sp);
+	cb_fdpath_release(&st->dp);
+	/* 1: one vanished while copied: the caller lists the directory */
+out:
+	free(sb);
+	return ret;
+}
+
 /* ---- the public passes ---- */
 
 /* The side store goes with the staging copy: kept with it, else removed. */
@@ -1110,7 +1157,7 @@ static int pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 	 * interrupted run leaves a copy that no index vouches for */
 	if (ret == 0 && st->keep && !fresh)
 		st->kept = stage_keep_load(st);
-	stage_keep_drop(st);
+	stage_keep_drop(st, 0);
 	if (ret == 0 && st->workers > 1)
 		ret = stage_pool_start(st, st->workers);
 	cb_fdpath_init(&st->sp, sfd, O_NOATIME);
@@ -1157,7 +1204,7 @@ static int pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	/* what pass 1 kept no longer vouches for the copy pass 2 changes;
 	 * cb_stage_save_index() writes the new one once the guest runs again */
 	if (st->keep)
-		stage_keep_drop(st);
+		stage_keep_drop(st, 1);
 	st->hold_ok = !stage_dir_find(st->root, STAGE_HOLD_NAME);
 	st->p2pool = p2_pool_new();
 	ret = st->changes ? stage_p2_tracked(st, sfd, &dirty) : 1;

@@ -152,6 +152,11 @@ int stage_open_below(int fd, const char *rel);
  * for the tracked pass. */
 int stage_p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
 		 struct stage_dir **out, int *dirty);
+/* ... only the entries NAMES of that directory, index d: 0, -1, or 1
+ * (nothing done) if one is not an entry the index has, not a directory on
+ * either side, still there: the caller lists the directory. */
+int stage_p2_names(struct cb_stage *st, int sfd, int dfd, struct stage_dir *d,
+		   char *const *names, size_t n, int *dirty);
 
 /* stage_p2track.c: pass 2 over what change tracking saw. 0, 1 if it cannot
  * be exact (the caller walks the whole tree), -1 on error. */
@@ -167,7 +172,11 @@ void p2_pool_stat(struct p2_pool *p, int dfd, const struct listing *l, struct st
 /* stage_keep.c */
 struct stage_dir *stage_keep_load(struct cb_stage *st);
 int stage_keep_save(struct cb_stage *st);
-void stage_keep_drop(struct cb_stage *st);
+/* The kept index no longer vouches for the copy: removed, or (aside: the
+ * guest is frozen) renamed to the save's temporary name, which the save
+ * removes once the guest runs again (unlinking a 100 MB index frees its
+ * blocks: 40 ms). */
+void stage_keep_drop(struct cb_stage *st, int aside);
 void stage_root_id_get(int fd, const struct stat *sb, struct stage_root_id *id);
 
 /* stage_pool.c */

@@ -112,11 +112,13 @@ static char *index_path(const struct cb_stage *st, const char *suffix)
 	return cb_xasprintf("%s.index%s", st->dst, suffix);
 }
 
-void stage_keep_drop(struct cb_stage *st)
+void stage_keep_drop(struct cb_stage *st, int aside)
 {
-	char *path = index_path(st, "");
+	char *path = index_path(st, ""), *tmp = index_path(st, ".new");
 
-	unlink(path);
+	if (!aside || rename(path, tmp) < 0)
+		unlink(path);
+	free(tmp);
 	free(path);
 }
 

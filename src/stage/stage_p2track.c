@@ -3,6 +3,10 @@
  * directory is merged against its index records by the same code and rule
  * as the full walk, but an unchanged subdirectory (same inode) is not
  * entered (st->shallow): it is done only if it is itself among the changed.
+ * A directory in which the events only changed some entries (no entry
+ * made, removed or renamed) is not listed: those names alone are checked
+ * (stage_p2_names), so the frozen pass costs what changed, not the size of
+ * the directories it changed in.
  * Directories go parents first (sorted paths), so that one its parent made
  * anew (a new or replaced directory is copied whole) is already done.
  */
@@ -48,10 +52,27 @@ static void rel_set(struct cb_stage *st, const char *rel)
 		stage_rel_push(st, rel, &saved);
 }
 
+/* The directory at sfd/dfd whose index is *d: only its changed names if
+ * tracking has them and they are what it promises, else all of it. */
+static int do_dir(struct cb_stage *st, int sfd, int dfd, const struct cb_changed_dir *cd,
+		  struct stage_dir **d, int *dirty)
+{
+	int ret;
+
+	if (cd->names) {
+		if ((ret = stage_p2_names(st, sfd, dfd, *d, cd->names, cd->n_names, dirty)) != 1)
+			return ret;
+		cb_verbose(st->log, "change tracking: '/%s' has changed more than its events said: "
+			   "listed", cd->rel);
+	}
+	return stage_p2_dir(st, sfd, dfd, *d, d, dirty);
+}
+
 /* One changed directory below the root: 0, 1 if it is not what the index
  * says (then tracking missed something: the caller walks it all), -1. */
-static int do_subdir(struct cb_stage *st, int sroot, const char *rel)
+static int do_subdir(struct cb_stage *st, int sroot, const struct cb_changed_dir *cd)
 {
+	const char *rel = cd->rel;
 	struct stage_ent *e = index_ent(st, rel);
 	const char *slash = strrchr(rel, '/'), *name = slash ? slash + 1 : rel;
 	char *prel = slash ? strndup(rel, (size_t)(slash - rel)) : cb_xstrdup("");
@@ -72,7 +93,7 @@ static int do_subdir(struct cb_stage *st, int sroot, const char *rel)
 		ret = stage_fail(st, "cannot open", "in staging");
 		goto out;
 	}
-	ret = stage_p2_dir(st, csfd, cdfd, e->sub, &e->sub, &dirty);
+	ret = do_dir(st, csfd, cdfd, cd, &e->sub, &dirty);
 	/* its children made or removed bump the staged times: set them again */
 	if (ret == 0 && (dirty || cb_stage_decide(&e->rec, &sb) != CB_DELTA_SAME))
 		ret = stage_meta(st, csfd, cdfd, -1, pdfd, name, &sb, 0);
@@ -172,22 +193,19 @@ static void inos_in_tree(struct cb_stage *st, struct cb_changes *c)
 		c->n_inos = k;
 }
 
-/* The directories of every index entry whose inode is in c->inos. */
+/* Every index entry whose inode is in c->inos, by its name. */
 static void find_inos(struct cb_stage *st, struct stage_dir *d, const char *rel,
 		      struct cb_changes *c)
 {
-	int added = 0;
-
 	for (size_t i = 0; d && i < d->n; i++) {
 		struct stage_ent *e = &d->ents[i];
 		if (S_ISDIR(e->rec.mode) && e->sub) {
 			char *sub = *rel ? cb_xasprintf("%s/%s", rel, e->name) : cb_xstrdup(e->name);
 			find_inos(st, e->sub, sub, c);
 			free(sub);
-		} else if (!added && e->rec.dev == (uint64_t)st->root_dev &&
+		} else if (e->rec.dev == (uint64_t)st->root_dev &&
 			   bsearch(&e->rec.ino, c->inos, c->n_inos, sizeof(*c->inos), cmp_u64)) {
-			cb_changes_add_dir(c, rel);
-			added = 1;
+			cb_changes_add_names(c, rel, (char *const[]){ (char *)e->name }, 1);
 		}
 	}
 }
@@ -195,7 +213,7 @@ static void find_inos(struct cb_stage *st, struct stage_dir *d, const char *rel,
 int stage_p2_tracked(struct cb_stage *st, int sfd, int *dirty)
 {
 	struct cb_changes *c = st->changes;
-	size_t i;
+	size_t i, listed = 0;
 	int ret = 0;
 
 	double start = cb_now();
@@ -209,12 +227,14 @@ int stage_p2_tracked(struct cb_stage *st, int sfd, int *dirty)
 	cb_verbose(st->log, "change tracking: %zu inodes of the tree looked up (%.3f s)", c->n_inos,
 		   cb_now() - start);
 	cb_changes_sort(c);
-	cb_info(st->log, "pass 2: tracked %zu directories (%llu events)", c->n_dirs,
-		(unsigned long long)c->events);
+	for (i = 0; i < c->n_dirs; i++)
+		listed += !c->dirs[i].names;
+	cb_info(st->log, "pass 2: tracked %zu directories, %zu to list, the others by name "
+		"(%llu events)", c->n_dirs, listed, (unsigned long long)c->events);
 	st->shallow = 1;
 	for (i = 0; i < c->n_dirs && ret == 0; i++)
-		ret = c->dirs[i][0] ? do_subdir(st, sfd, c->dirs[i])
-				    : stage_p2_dir(st, sfd, st->dst_fd, st->root, &st->root, dirty);
+		ret = c->dirs[i].rel[0] ? do_subdir(st, sfd, &c->dirs[i])
+					: do_dir(st, sfd, st->dst_fd, &c->dirs[i], &st->root, dirty);
 	st->shallow = 0;
 	/* a signal during the last directory's copies ends the pass, as it
 	 * would at the next directory of the whole walk */
@@ -222,6 +242,6 @@ int stage_p2_tracked(struct cb_stage *st, int sfd, int *dirty)
 		ret = cb_check_interrupt();
 	if (ret == 1)
 		cb_warn(st->log, "change tracking missed a change at '/%s': the final sync walks "
-			"the whole tree", c->dirs[i - 1]);
+			"the whole tree", c->dirs[i - 1].rel);
 	return ret;
 }

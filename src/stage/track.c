@@ -21,12 +21,17 @@
 #define EVENT_MASK (FAN_MODIFY | FAN_ATTRIB | FAN_CLOSE_WRITE | FAN_CREATE | FAN_DELETE | \
 		    FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ONDIR)
 #define READ_BUF (64 << 10)
+/* Events that change an entry but not the directory's list of names. */
+#define NAME_ONLY_MASK (FAN_MODIFY | FAN_ATTRIB | FAN_CLOSE_WRITE)
 
 /* One directory seen in an event, by its file handle. */
 struct hent {
 	uint64_t hash;
 	int inside;                 /* under the guest root when first seen */
+	int whole;                  /* list it: names are not enough */
 	struct file_handle *h;      /* NULL: empty slot */
+	char **names;               /* the entries changed in it (inside only) */
+	size_t n_names;
 };
 
 struct hset {
@@ -44,6 +49,7 @@ struct cb_track {
 	int reader_running;
 	pthread_mutex_t lock;       /* the set and the flags below */
 	struct hset dirs;
+	size_t n_names, max_names;  /* names kept in all the directories */
 	uint64_t *inos;             /* outside-linked inodes */
 	size_t n_inos, cap_inos;
 	size_t max;
@@ -90,7 +96,8 @@ static void hset_grow(struct hset *s)
 	*s = big;
 }
 
-static void hset_add(struct hset *s, const struct file_handle *h, uint64_t hash, int inside)
+static struct hent *hset_add(struct hset *s, const struct file_handle *h, uint64_t hash,
+			     int inside)
 {
 	size_t size = sizeof(*h) + h->handle_bytes;
 	struct hent *e;
@@ -99,13 +106,23 @@ static void hset_add(struct hset *s, const struct file_handle *h, uint64_t hash,
 		hset_grow(s);
 	e = hset_slot(s, h, hash);
 	if (e->h)  /* known already (its answer from when first seen stands) */
-		return;
+		return e;
 	e->h = cb_xmalloc(size);
 	memcpy(e->h, h, size);
 	e->hash = hash;
 	e->inside = inside;
 	s->n++;
 	s->n_inside += inside;
+	return e;
+}
+
+static void hent_free_names(struct hent *e)
+{
+	for (size_t i = 0; i < e->n_names; i++)
+		free(e->names[i]);
+	free(e->names);
+	e->names = NULL;
+	e->n_names = 0;
 }
 
 /* Keep the directories inside the root, forget the others: whether a
@@ -123,6 +140,7 @@ static void hset_forget_outside(struct hset *s)
 			kept.n_inside++;
 		} else {
 			free(s->v[i].h);
+			hent_free_names(&s->v[i]);
 		}
 	}
 	free(s->v);
@@ -131,8 +149,10 @@ static void hset_forget_outside(struct hset *s)
 
 static void hset_release(struct hset *s)
 {
-	for (size_t i = 0; i < s->cap; i++)
+	for (size_t i = 0; i < s->cap; i++) {
 		free(s->v[i].h);
+		hent_free_names(&s->v[i]);
+	}
 	free(s->v);
 	memset(s, 0, sizeof(*s));
 }
@@ -200,6 +220,35 @@ static void outside_name(struct cb_track *t, struct file_handle *h, const char *
 	close(dfd);
 }
 
+static void make_whole(struct cb_track *t, struct hent *e)
+{
+	t->n_names -= e->n_names;
+	hent_free_names(e);
+	e->whole = 1;
+}
+
+/* What an event says changed in directory e (inside the root): the entry
+ * NAME only, or (made, removed, renamed, a directory) its list of names. */
+static void note_change(struct cb_track *t, struct hent *e, uint64_t mask, const char *name)
+{
+	if (e->whole)
+		return;
+	if (!name || !strcmp(name, ".") || (mask & ~(uint64_t)NAME_ONLY_MASK)) {
+		make_whole(t, e);
+		return;
+	}
+	for (size_t i = 0; i < e->n_names; i++)
+		if (!strcmp(e->names[i], name))
+			return;
+	if (e->n_names == CB_TRACK_DIR_NAMES || t->n_names >= t->max_names) {
+		make_whole(t, e);
+		return;
+	}
+	e->names = cb_xrealloc(e->names, (e->n_names + 1) * sizeof(*e->names));
+	e->names[e->n_names++] = cb_xstrdup(name);
+	t->n_names++;
+}
+
 /* m: the event's header, copied out (the kernel aligns events to 4 bytes,
  * the header wants 8); info: what follows it in the read buffer. */
 static void note_event(struct cb_track *t, const struct fanotify_event_metadata *m,
@@ -218,12 +267,13 @@ static void note_event(struct cb_track *t, const struct fanotify_event_metadata 
 		hset_forget_outside(&t->dirs);
 		e = NULL;
 	}
-	if (e && e->h)
-		inside = e->inside;
-	else if (handle_path(t, h, path, sizeof(path)) < 0)
-		return;  /* gone: its parent has an event of its own */
-	else
-		hset_add(&t->dirs, h, hash, inside = rel_of(t, path) != NULL);
+	if (!(e && e->h)) {
+		if (handle_path(t, h, path, sizeof(path)) < 0)
+			return;  /* gone: its parent has an event of its own */
+		e = hset_add(&t->dirs, h, hash, rel_of(t, path) != NULL);
+	}
+	if ((inside = e->inside))
+		note_change(t, e, m->mask, name);
 	if (!inside && name && !(m->mask & FAN_ONDIR) && (m->mask & FAN_CREATE))
 		outside_name(t, h, name);
 	if (t->dirs.n - t->dirs.n_inside > t->max)
@@ -291,11 +341,12 @@ static int start_fail(struct cb_track *t, const char *why)
 	return -1;
 }
 
-static size_t track_max(void)
+/* def, or the environment's NAME if it is a positive number (tests) */
+static size_t env_max(const char *name, size_t def)
 {
-	const char *e = getenv("CB_TRACK_MAX");
+	const char *e = getenv(name);
 
-	return e && atol(e) > 0 ? (size_t)atol(e) : CB_TRACK_MAX;
+	return e && atol(e) > 0 ? (size_t)atol(e) : def;
 }
 
 struct cb_track *cb_track_start(const char *root, struct cb_log *log)
@@ -305,7 +356,8 @@ struct cb_track *cb_track_start(const char *root, struct cb_log *log)
 
 	t->log = log;
 	t->fan_fd = t->mount_fd = t->stop_fd = -1;
-	t->max = track_max();
+	t->max = env_max("CB_TRACK_MAX", CB_TRACK_MAX);
+	t->max_names = env_max("CB_TRACK_NAMES", CB_TRACK_NAMES);
 	pthread_mutex_init(&t->lock, NULL);
 	t->root = realpath(root, NULL);
 	if (!t->root || stat(t->root, &sb) < 0)
@@ -352,12 +404,23 @@ void cb_track_free(struct cb_track *t)
 	free(t);
 }
 
+static void changed_dir_free_names(struct cb_changed_dir *d)
+{
+	for (size_t i = 0; i < d->n_names; i++)
+		free(d->names[i]);
+	free(d->names);
+	d->names = NULL;
+	d->n_names = 0;
+}
+
 void cb_changes_free(struct cb_changes *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->n_dirs; i++)
-		free(c->dirs[i]);
+	for (size_t i = 0; i < c->n_dirs; i++) {
+		free(c->dirs[i].rel);
+		changed_dir_free_names(&c->dirs[i]);
+	}
 	free(c->dirs);
 	free(c->inos);
 	free(c);
@@ -365,13 +428,27 @@ void cb_changes_free(struct cb_changes *c)
 
 /* ---- finish: what the guest's processes hold ---- */
 
-void cb_changes_add_dir(struct cb_changes *c, const char *rel)
+void cb_changes_add_names(struct cb_changes *c, const char *rel, char *const *names, size_t n)
 {
+	struct cb_changed_dir *d;
+
 	if (c->n_dirs == c->cap_dirs) {
 		c->cap_dirs = c->cap_dirs ? c->cap_dirs * 2 : 64;
 		c->dirs = cb_xrealloc(c->dirs, c->cap_dirs * sizeof(*c->dirs));
 	}
-	c->dirs[c->n_dirs++] = cb_xstrdup(rel);
+	d = &c->dirs[c->n_dirs++];
+	d->rel = cb_xstrdup(rel);
+	d->names = NULL;
+	d->n_names = names && n ? n : 0;
+	if (d->n_names)
+		d->names = cb_xcalloc(n, sizeof(*d->names));
+	for (size_t i = 0; i < d->n_names; i++)
+		d->names[i] = cb_xstrdup(names[i]);
+}
+
+void cb_changes_add_dir(struct cb_changes *c, const char *rel)
+{
+	cb_changes_add_names(c, rel, NULL, 0);
 }
 
 /* A file a process holds (LINK: its /proc magic link): its directory, or
@@ -387,6 +464,12 @@ static void note_held(struct cb_track *t, struct cb_changes *c, const char *link
 		return;
 	n = readlink(link, path, sizeof(path) - 1);
 	path[n < 0 ? 0 : n] = '\0';
+	/* the name it was opened by is gone (" (deleted)"): any other name */
+	if (n > 10 && !strcmp(path + n - 10, " (deleted)")) {
+		if (sb.st_nlink > 0)
+			add_ino(t, (uint64_t)sb.st_ino);
+		return;
+	}
 	if (!(rel = rel_of(t, path))) {
 		/* another name of it may be under the root */
 		if (sb.st_nlink > 1)
@@ -502,19 +585,34 @@ static void scan_all(struct cb_track *t, struct cb_changes *c)
 
 /* ---- finish ---- */
 
-static int cmp_str(const void *a, const void *b)
+static int cmp_rel(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(((const struct cb_changed_dir *)a)->rel, ((const struct cb_changed_dir *)b)->rel);
+}
+
+/* d is named again by o (freed here): listed if either says so. */
+static void changed_dir_merge(struct cb_changed_dir *d, struct cb_changed_dir *o)
+{
+	if (!d->names || !o->names) {
+		changed_dir_free_names(d);
+		changed_dir_free_names(o);
+	} else {
+		d->names = cb_xrealloc(d->names, (d->n_names + o->n_names) * sizeof(*d->names));
+		memcpy(d->names + d->n_names, o->names, o->n_names * sizeof(*o->names));
+		d->n_names += o->n_names;
+		free(o->names);
+	}
+	free(o->rel);
 }
 
 void cb_changes_sort(struct cb_changes *c)
 {
 	size_t k = 0;
 
-	qsort(c->dirs, c->n_dirs, sizeof(*c->dirs), cmp_str);
+	qsort(c->dirs, c->n_dirs, sizeof(*c->dirs), cmp_rel);
 	for (size_t i = 0; i < c->n_dirs; i++) {
-		if (k && !strcmp(c->dirs[k - 1], c->dirs[i]))
-			free(c->dirs[i]);
+		if (k && !strcmp(c->dirs[k - 1].rel, c->dirs[i].rel))
+			changed_dir_merge(&c->dirs[k - 1], &c->dirs[i]);
 		else
 			c->dirs[k++] = c->dirs[i];
 	}
@@ -527,11 +625,12 @@ static void resolve_dirs(struct cb_track *t, struct cb_changes *c)
 	char path[4096];
 	const char *rel;
 
-	for (size_t i = 0; i < t->dirs.cap; i++)
-		if (t->dirs.v[i].h && t->dirs.v[i].inside &&
-		    handle_path(t, t->dirs.v[i].h, path, sizeof(path)) == 0 &&
+	for (size_t i = 0; i < t->dirs.cap; i++) {
+		struct hent *e = &t->dirs.v[i];
+		if (e->h && e->inside && handle_path(t, e->h, path, sizeof(path)) == 0 &&
 		    (rel = rel_of(t, path)))
-			cb_changes_add_dir(c, rel);
+			cb_changes_add_names(c, rel, e->whole ? NULL : e->names, e->n_names);
+	}
 }
 
 static struct cb_changes *finish_fail(struct cb_track *t, struct cb_changes *c, const char *why)

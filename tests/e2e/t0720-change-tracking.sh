@@ -240,6 +240,20 @@ else
 	test_skip "a file system without file handles" "cannot mount an overlayfs here"
 fi
 
+# go_done_hook FILE: a hook whose pre-stop lets the guest process go and
+# waits until it says done
+go_done_hook() {
+	cat >"$1" <<-EOF
+	#!/bin/bash
+	case \$1 in
+	pre-stop) touch "$SCRATCH/go"; for i in \$(seq 1 200); do [ -e "$SCRATCH/done" ] && break; sleep 0.05; done ;;
+	pre-restart) $MANIFEST "$SRC" >"$SCRATCH/at-freeze" ;;
+	esac
+	exit 0
+	EOF
+	chmod +x "$1"
+}
+
 # A guest process in a frozen cgroup writes through a shared mapping of a
 # file it opened (and closed) before the first sync: no event at all.
 cat >"$SCRATCH/mapper.py" <<'EOF'
@@ -264,15 +278,7 @@ test_expect_success ROOT,CGROUP2 'a write through a shared mapping without a new
 	cg=$(make_cgroup v2)
 	start_guest "$cg" python3 "$SCRATCH/mapper.py" "$SRC/data/mapped" "$SCRATCH/go" "$SCRATCH/done"
 	wait_for 10 test -e "$SCRATCH/done.ready"
-	cat >"$SCRATCH/map-hook.sh" <<-EOF
-	#!/bin/bash
-	case \$1 in
-	pre-stop) touch "$SCRATCH/go"; for i in \$(seq 1 200); do [ -e "$SCRATCH/done" ] && break; sleep 0.05; done ;;
-	pre-restart) $MANIFEST "$SRC" >"$SCRATCH/at-freeze" ;;
-	esac
-	exit 0
-	EOF
-	chmod +x "$SCRATCH/map-hook.sh"
+	go_done_hook "$SCRATCH/map-hook.sh"
 	HOOK=$SCRATCH/map-hook.sh backup 724 --freeze-cgroup "$cg"
 	test -e "$SCRATCH/done"
 	test_has "$SCRATCH/log-724" "^INFO: pass 2: tracked"
@@ -286,6 +292,105 @@ test_expect_success ROOT 'files changed through another name (outside the root, 
 	test "$(stat -c %a "$SCRATCH/r-720/solo/file")" = 640
 	test "$(stat -c %u:%g "$SCRATCH/r-720/lx/dev")" = 43:43
 	test "$(stat -c %i "$SCRATCH/r-720/lx/dev")" = "$(stat -c %i "$SCRATCH/r-720/ly/dev")"
+'
+
+# A directory in which only some entries changed (content, attributes, no
+# entry made, removed or renamed) is not listed: pass 2 checks the names
+# the events gave. Every kind of such change, hardlinks included, lands in
+# the archive; what breaks the promise (a name over the cap, an excluded
+# name, an entry the index does not have) makes pass 2 list the directory.
+make_names_guest() {
+	rm -rf "$SRC"
+	mkdir -p "$SRC/many" "$SRC/hl"
+	for i in $(seq 1 200); do echo "$i" >"$SRC/many/f$i"; done
+	head -c 100k /dev/urandom >"$SRC/many/keep-mtime"
+	touch -d "2020-01-01 00:00:00" "$SRC/many/keep-mtime"
+	ln -s target "$SRC/many/link"
+	echo excluded >"$SRC/many/skip.tmp"
+	ln "$SRC/many/f1" "$SRC/hl/f1"
+}
+
+cat >"$SCRATCH/hook-names.sh" <<EOF
+#!/bin/bash
+case \$1 in
+pre-stop)
+	set -e
+	cd "$SRC/many"
+	printf changed | dd of=keep-mtime bs=1 seek=10 conv=notrunc status=none
+	touch -d "2020-01-01 00:00:00" keep-mtime
+	echo more >>f1; chmod 600 f2; chown 7:7 f3; setfattr -n user.k -v v f4
+	chown -h 9:9 link; truncate -s 0 f5; touch -d "2001-01-01" f6
+	[ -z "\$CHANGE_EXCLUDED" ] || echo more >>skip.tmp ;;
+pre-restart) $MANIFEST "$SRC" >"$SCRATCH/at-freeze" ;;
+esac
+exit 0
+EOF
+chmod +x "$SCRATCH/hook-names.sh"
+
+test_expect_success ROOT 'entries changed in place: their directory is checked by name, not listed, exact' '
+	make_names_guest
+	HOOK=$SCRATCH/hook-names.sh backup 732 --freeze-cmd true --thaw-cmd true \
+		--exclude-path "*.tmp"
+	test_has "$SCRATCH/log-732" "^INFO: pass 2: tracked [0-9]+ directories, 0 to list"
+	test_lacks "$SCRATCH/log-732" "pass 2: full walk|^WARN: change tracking"
+	grep -v "skip.tmp" "$SCRATCH/at-freeze-732" >"$SCRATCH/want-732"
+	test_cmp "$SCRATCH/want-732" "$SCRATCH/r-732.manifest"
+	grep -q more "$SCRATCH/r-732/hl/f1"
+	test "$(stat -c %i "$SCRATCH/r-732/hl/f1")" = "$(stat -c %i "$SCRATCH/r-732/many/f1")"
+'
+
+test_expect_success ROOT 'more changed names than tracking keeps: the directory is listed, exact' '
+	make_names_guest
+	CB_TRACK_NAMES=3 HOOK=$SCRATCH/hook-names.sh backup 733 --freeze-cmd true \
+		--thaw-cmd true --exclude-path "*.tmp"
+	test_has "$SCRATCH/log-733" "^INFO: pass 2: tracked [0-9]+ directories, [1-9][0-9]* to list"
+	test_lacks "$SCRATCH/log-733" "pass 2: full walk|^WARN: change tracking"
+	grep -v "skip.tmp" "$SCRATCH/at-freeze-733" >"$SCRATCH/want-733"
+	test_cmp "$SCRATCH/want-733" "$SCRATCH/r-733.manifest"
+'
+
+test_expect_success ROOT 'a changed name the index does not have (excluded): the directory is listed, exact' '
+	make_names_guest
+	CHANGE_EXCLUDED=1 HOOK=$SCRATCH/hook-names.sh backup 734 --freeze-cmd true \
+		--thaw-cmd true --exclude-path "*.tmp" --verbose
+	test_has "$SCRATCH/log-734" "change tracking: .*/many. has changed more than its events said: listed"
+	grep -v "skip.tmp" "$SCRATCH/at-freeze-734" >"$SCRATCH/want-734"
+	test_cmp "$SCRATCH/want-734" "$SCRATCH/r-734.manifest"
+	test_lacks "$SCRATCH/r-734.members" "skip.tmp"
+'
+
+# A guest process writes, between the passes, through a descriptor whose
+# name was removed before the first sync; the file lives on under another
+# name in the tree (a hardlink made before the removal).
+cat >"$SCRATCH/writer.py" <<'EOF'
+import os, sys, time
+path, go, done = sys.argv[1:4]
+fd = os.open(path, os.O_WRONLY)
+open(done + ".ready", "w").close()
+while not os.path.exists(go):
+    time.sleep(0.02)
+os.pwrite(fd, b"WRITTEN", 0)
+open(done, "w").close()
+while True:
+    time.sleep(1)
+EOF
+
+test_expect_success ROOT,CGROUP2 'a write through a descriptor whose name is gone reaches the other name' '
+	make_names_guest
+	mkdir "$SRC/gone"
+	echo original-content >"$SRC/gone/f"
+	ln "$SRC/gone/f" "$SRC/hl/other"
+	rm -f "$SCRATCH/go" "$SCRATCH/done" "$SCRATCH/done.ready"
+	cg=$(make_cgroup v2)
+	start_guest "$cg" python3 "$SCRATCH/writer.py" "$SRC/gone/f" "$SCRATCH/go" "$SCRATCH/done"
+	wait_for 10 test -e "$SCRATCH/done.ready"
+	rm "$SRC/gone/f"
+	go_done_hook "$SCRATCH/held-hook.sh"
+	HOOK=$SCRATCH/held-hook.sh backup 735 --freeze-cgroup "$cg"
+	test -e "$SCRATCH/done"
+	test_has "$SCRATCH/log-735" "^INFO: pass 2: tracked"
+	test "$(head -c 7 "$SCRATCH/r-735/hl/other")" = WRITTEN
+	test_cmp "$SCRATCH/at-freeze-735" "$SCRATCH/r-735.manifest"
 '
 
 # Parallel pass 2 (item 4): the whole-tree walk takes the stats of each
