@@ -91,6 +91,10 @@ void cb_stage_set_changes(struct cb_stage *st, struct cb_changes *c);
  * inode reported outside the root (another name of it) is in the tree,
  * instead of searching the index while the guest is frozen. */
 void cb_stage_note_inodes(struct cb_stage *st);
+/* fn(arg, fd) for every staging directory pass 1 makes (fd: the new
+ * directory), from the staging root on; NULL to stop. Change tracking
+ * ignores the events of the copy's own writes with it. */
+void cb_stage_set_dir_hook(struct cb_stage *st, void (*fn)(void *arg, int fd), void *arg);
 /* keep-staging: write the index of the copy the last pass left (pass 1
  * writes it itself; after pass 2 the caller does, once the guest runs
  * again, so that the freeze does not wait for it). 0 without keep. */

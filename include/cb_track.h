@@ -68,6 +68,12 @@ struct cb_changes {
 
 /* NULL (with a WARN why) if tracking is not possible for root. */
 struct cb_track *cb_track_start(const char *root, struct cb_log *log);
+/* Events in the directory at fd and of its entries are not the guest's
+ * (the staging copy's own, on the same file system): ignored from now on,
+ * by an ignore mark (FAN_MARK_IGNORE, Linux 6.0), for up to
+ * CB_TRACK_IGNORED directories. Matches cb_stage_set_dir_hook's fn. */
+void cb_track_ignore_dir(void *t, int fd);
+#define CB_TRACK_IGNORED 65536
 /* Call with the guest frozen. NULL (with a WARN why) if what was tracked
  * is not exact; frees t either way. */
 struct cb_changes *cb_track_finish(struct cb_track *t, const struct cb_guest *g);

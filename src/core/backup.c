@@ -548,8 +548,10 @@ static int frozen_section(struct guest_run *r, int (*work)(struct guest_run *))
 static int final_sync(struct guest_run *r)
 {
 	/* frozen now: what tracking saw is complete (cb_track.h) */
-	if (r->track)
+	if (r->track) {
+		cb_stage_set_dir_hook(r->stage, NULL, NULL);
 		cb_stage_set_changes(r->stage, cb_track_finish(r->track, &r->guest));
+	}
 	r->track = NULL;
 	return sync_pass(r, 1);
 }
@@ -559,8 +561,8 @@ static void start_tracking(struct guest_run *r)
 {
 	if (r->opts.change_tracking == CB_TRACKING_OFF)
 		cb_info(r->log, "change tracking is off: the final sync walks the whole tree");
-	else if (r->stage)
-		r->track = cb_track_start(r->opts.root, r->log);
+	else if (r->stage && (r->track = cb_track_start(r->opts.root, r->log)))
+		cb_stage_set_dir_hook(r->stage, cb_track_ignore_dir, r->track);
 }
 
 /* Copy the guest into staging; the guest is frozen only for what must be. */

@@ -344,6 +344,8 @@ static int make_dir(struct cb_stage *st, int dfd, const char *name)
 	fd = openat(dfd, name, DIR_FLAGS);
 	if (fd < 0)
 		stage_fail(st, "cannot open directory", "in staging");
+	else if (st->dir_hook)
+		st->dir_hook(st->dir_hook_arg, fd);
 	return fd;
 }
 
@@ -1152,6 +1154,8 @@ static int pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 	st->root_dev = sb.st_dev;
 	stage_root_id_get(sfd, &sb, &st->root_id);
 	ret = open_dst_root(st, &fresh);
+	if (ret == 0 && st->dir_hook)
+		st->dir_hook(st->dir_hook_arg, st->dst_fd);
 	stats->files++;
 	/* the kept index is read, then removed before anything changes: an
 	 * interrupted run leaves a copy that no index vouches for */
@@ -1233,6 +1237,12 @@ static int pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	close(sfd);
 	stats->seconds = cb_now() - stats->seconds;
 	return ret;
+}
+
+void cb_stage_set_dir_hook(struct cb_stage *st, void (*fn)(void *arg, int fd), void *arg)
+{
+	st->dir_hook = fn;
+	st->dir_hook_arg = arg;
 }
 
 void cb_stage_set_changes(struct cb_stage *st, struct cb_changes *c)

@@ -118,6 +118,8 @@ struct cb_stage {
 	struct cb_throttle *throttle_shared;
 	pthread_mutex_t *throttle_mu;
 	struct cb_changes *changes; /* pass 2: what tracking saw (NULL: full walk) */
+	void (*dir_hook)(void *arg, int fd);  /* cb_stage_set_dir_hook */
+	void *dir_hook_arg;
 	struct p2_pool *p2pool;     /* pass 2: lstat workers (NULL: one core) */
 	uint64_t *tree_inos;        /* cb_stage_note_inodes: open addressing, 0 = empty */
 	size_t tree_inos_cap;

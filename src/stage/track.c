@@ -50,6 +50,8 @@ struct cb_track {
 	pthread_mutex_t lock;       /* the set and the flags below */
 	struct hset dirs;
 	size_t n_names, max_names;  /* names kept in all the directories */
+	size_t n_ignored;           /* cb_track_ignore_dir's marks */
+	int ignore_failed;
 	uint64_t *inos;             /* outside-linked inodes */
 	size_t n_inos, cap_inos;
 	size_t max;
@@ -379,6 +381,27 @@ struct cb_track *cb_track_start(const char *root, struct cb_log *log)
 	t->reader_running = 1;
 	cb_verbose(log, "change tracking: watching the file system of '%s'", t->root);
 	return t;
+}
+
+void cb_track_ignore_dir(void *arg, int fd)
+{
+	struct cb_track *t = arg;
+#ifdef FAN_MARK_IGNORE_SURV
+	struct stat sb;
+
+	/* only on the guest's file system: another one raises no events */
+	if (t->ignore_failed || t->n_ignored >= CB_TRACK_IGNORED || fstat(fd, &sb) < 0 ||
+	    sb.st_dev != t->dev)
+		return;
+	if (fanotify_mark(t->fan_fd, FAN_MARK_ADD | FAN_MARK_IGNORE_SURV,
+			  EVENT_MASK | FAN_EVENT_ON_CHILD, fd, NULL) == 0)
+		t->n_ignored++;
+	else  /* an older kernel: the events are read and dropped, as before */
+		t->ignore_failed = 1;
+#else
+	(void)t;
+	(void)fd;
+#endif
 }
 
 void cb_track_free(struct cb_track *t)

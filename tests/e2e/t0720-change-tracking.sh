@@ -393,6 +393,21 @@ test_expect_success ROOT,CGROUP2 'a write through a descriptor whose name is gon
 	test_cmp "$SCRATCH/at-freeze-735" "$SCRATCH/r-735.manifest"
 '
 
+# the guest and the tmpdir on one file system of their own (a tmpfs):
+# the events counted are those of this backup only
+test_expect_success ROOT 'the first sync writing its copy on the guest file system raises no events to read' '
+	mkdir -p "$SCRATCH/tfs"
+	mount -t tmpfs -o size=64m tmpfs "$SCRATCH/tfs"
+	cleanup_mount "$SCRATCH/tfs"
+	mkdir -p "$SCRATCH/tfs/src" "$SCRATCH/tfs/tmp" "$SCRATCH/dump-736"
+	for i in $(seq 1 30); do mkdir "$SCRATCH/tfs/src/d$i"; for j in $(seq 1 40); do : >"$SCRATCH/tfs/src/d$i/f$j"; done; done
+	cbackup_run 0 backup --root "$SCRATCH/tfs/src" --id 736 --tmpdir "$SCRATCH/tfs/tmp" \
+		--dumpdir "$SCRATCH/dump-736" --freeze-cmd true --thaw-cmd true --verbose
+	n=$(sed -nE "s/^INFO: change tracking: ([0-9]+) events.*/\1/p" "$CB_ERR")
+	echo "events: $n"
+	test "$n" -lt 100
+'
+
 # Parallel pass 2 (item 4): the whole-tree walk takes the stats of each
 # directory's entries on several threads and merges them serially; with 1
 # and 4 threads the archives hold the same members and each restores to the
