@@ -60,6 +60,11 @@ int cb_idx_build(const struct cb_tarscan *s, const struct cb_codec_units *units,
 		 enum cb_compress type, uint64_t archive_size, unsigned char **buf, size_t *len);
 /* Write ARCHIVE.idx (.tmp, fsync, rename); *sha256 (65 bytes) gets its hex digest. */
 int cb_idx_write_file(const char *idx_path, const unsigned char *buf, size_t len, char *sha256);
+/* cb_idx_build and cb_idx_write_file in one, written from the scanner's own
+ * memory (a backup's catalog is not held twice). */
+int cb_idx_write_scan(const char *idx_path, const struct cb_tarscan *s,
+		      const struct cb_codec_units *units, enum cb_compress type,
+		      uint64_t archive_size, char *sha256);
 
 /* Decode ARCHIVE from its start, scan it and build its .idx in memory: the
  * unit table from the units the decoder met (frames, members, blocks). */

@@ -92,5 +92,8 @@ int cb_create_file_at(int dirfd, const char *name, const void *data, size_t len)
 int cb_write_file_replace(const char *path, const char *text, mode_t mode);
 /* The same with LEN bytes of DATA. */
 int cb_write_file_replace_bytes(const char *path, const void *data, size_t len, mode_t mode);
+/* The same with what FILL writes to the fd (0, or -1 with errno set). */
+int cb_write_file_replace_with(const char *path, mode_t mode, int (*fill)(int fd, void *ctx),
+			       void *ctx);
 
 #endif

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <openssl/evp.h>
 
@@ -53,7 +54,26 @@ static uint64_t get64(const unsigned char *p)
 
 /* ---- the list the scanner fills ---- */
 
-static uint64_t add_str(struct cb_idx_list *l, const char *s, uint32_t *len)
+static void put_entry(unsigned char *e, const struct cb_idx_rec *r, uint64_t path_off,
+		      uint64_t link_off, size_t path_len, size_t link_len)
+{
+	put64(e + ENT_HDR, r->hdr_off);
+	put64(e + ENT_SIZE, r->size);
+	put64(e + ENT_MTIME, (uint64_t)r->mtime);
+	put32(e + ENT_NSEC, r->mtime_nsec);
+	put32(e + ENT_MODE, r->mode);
+	put32(e + ENT_UID, r->uid);
+	put32(e + ENT_GID, r->gid);
+	put32(e + ENT_PATH, (uint32_t)path_off);
+	put32(e + ENT_LINK, (uint32_t)link_off);
+	put32(e + ENT_HLEN, (uint32_t)(r->data_off - r->hdr_off));
+	put16(e + ENT_PLEN, (uint32_t)path_len);
+	put16(e + ENT_LLEN, (uint32_t)link_len);
+	put32(e + ENT_DEV, (r->dev_major & 0xfff) << 20 | (r->dev_minor & 0xfffff));
+	put32(e + ENT_FLAGS, r->flags);
+}
+
+static uint64_t add_str(struct cb_idx_list *l, const char *s, size_t *len)
 {
 	size_t n = strlen(s);
 	uint64_t off = l->str_len;
@@ -64,28 +84,34 @@ static uint64_t add_str(struct cb_idx_list *l, const char *s, uint32_t *len)
 	}
 	memcpy(l->str + l->str_len, s, n + 1);
 	l->str_len += n + 1;
-	*len = (uint32_t)(n > UINT32_MAX ? UINT32_MAX : n);
+	*len = n;
 	return off;
 }
 
+/* Packed as the .idx holds it; what the format cannot hold is noted here
+ * and refused when the .idx is built. */
 void cb_idx_list_add(struct cb_idx_list *l, const struct cb_idx_rec *r, const char *path,
 		     const char *link)
 {
-	struct cb_idx_rec *d;
+	size_t plen, llen;
+	uint64_t poff, loff;
 
 	if (l->n == l->cap) {
 		l->cap = l->cap ? l->cap + l->cap / 2 : 1024;
-		l->v = cb_xrealloc(l->v, l->cap * sizeof(*l->v));
+		l->ent = cb_xrealloc(l->ent, l->cap * ENT);
 	}
-	d = &l->v[l->n++];
-	*d = *r;
-	d->path_off = add_str(l, path, &d->path_len);
-	d->link_off = add_str(l, link, &d->link_len);
+	poff = add_str(l, path, &plen);
+	loff = add_str(l, link, &llen);
+	if (!l->too_long && (plen > PATH_MAX_IDX || llen > PATH_MAX_IDX ||
+			     r->data_off - r->hdr_off > UINT32_MAX))
+		l->too_long = l->n + 1;
+	put_entry(l->ent + l->n * ENT, r, poff, loff, plen, llen);
+	l->n++;
 }
 
 void cb_idx_list_release(struct cb_idx_list *l)
 {
-	free(l->v);
+	free(l->ent);
 	free(l->str);
 	memset(l, 0, sizeof(*l));
 }
@@ -126,52 +152,32 @@ static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
 
 /* ---- building ---- */
 
-struct sort_ctx {
-	const struct cb_idx_list *l;
-};
-
 static int order_cmp(const void *a, const void *b, void *ctx)
 {
-	const struct cb_idx_list *l = ((struct sort_ctx *)ctx)->l;
-	const struct cb_idx_rec *ra = &l->v[*(const uint32_t *)a], *rb = &l->v[*(const uint32_t *)b];
+	const struct cb_idx_list *l = ctx;
+	const unsigned char *ea = l->ent + (uint64_t)*(const uint32_t *)a * ENT;
+	const unsigned char *eb = l->ent + (uint64_t)*(const uint32_t *)b * ENT;
 	size_t al, bl;
-	const char *ka = cb_idx_key(l->str + ra->path_off, &al);
-	const char *kb = cb_idx_key(l->str + rb->path_off, &bl);
+	const char *ka = cb_idx_key(l->str + get32(ea + ENT_PATH), &al);
+	const char *kb = cb_idx_key(l->str + get32(eb + ENT_PATH), &bl);
 	int c = key_cmp(ka, al, kb, bl);
 
 	/* equal keys (a name twice): archive order, so the sort is stable */
-	if (c == 0)
-		c = ra->hdr_off < rb->hdr_off ? -1 : ra->hdr_off > rb->hdr_off;
-	return c;
-}
+	if (c == 0) {
+		uint64_t ha = get64(ea + ENT_HDR), hb = get64(eb + ENT_HDR);
 
-static void put_entry(unsigned char *e, const struct cb_idx_rec *r)
-{
-	put64(e + ENT_HDR, r->hdr_off);
-	put64(e + ENT_SIZE, r->size);
-	put64(e + ENT_MTIME, (uint64_t)r->mtime);
-	put32(e + ENT_NSEC, r->mtime_nsec);
-	put32(e + ENT_MODE, r->mode);
-	put32(e + ENT_UID, r->uid);
-	put32(e + ENT_GID, r->gid);
-	put32(e + ENT_PATH, (uint32_t)r->path_off);
-	put32(e + ENT_LINK, (uint32_t)r->link_off);
-	put32(e + ENT_HLEN, (uint32_t)(r->data_off - r->hdr_off));
-	put16(e + ENT_PLEN, r->path_len);
-	put16(e + ENT_LLEN, r->link_len);
-	put32(e + ENT_DEV, (r->dev_major & 0xfff) << 20 | (r->dev_minor & 0xfffff));
-	put32(e + ENT_FLAGS, r->flags);
+		c = ha < hb ? -1 : ha > hb;
+	}
+	return c;
 }
 
 static int check_list(const struct cb_idx_list *l)
 {
 	if (l->n > UINT32_MAX || l->str_len > UINT32_MAX)
 		return cb_error("catalog: too many entries or names for the .idx format");
-	for (uint64_t i = 0; i < l->n; i++)
-		if (l->v[i].path_len > PATH_MAX_IDX || l->v[i].link_len > PATH_MAX_IDX ||
-		    l->v[i].data_off - l->v[i].hdr_off > UINT32_MAX)
-			return cb_error("catalog: entry '%s' too long for the .idx format",
-					l->str + l->v[i].path_off);
+	if (l->too_long)
+		return cb_error("catalog: entry '%s' too long for the .idx format",
+				l->str + get32(l->ent + (l->too_long - 1) * ENT + ENT_PATH));
 	return 0;
 }
 
@@ -196,42 +202,91 @@ static void put_header(unsigned char *b, const struct cb_idx_list *l, uint64_t n
 	put64(b + 56, 0);
 }
 
-int cb_idx_build(const struct cb_tarscan *s, const struct cb_codec_units *units,
-		 enum cb_compress type, uint64_t archive_size, unsigned char **buf, size_t *len)
+/* The .idx before its digest, in file order: header, entries and strings
+ * as the scanner holds them, the path order and units made here. */
+enum { P_HDR, P_ENT, P_ORDER, P_UNITS, P_STR, N_PARTS };
+
+struct idx_parts {
+	unsigned char hdr[HDR];
+	uint32_t *order;
+	unsigned char *units;
+	struct iovec v[N_PARTS];
+	size_t len;
+};
+
+/* Entry numbers sorted by path key, as u32 little-endian, zero-padded to 8 bytes. */
+static uint32_t *sorted_order(const struct cb_idx_list *l, size_t *len)
+{
+	uint32_t *order = cb_xcalloc(l->n + 2, sizeof(*order));
+
+	for (uint64_t i = 0; i < l->n; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, l->n, sizeof(*order), order_cmp, (void *)l);
+	for (uint64_t i = 0; i < l->n; i++)
+		put32((unsigned char *)&order[i], order[i]);
+	*len = (l->n * 4 + 7) / 8 * 8;
+	return order;
+}
+
+static int make_parts(const struct cb_tarscan *s, const struct cb_codec_units *units,
+		      enum cb_compress type, uint64_t archive_size, struct idx_parts *p)
 {
 	const struct cb_idx_list *l = cb_tarscan_list(s);
 	uint64_t nu = units && type != CB_COMPRESS_NONE ? units->n : 0;
-	size_t order_len = (l->n * 4 + 7) / 8 * 8, total;
-	unsigned char *b, *p;
-	uint32_t *order;
-	struct sort_ctx ctx = { l };
+	size_t order_len;
 
+	memset(p, 0, sizeof(*p));
 	if (check_list(l) < 0)
 		return -1;
-	total = HDR + l->n * ENT + order_len + nu * UNIT + l->str_len + DIGEST;
-	b = p = cb_xcalloc(1, total);
-	put_header(b, l, nu, type, cb_tarscan_size(s), archive_size);
-	p += HDR;
-	for (uint64_t i = 0; i < l->n; i++, p += ENT)
-		put_entry(p, &l->v[i]);
-	order = cb_xmalloc((l->n ? l->n : 1) * sizeof(*order));
-	for (uint64_t i = 0; i < l->n; i++)
-		order[i] = (uint32_t)i;
-	qsort_r(order, l->n, sizeof(*order), order_cmp, &ctx);
-	for (uint64_t i = 0; i < l->n; i++)
-		put32(p + 4 * i, order[i]);
-	free(order);
-	p += order_len;
-	for (uint64_t i = 0; i < nu; i++, p += UNIT) {
-		put64(p, units->v[i].u_off);
-		put64(p + 8, units->v[i].c_off);
+	put_header(p->hdr, l, nu, type, cb_tarscan_size(s), archive_size);
+	p->order = sorted_order(l, &order_len);
+	p->units = cb_xmalloc(nu ? nu * UNIT : 1);
+	for (uint64_t i = 0; i < nu; i++) {
+		put64(p->units + i * UNIT, units->v[i].u_off);
+		put64(p->units + i * UNIT + 8, units->v[i].c_off);
 	}
-	memcpy(p, l->str, l->str_len);
-	p += l->str_len;
-	sha256(b, (size_t)(p - b), p);
-	*buf = b;
-	*len = total;
+	p->v[P_HDR] = (struct iovec){ p->hdr, HDR };
+	p->v[P_ENT] = (struct iovec){ l->ent, l->n * ENT };
+	p->v[P_ORDER] = (struct iovec){ p->order, order_len };
+	p->v[P_UNITS] = (struct iovec){ p->units, nu * UNIT };
+	p->v[P_STR] = (struct iovec){ l->str, l->str_len };
+	for (int i = 0; i < N_PARTS; i++)
+		p->len += p->v[i].iov_len;
 	return 0;
+}
+
+static void free_parts(struct idx_parts *p)
+{
+	free(p->order);
+	free(p->units);
+}
+
+int cb_idx_build(const struct cb_tarscan *s, const struct cb_codec_units *units,
+		 enum cb_compress type, uint64_t archive_size, unsigned char **buf, size_t *len)
+{
+	struct idx_parts p;
+	unsigned char *b;
+	size_t at = 0;
+
+	if (make_parts(s, units, type, archive_size, &p) < 0)
+		return -1;
+	b = cb_xmalloc(p.len + DIGEST);
+	for (int i = 0; i < N_PARTS; i++) {
+		if (p.v[i].iov_len)
+			memcpy(b + at, p.v[i].iov_base, p.v[i].iov_len);
+		at += p.v[i].iov_len;
+	}
+	sha256(b, p.len, b + p.len);
+	free_parts(&p);
+	*buf = b;
+	*len = p.len + DIGEST;
+	return 0;
+}
+
+static void hex_digest(const unsigned char *md, char *hex)
+{
+	for (int i = 0; i < DIGEST; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 }
 
 int cb_idx_write_file(const char *idx_path, const unsigned char *buf, size_t len, char *hex)
@@ -239,10 +294,63 @@ int cb_idx_write_file(const char *idx_path, const unsigned char *buf, size_t len
 	unsigned char md[DIGEST];
 
 	sha256(buf, len, md);
-	for (int i = 0; i < DIGEST; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	hex_digest(md, hex);
 	/* what the archive gives away (names, owners), with its mode */
 	return cb_write_file_replace_bytes(idx_path, buf, len, 0640);
+}
+
+/* Writing the parts straight from the scanner's memory: the body's digest
+ * (the trailer) and the whole file's (for the .sha256) as they pass. */
+struct idx_out {
+	const struct idx_parts *p;
+	unsigned char file_md[DIGEST];
+};
+
+static int digest_two(EVP_MD_CTX *body, EVP_MD_CTX *file, const void *buf, size_t len)
+{
+	return EVP_DigestUpdate(body, buf, len) && EVP_DigestUpdate(file, buf, len);
+}
+
+static int write_parts(int fd, void *ctx)
+{
+	struct idx_out *o = ctx;
+	EVP_MD_CTX *body = EVP_MD_CTX_new(), *file = EVP_MD_CTX_new();
+	unsigned char md[DIGEST];
+	int ret = -1;
+
+	errno = ENOMEM;
+	if (!body || !file || !EVP_DigestInit_ex(body, EVP_sha256(), NULL) ||
+	    !EVP_DigestInit_ex(file, EVP_sha256(), NULL))
+		goto out;
+	for (int i = 0; i < N_PARTS; i++)
+		if (!digest_two(body, file, o->p->v[i].iov_base, o->p->v[i].iov_len) ||
+		    cb_write_all(fd, o->p->v[i].iov_base, o->p->v[i].iov_len) < 0)
+			goto out;
+	if (!EVP_DigestFinal_ex(body, md, NULL) || !EVP_DigestUpdate(file, md, DIGEST) ||
+	    cb_write_all(fd, md, DIGEST) < 0 || !EVP_DigestFinal_ex(file, o->file_md, NULL))
+		goto out;
+	ret = 0;
+out:
+	EVP_MD_CTX_free(body);
+	EVP_MD_CTX_free(file);
+	return ret;
+}
+
+int cb_idx_write_scan(const char *idx_path, const struct cb_tarscan *s,
+		      const struct cb_codec_units *units, enum cb_compress type,
+		      uint64_t archive_size, char *hex)
+{
+	struct idx_parts p;
+	struct idx_out o = { &p, { 0 } };
+	int ret;
+
+	if (make_parts(s, units, type, archive_size, &p) < 0)
+		return -1;
+	ret = cb_write_file_replace_with(idx_path, 0640, write_parts, &o);
+	if (ret == 0)
+		hex_digest(o.file_md, hex);
+	free_parts(&p);
+	return ret;
 }
 
 /* ---- loading: every number checked before it is used ---- */

@@ -8,19 +8,22 @@
 #include <stdint.h>
 #include "cb_index.h"
 
+/* One member as the scanner reads it (cb_idx_list_add packs it). */
 struct cb_idx_rec {
 	uint64_t hdr_off, data_off, size;
 	int64_t mtime;
 	uint32_t mtime_nsec, mode, uid, gid, dev_major, dev_minor, flags;
-	uint64_t path_off, link_off;     /* in the string table */
-	uint32_t path_len, link_len;
 };
 
+/* The members in the .idx's own entry layout (64 bytes each) and its string
+ * table: memory goes by entries, so the catalog is held once, as it is
+ * written, not as records and then again as the file. */
 struct cb_idx_list {
-	struct cb_idx_rec *v;
+	unsigned char *ent;
 	uint64_t n, cap;
 	char *str;                       /* NUL-terminated strings */
 	uint64_t str_len, str_cap;
+	uint64_t too_long;               /* 1 + the first entry the format cannot hold, or 0 */
 };
 
 void cb_idx_list_add(struct cb_idx_list *l, const struct cb_idx_rec *r, const char *path,

@@ -751,17 +751,13 @@ static void write_catalog(struct guest_run *r, struct cb_tarscan *scan,
 			  char *idx_hex)
 {
 	char *path = cb_xasprintf("%s.idx", r->archive_path);
-	unsigned char *buf = NULL;
-	size_t len = 0;
 
 	if (cb_tarscan_end(scan) < 0 ||
-	    cb_idx_build(scan, cb_codec_writer_units(codec), r->opts.compress, cb_sink_bytes(sink),
-			 &buf, &len) < 0 ||
-	    cb_idx_write_file(path, buf, len, idx_hex) < 0) {
+	    cb_idx_write_scan(path, scan, cb_codec_writer_units(codec), r->opts.compress,
+			      cb_sink_bytes(sink), idx_hex) < 0) {
 		idx_hex[0] = '\0';
 		cb_warn(r->log, "no catalog '%s': %s", path, cb_last_error());
 	}
-	free(buf);
 	free(path);
 }
 

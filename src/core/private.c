@@ -103,7 +103,27 @@ int cb_write_file_replace(const char *path, const char *text, mode_t mode)
 	return cb_write_file_replace_bytes(path, text, strlen(text), mode);
 }
 
+struct bytes {
+	const void *data;
+	size_t len;
+};
+
+static int fill_bytes(int fd, void *ctx)
+{
+	const struct bytes *b = ctx;
+
+	return cb_write_all(fd, b->data, b->len);
+}
+
 int cb_write_file_replace_bytes(const char *path, const void *data, size_t len, mode_t mode)
+{
+	struct bytes b = { data, len };
+
+	return cb_write_file_replace_with(path, mode, fill_bytes, &b);
+}
+
+int cb_write_file_replace_with(const char *path, mode_t mode, int (*fill)(int fd, void *ctx),
+			       void *ctx)
 {
 	char *tmp = cb_xasprintf("%s.tmp", path);
 	int fd, ret = 0;
@@ -113,7 +133,7 @@ int cb_write_file_replace_bytes(const char *path, const void *data, size_t len, 
 	fd = ret < 0 ? -1 : cb_create_excl(tmp, mode);
 	if (ret == 0 && fd < 0)
 		ret = cb_error_errno("cannot create '%s'", tmp);
-	if (ret == 0 && (cb_write_all(fd, data, len) < 0 || fsync(fd) < 0))
+	if (ret == 0 && (fill(fd, ctx) < 0 || fsync(fd) < 0))
 		ret = cb_error_errno("cannot write '%s'", tmp);
 	if (fd >= 0 && close(fd) < 0 && ret == 0)
 		ret = cb_error_errno("cannot write '%s'", tmp);

@@ -140,12 +140,13 @@ static int cmp_u64(const void *a, const void *b)
 
 /* ---- the tree's inode numbers, noted before the freeze ---- */
 
+/* Any cap, not only powers of two: the hash's high bits scaled to it. */
 static size_t ino_slot(const uint64_t *v, size_t cap, uint64_t ino)
 {
-	size_t i = (size_t)((ino * 0x9e3779b97f4a7c15ULL) >> 17) & (cap - 1);
+	size_t i = (size_t)(((unsigned __int128)(ino * 0x9e3779b97f4a7c15ULL) * cap) >> 64);
 
 	while (v[i] && v[i] != ino)
-		i = (i + 1) & (cap - 1);
+		i = i + 1 < cap ? i + 1 : 0;
 	return i;
 }
 
@@ -170,10 +171,11 @@ static void note_inos(struct cb_stage *st, const struct stage_dir *d)
 
 void cb_stage_note_inodes(struct cb_stage *st)
 {
-	size_t cap = 64, n = count_entries(st->root);
+	/* at most 4/5 full: held with the whole staging index until pass 2,
+	 * so its slots count per entry at the backup's peak (a power of two
+	 * at most half full took 16 to 32 bytes an entry, this 10) */
+	size_t n = count_entries(st->root), cap = n + n / 4 + 64;
 
-	while (cap < 2 * n)
-		cap *= 2;
 	free(st->tree_inos);
 	st->tree_inos = cb_xcalloc(cap, sizeof(*st->tree_inos));
 	st->tree_inos_cap = cap;
