@@ -85,6 +85,8 @@ cp_copy() { cp -a "$1" "$2"; }
 cbackup_cold() {
 	local id=cold$RANDOM
 	mkdir -p "$2"
+	# as timed does for the peers: the previous removal is not charged to it
+	sync
 	"$CB" backup --root "$1" --id "$id" --tmpdir "$2" --stdout --compress 0 \
 		--freeze-cmd true --thaw-cmd true --stage-workers "$4" 2>"$work/cb.log" >/dev/null
 	rec "$3" "$(log_secs first "$work/cb.log")"
