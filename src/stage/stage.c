@@ -941,29 +941,39 @@ static int p2_dir(struct cb_stage *st, struct stage_dir *old, struct stage_dir *
 	return ret;
 }
 
+/* The walk's paths start at this directory (both fds borrowed). */
+static void paths_at(struct cb_stage *st, int sfd, int dfd)
+{
+	cb_fdpath_init(&st->sp, sfd, O_NOATIME);
+	cb_fdpath_init(&st->dp, dfd, 0);
+	st->dp.v[0].tag = st->rel_len;
+}
+
+static void paths_release(struct cb_stage *st)
+{
+	cb_fdpath_release(&st->sp);
+	cb_fdpath_release(&st->dp);
+}
+
 int stage_p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
 		 struct stage_dir **out, int *dirty)
 {
 	int ret;
 
-	/* the walk's paths start at this directory (both fds borrowed) */
-	cb_fdpath_init(&st->sp, sfd, O_NOATIME);
-	cb_fdpath_init(&st->dp, dfd, 0);
-	st->dp.v[0].tag = st->rel_len;
+	paths_at(st, sfd, dfd);
 	ret = p2_dir(st, old, out, dirty);
-	cb_fdpath_release(&st->sp);
-	cb_fdpath_release(&st->dp);
+	paths_release(st);
 	return ret;
 }
 
 /* Every name an index entry, not a directory either side, still in the
- * source: 1 if one is not (nothing counted), else 0 with their stats. */
+ * source: 1 if one is not (nothing counted), else 0 with their index
+ * entries and stats. */
 static int names_as_promised(struct cb_stage *st, int sfd, struct stage_dir *d,
-			     char *const *names, size_t n, struct stat *sb)
+			     char *const *names, size_t n, struct stage_ent **ents, struct stat *sb)
 {
 	for (size_t i = 0; i < n; i++) {
-		struct stage_ent *e = stage_dir_find(d, names[i]);
-		if (!e || S_ISDIR(e->rec.mode))
+		if (!(ents[i] = stage_dir_find(d, names[i])) || S_ISDIR(ents[i]->rec.mode))
 			return 1;
 		if (fstatat(sfd, names[i], &sb[i], AT_SYMLINK_NOFOLLOW) < 0)
 			return errno == ENOENT ? 1 : stage_fail(st, "cannot stat", "in source");
@@ -977,15 +987,14 @@ int stage_p2_names(struct cb_stage *st, int sfd, int dfd, struct stage_dir *d,
 		   char *const *names, size_t n, int *dirty)
 {
 	struct stat *sb = cb_xcalloc(n, sizeof(*sb));
+	struct stage_ent **ents = cb_xcalloc(n, sizeof(*ents));
 	int ret;
 
-	if ((ret = names_as_promised(st, sfd, d, names, n, sb)) != 0)
+	if ((ret = names_as_promised(st, sfd, d, names, n, ents, sb)) != 0)
 		goto out;
-	cb_fdpath_init(&st->sp, sfd, O_NOATIME);
-	cb_fdpath_init(&st->dp, dfd, 0);
-	st->dp.v[0].tag = st->rel_len;
+	paths_at(st, sfd, dfd);
 	for (size_t i = 0; i < n && ret == 0; i++) {
-		struct stage_ent *e = stage_dir_find(d, names[i]), old = *e;
+		struct stage_ent *e = ents[i], old = *e;
 		size_t saved;
 		stage_rel_push(st, names[i], &saved);
 		/* a socket is in no index; the exclude rule gave the same answer
@@ -995,10 +1004,10 @@ int stage_p2_names(struct cb_stage *st, int sfd, int dfd, struct stage_dir *d,
 			stage_rec_fill(&e->rec, &sb[i]);
 		stage_rel_pop(st, saved);
 	}
-	cb_fdpath_release(&st->sp);
-	cb_fdpath_release(&st->dp);
+	paths_release(st);
 	/* 1: one vanished while copied: the caller lists the directory */
 out:
+	free(ents);
 	free(sb);
 	return ret;
 }
@@ -1164,12 +1173,10 @@ static int pass1(struct cb_stage *st, struct cb_stage_stats *stats)
 	stage_keep_drop(st, 0);
 	if (ret == 0 && st->workers > 1)
 		ret = stage_pool_start(st, st->workers);
-	cb_fdpath_init(&st->sp, sfd, O_NOATIME);
-	cb_fdpath_init(&st->dp, st->dst_fd, 0);
+	paths_at(st, sfd, st->dst_fd);
 	if (ret == 0)
 		ret = root_ret(st, p1_dir(st, fresh, st->kept, &st->root));
-	cb_fdpath_release(&st->sp);
-	cb_fdpath_release(&st->dp);
+	paths_release(st);
 	/* every file's copy done before the root's times and the index; a
 	 * signal that came while the last files were copied stops here */
 	if (stage_pool_finish(st) < 0 || (ret == 0 && st->workers > 1 && cb_check_interrupt() < 0))
@@ -1214,11 +1221,9 @@ static int pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	ret = st->changes ? stage_p2_tracked(st, sfd, &dirty) : 1;
 	if (ret == 1) {
 		cb_info(st->log, "pass 2: full walk");
-		cb_fdpath_init(&st->sp, sfd, O_NOATIME);
-		cb_fdpath_init(&st->dp, st->dst_fd, 0);
+		paths_at(st, sfd, st->dst_fd);
 		ret = root_ret(st, p2_dir(st, st->root, &st->root, &dirty));
-		cb_fdpath_release(&st->sp);
-		cb_fdpath_release(&st->dp);
+		paths_release(st);
 	}
 	cb_changes_free(st->changes);
 	st->changes = NULL;

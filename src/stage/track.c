@@ -118,13 +118,19 @@ static struct hent *hset_add(struct hset *s, const struct file_handle *h, uint64
 	return e;
 }
 
+/* Free a list of changed names and empty it (struct hent, cb_changed_dir). */
+static void names_free(char ***names, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		free((*names)[i]);
+	free(*names);
+	*names = NULL;
+	*n = 0;
+}
+
 static void hent_free_names(struct hent *e)
 {
-	for (size_t i = 0; i < e->n_names; i++)
-		free(e->names[i]);
-	free(e->names);
-	e->names = NULL;
-	e->n_names = 0;
+	names_free(&e->names, &e->n_names);
 }
 
 /* Keep the directories inside the root, forget the others: whether a
@@ -171,6 +177,12 @@ static const char *rel_of(const struct cb_track *t, const char *path)
 	return path[t->root_len] ? path + t->root_len + 1 : "";
 }
 
+/* A /proc magic link's target (readlink's n bytes) names an unlinked file. */
+static int unlinked_target(const char *path, ssize_t n)
+{
+	return n > 10 && !strcmp(path + n - 10, " (deleted)");
+}
+
 /* The path an fd stands for now; "" if it is unlinked or unknown. */
 static void fd_path(int fd, char *out, size_t len)
 {
@@ -180,7 +192,7 @@ static void fd_path(int fd, char *out, size_t len)
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, out, len - 1);
 	out[n < 0 || (size_t)n >= len - 1 ? 0 : n] = '\0';
-	if (n > 10 && !strcmp(out + n - 10, " (deleted)"))
+	if (unlinked_target(out, n))
 		out[0] = '\0';
 }
 
@@ -427,22 +439,13 @@ void cb_track_free(struct cb_track *t)
 	free(t);
 }
 
-static void changed_dir_free_names(struct cb_changed_dir *d)
-{
-	for (size_t i = 0; i < d->n_names; i++)
-		free(d->names[i]);
-	free(d->names);
-	d->names = NULL;
-	d->n_names = 0;
-}
-
 void cb_changes_free(struct cb_changes *c)
 {
 	if (!c)
 		return;
 	for (size_t i = 0; i < c->n_dirs; i++) {
 		free(c->dirs[i].rel);
-		changed_dir_free_names(&c->dirs[i]);
+		names_free(&c->dirs[i].names, &c->dirs[i].n_names);
 	}
 	free(c->dirs);
 	free(c->inos);
@@ -488,7 +491,7 @@ static void note_held(struct cb_track *t, struct cb_changes *c, const char *link
 	n = readlink(link, path, sizeof(path) - 1);
 	path[n < 0 ? 0 : n] = '\0';
 	/* the name it was opened by is gone (" (deleted)"): any other name */
-	if (n > 10 && !strcmp(path + n - 10, " (deleted)")) {
+	if (unlinked_target(path, n)) {
 		if (sb.st_nlink > 0)
 			add_ino(t, (uint64_t)sb.st_ino);
 		return;
@@ -617,8 +620,8 @@ static int cmp_rel(const void *a, const void *b)
 static void changed_dir_merge(struct cb_changed_dir *d, struct cb_changed_dir *o)
 {
 	if (!d->names || !o->names) {
-		changed_dir_free_names(d);
-		changed_dir_free_names(o);
+		names_free(&d->names, &d->n_names);
+		names_free(&o->names, &o->n_names);
 	} else {
 		d->names = cb_xrealloc(d->names, (d->n_names + o->n_names) * sizeof(*d->names));
 		memcpy(d->names + d->n_names, o->names, o->n_names * sizeof(*o->names));

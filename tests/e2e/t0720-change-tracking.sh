@@ -17,20 +17,22 @@ OUT=$SCRATCH/outside     # same file system, outside the guest root
 HOOK=$SCRATCH/hook.sh
 MANIFEST="python3 $TOP/tests/helpers/manifest.py"
 
-# fanotify with directory handles on $SCRATCH's file system, as cbackup
-# needs it (FAN_REPORT_DFID_NAME, FAN_MARK_FILESYSTEM)
-fanotify_ok() {
-	python3 - "$SCRATCH" <<-'EOF'
+# fanotify_mark_ok FLAGS MASK: a fanotify group that reports directory
+# handles and names (FAN_REPORT_DFID_NAME) can place this mark on $SCRATCH
+fanotify_mark_ok() {
+	python3 - "$SCRATCH" "$1" "$2" <<-'EOF'
 	import ctypes, sys
 	libc = ctypes.CDLL(None, use_errno=True)
 	libc.fanotify_mark.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint64,
 	                               ctypes.c_int, ctypes.c_char_p]
 	fd = libc.fanotify_init(0xc00, 0)
-	ok = fd >= 0 and libc.fanotify_mark(fd, 0x101, 0x100, -100, sys.argv[1].encode()) == 0
+	ok = fd >= 0 and libc.fanotify_mark(fd, int(sys.argv[2], 0), int(sys.argv[3], 0), -100,
+	                                    sys.argv[1].encode()) == 0
 	sys.exit(0 if ok else 1)
 	EOF
 }
-if ! fanotify_ok; then
+# what cbackup needs: a mark on the whole file system (FAN_MARK_FILESYSTEM)
+if ! fanotify_mark_ok 0x101 0x100; then
 	test_skip "change tracking" "fanotify with FAN_REPORT_DFID_NAME is unavailable on the scratch file system"
 	test_done
 fi
@@ -393,22 +395,10 @@ test_expect_success ROOT,CGROUP2 'a write through a descriptor whose name is gon
 	test_cmp "$SCRATCH/at-freeze-735" "$SCRATCH/r-735.manifest"
 '
 
-# fanotify ignore marks (FAN_MARK_IGNORE, Linux 6.0) on a directory
-ignore_mark_ok() {
-	python3 - "$SCRATCH" <<-'EOF'
-	import ctypes, sys
-	libc = ctypes.CDLL(None, use_errno=True)
-	libc.fanotify_mark.argtypes = [ctypes.c_int, ctypes.c_uint, ctypes.c_uint64,
-	                               ctypes.c_int, ctypes.c_char_p]
-	fd = libc.fanotify_init(0xc00, 0)
-	ok = fd >= 0 and libc.fanotify_mark(fd, 0x441, 0x48000102, -100, sys.argv[1].encode()) == 0
-	sys.exit(0 if ok else 1)
-	EOF
-}
-
 # the guest and the tmpdir on one file system of their own (a tmpfs):
 # the events counted are those of this backup only
-if ignore_mark_ok; then
+# fanotify ignore marks on a directory (FAN_MARK_IGNORE_SURV, Linux 6.0)
+if fanotify_mark_ok 0x441 0x48000102; then
 test_expect_success ROOT 'the first sync writing its copy on the guest file system raises no events to read' '
 	mkdir -p "$SCRATCH/tfs"
 	mount -t tmpfs -o size=64m tmpfs "$SCRATCH/tfs"
