@@ -67,6 +67,13 @@ int cb_guest_check_opts(const struct cb_opts *o);
 int cb_guest_init(struct cb_guest *g, const struct cb_opts *o);
 void cb_guest_release(struct cb_guest *g);   /* thaws if still frozen */
 
+/* Whether the guest runs, asked of its freeze backend: 0 stopped (why says
+ * how that is known: its cgroup gone or empty, its pid or qmp socket gone),
+ * 1 running or unknown (freeze-cmd and no backend cannot tell). A stopped
+ * guest is backed up as it is, without any freeze (vzdump's
+ * "status = stopped"). */
+int cb_guest_status(const struct cb_opts *o, char *why, size_t len);
+
 const char *cb_guest_kind_name(enum cb_freezer_kind k);  /* "cgroup2", ... */
 
 /* wait_ms bounds the freeze itself (freeze-cmd, the wait for "frozen";

@@ -74,6 +74,7 @@ struct guest_run {
 	const struct cb_snap_backend **snap_be;
 	struct cb_snapshot *snaps;
 	char mode_why[512];          /* why this mode (for the log and --dry-run) */
+	int stopped;                 /* not running: copied as it is, never frozen */
 };
 
 static const char *const std_excludes[] = { "/tmp/?*", "/var/tmp/?*", "/var/run/?*.pid", NULL };
@@ -329,7 +330,7 @@ static int preflight(struct guest_run *r)
 		return cb_error("refusing to write an archive to a terminal (redirect --stdout)");
 	if (r->opts.guest_config && access(r->opts.guest_config, R_OK) < 0)
 		return cb_error_errno("guest config '%s'", r->opts.guest_config);
-	if (cb_guest_init(&r->guest, &r->opts) < 0)
+	if (!r->stopped && cb_guest_init(&r->guest, &r->opts) < 0)
 		return -1;
 	if (lock_guest(r) < 0)
 		return -1;
@@ -519,7 +520,7 @@ static int finish_freeze(struct guest_run *r, double frozen_at, int max_ms, int 
 
 static void warn_no_freezer(struct guest_run *r, const char *what)
 {
-	if (r->guest.kind == CB_FREEZER_NONE)
+	if (r->guest.kind == CB_FREEZER_NONE && !r->stopped)
 		cb_warn(r->log, "no freeze control configured for %s %s: %s "
 			"(set freeze-cgroup, freeze-pid, freeze-cmd or qmp)", type_upper(r), r->opts.id,
 			what);
@@ -573,6 +574,8 @@ static int stage_guest(struct guest_run *r)
 	warn_no_freezer(r, "backing up while it runs");
 	if (open_stage(r) < 0)
 		return -1;
+	if (r->stopped)   /* nothing runs: one pass is the whole copy */
+		return sync_pass(r, 0);
 	if (r->mode == CB_MODE_STOP) {
 		frozen_at = cb_now();
 		if (freeze(r, 0) < 0)
@@ -615,7 +618,7 @@ static int detect_snapshots(struct guest_run *r)
 /* vzdump's wording when a snapshot cannot be taken, then suspend mode. */
 static void choose_mode(struct guest_run *r)
 {
-	r->mode = r->opts.mode;
+	r->mode = r->stopped ? CB_MODE_STOP : r->opts.mode;
 	if (r->mode != CB_MODE_SNAPSHOT || detect_snapshots(r))
 		return;
 	cb_info(r->log, "snapshot not possible: %s", r->mode_why);
@@ -1073,11 +1076,25 @@ static void apply_ionice(struct guest_run *r)
 		cb_info(r->log, "ionice priority: %d", prio);
 }
 
+/* vzdump's "status = running|stopped"; a stopped guest is copied as it
+ * is, in one pass, never frozen (whatever its freezer). */
+static void log_status(struct guest_run *r)
+{
+	char why[512];
+
+	r->stopped = cb_guest_status(&r->opts, why, sizeof(why)) == 0;
+	if (r->stopped)
+		cb_info(r->log, "status = stopped (%s)", why);
+	else
+		cb_info(r->log, "status = running");
+}
+
 static void start_guest_log(struct guest_run *r)
 {
 	reserve_name(r);
 	cb_info(r->log, "Starting Backup of %s %s (%s)", type_upper(r), r->opts.id,
 		cb_guest_type_name(r->opts.type));
+	log_status(r);
 	choose_mode(r);
 	cb_info(r->log, "backup mode: %s", cb_mode_name(r->mode));
 	if (r->opts.bwlimit)

@@ -396,6 +396,70 @@ void cb_guest_release(struct cb_guest *g)
 	g->kind = CB_FREEZER_NONE;
 }
 
+/* ---- is the guest running? -------------------------------------------- */
+
+/* A cgroup that is gone, or (v2) holds no process, is a stopped guest's:
+ * lxc and systemd remove or empty it when the container stops. */
+static int cgroup_status(const char *path, char *why, size_t len)
+{
+	char *v2 = NULL, *v1 = NULL, *dir = NULL, buf[256];
+	struct stat st;
+	int running = 0;
+
+	if (path[0] == '/') {
+		dir = cb_xstrdup(path);
+	} else {
+		find_mounts(&v2, &v1);
+		if (v2)
+			dir = cb_xasprintf("%s/%s", v2, path);
+		if (v1 && (!dir || stat(dir, &st) < 0)) {
+			free(dir);
+			dir = cb_xasprintf("%s/%s", v1, path);
+		}
+	}
+	if (!dir || stat(dir, &st) < 0)
+		snprintf(why, len, "freeze cgroup '%s' does not exist", path);
+	else if (read_small(dir, V2_EVENTS, buf, sizeof(buf)) == 0 && strstr(buf, "populated 0"))
+		snprintf(why, len, "freeze cgroup '%s' has no process", path);
+	else
+		running = 1;
+	free(dir);
+	free(v2);
+	free(v1);
+	return running;
+}
+
+/* No socket, or nobody listening on it: QEMU is not running. */
+static int qmp_status(const char *sock, char *why, size_t len)
+{
+	struct stat st;
+
+	if (stat(sock, &st) < 0 && errno == ENOENT) {
+		snprintf(why, len, "qmp socket '%s' does not exist", sock);
+		return 0;
+	}
+	errno = 0;
+	if (cb_qmp_is_paused(sock, QMP_TIMEOUT_MS) == CB_QMP_CONNECT && errno == ECONNREFUSED) {
+		snprintf(why, len, "nothing listens on qmp socket '%s'", sock);
+		return 0;
+	}
+	return 1;
+}
+
+int cb_guest_status(const struct cb_opts *o, char *why, size_t len)
+{
+	why[0] = '\0';
+	if (o->freeze_cgroup && *o->freeze_cgroup)
+		return cgroup_status(o->freeze_cgroup, why, len);
+	if (o->freeze_pid && o->freeze_pid > 1 && kill((pid_t)o->freeze_pid, 0) < 0 && errno == ESRCH) {
+		snprintf(why, len, "freeze pid %ld does not exist", o->freeze_pid);
+		return 0;
+	}
+	if (o->qmp && *o->qmp)
+		return qmp_status(o->qmp, why, len);
+	return 1;   /* freeze-cmd, or no freezer: no way to ask */
+}
+
 /* ---- the watchdog (child side) ---------------------------------------- */
 
 struct wdog {

@@ -1,0 +1,80 @@
+#!/bin/bash
+# Stopped guests (issue 28, item 1): a guest whose freeze backend says it
+# does not run (its cgroup gone or empty, its pid gone, its qmp socket gone
+# or unanswered) is backed up as it is, in one pass, without any freeze:
+# "status = stopped" in the log as vzdump writes it, exit 0. A running one
+# says "status = running" and is frozen as before.
+. "$(dirname "$0")/lib.sh"
+
+SRC=$SCRATCH/src
+D=$SCRATCH/dump
+
+test_expect_success 'setup' '
+	make_small_tree "$SRC" stopped-ct
+	mkdir -p "$SCRATCH/tmp" "$D"
+'
+
+# stopped_backup ID FREEZE-OPTION...: exit 0, status = stopped, no freeze
+stopped_backup() {
+	local id=$1
+	shift
+	cbackup_run 0 backup --root "$SRC" --id "$id" --tmpdir "$SCRATCH/tmp" --dumpdir "$D" "$@"
+	test_has "$CB_ERR" "INFO: status = stopped \("
+	test_has "$CB_ERR" "INFO: backup mode: stop"
+	test_lacks "$CB_ERR" "suspending guest|stopping guest|resuming guest|^ERROR|^WARN"
+	tar -tf "$(find_archive "$D" ct "$id" .zst)" | grep -qx "./etc/hostname"
+}
+
+test_expect_success ROOT,CGROUP2 'cgroup v2 that does not exist (lxc removed it): stopped' '
+	stopped_backup 901 --freeze-cgroup "$(cgroup2_mount)/cbe2e-gone-$$"
+	test_has "$CB_ERR" "does not exist"
+'
+
+test_expect_success ROOT,CGROUP2 'cgroup v2 relative to the mount, absent: stopped' '
+	stopped_backup 902 --freeze-cgroup "cbe2e-gone-rel-$$"
+'
+
+test_expect_success ROOT,CGROUP2 'cgroup v2 with no process in it: stopped, never frozen' '
+	cg=$(make_cgroup v2)
+	stopped_backup 903 --freeze-cgroup "$cg"
+	test_has "$CB_ERR" "has no process"
+	test_lacks "$cg/cgroup.events" "^frozen 1"
+'
+
+test_expect_success ROOT,CGROUP1 'cgroup v1 freezer that does not exist: stopped' '
+	stopped_backup 904 --freeze-cgroup "$(cgroup1_freezer_mount)/cbe2e-gone-$$"
+'
+
+test_expect_success 'pid that no longer exists: stopped' '
+	sleep 0 & gone=$!
+	wait "$gone"
+	stopped_backup 905 --freeze-pid "$gone"
+'
+
+test_expect_success 'qmp socket that does not exist: stopped' '
+	stopped_backup 906 --qmp "$SCRATCH/no-such-qmp.sock"
+'
+
+test_expect_success 'qmp socket nobody listens on (QEMU died): stopped' '
+	"$HELPERS/mksock" "$SCRATCH/dead-qmp.sock"
+	stopped_backup 907 --qmp "$SCRATCH/dead-qmp.sock"
+'
+
+test_expect_success ROOT,CGROUP2 'a running guest: status = running, frozen for the final sync' '
+	cg=$(make_cgroup v2)
+	start_guest "$cg" sleep 600
+	cbackup_run 0 backup --root "$SRC" --id 908 --tmpdir "$SCRATCH/tmp" --dumpdir "$D" \
+		--freeze-cgroup "$cg"
+	test_has "$CB_ERR" "INFO: status = running"
+	test_has "$CB_ERR" "suspending guest \(cgroup2\)"
+	test_has "$CB_ERR" "resuming guest"
+'
+
+test_expect_success ROOT,CGROUP2 'a cgroup without a freezer file is still a configuration error' '
+	mkdir "$SCRATCH/notacg"
+	cbackup_run 1 backup --root "$SRC" --id 909 --tmpdir "$SCRATCH/tmp" --dumpdir "$D" \
+		--freeze-cgroup "$SCRATCH/notacg"
+	test_has "$CB_ERR" "not found \(no cgroup.freeze"
+'
+
+test_done
