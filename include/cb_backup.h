@@ -18,7 +18,8 @@ struct cb_guest_result;
 /* Backs up one guest; takes ownership of *resolved (left zeroed) and fills
  * *res (timings, archive, size, checksum, error) for the job's report.
  * Returns 0, or -1 after the ERROR line was logged. */
-int cb_backup_guest(struct cb_opts *resolved, struct cb_log *log, struct cb_guest_result *res);
+int cb_backup_guest(struct cb_opts *resolved, const char *config_error, struct cb_log *log,
+		    struct cb_guest_result *res);
 
 /* "cbackup-ct-101-2026_12_02-10_14_07.tar.zst" (local time). */
 char *cb_backup_archive_name(enum cb_guest_type type, const char *id, time_t when,

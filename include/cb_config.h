@@ -59,6 +59,12 @@ const struct cb_config_section *cb_config_storage(const struct cb_config *cfg, c
 int cb_config_resolve(const struct cb_config *cfg, const char *id,
 		      const struct cb_strvec *cli_kv, struct cb_opts *out);
 
+/* Where guest ID's value of KEY comes from, for an error about it:
+ * "option --root", "FILE:LINE: key 'root'", "FILE:LINE: [ct 101]" (the guest's
+ * section, the key not set anywhere) or "default tmpdir". Malloc'ed. */
+char *cb_config_origin(const struct cb_config *cfg, const char *id, const struct cb_strvec *cli_kv,
+		       const char *key);
+
 /* IDs of every guest section, in file order (for --all). */
 void cb_config_guest_ids(const struct cb_config *cfg, struct cb_strvec *ids);
 

@@ -32,6 +32,11 @@ void cb_log_detach(struct cb_log *log);
 void cb_log_line(struct cb_log *log, enum cb_log_level lvl, const char *fmt, ...) CB_PRINTF(3, 4);
 void cb_log_vline(struct cb_log *log, enum cb_log_level lvl, const char *fmt, va_list ap);
 
+/* One line to syslog (the journal under systemd), ident "cbackup", facility
+ * daemon: the job's and each guest's summary, for monitoring that reads
+ * the journal. PRIORITY: LOG_INFO, LOG_ERR (<syslog.h>). */
+void cb_log_syslog(int priority, const char *fmt, ...) CB_PRINTF(2, 3);
+
 #define cb_info(log, ...)    cb_log_line((log), CB_LOG_INFO, __VA_ARGS__)
 #define cb_warn(log, ...)    cb_log_line((log), CB_LOG_WARN, __VA_ARGS__)
 #define cb_err(log, ...)     cb_log_line((log), CB_LOG_ERROR, __VA_ARGS__)

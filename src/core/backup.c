@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/syscall.h>
+#include <syslog.h>
 
 #include "cb_archive.h"
 #include "cb_catalog.h"
@@ -1089,11 +1090,17 @@ static void log_status(struct guest_run *r)
 		cb_info(r->log, "status = running");
 }
 
+/* vzdump's guest type in its summary lines: lxc or qemu */
+static const char *vz_type(const struct guest_run *r)
+{
+	return r->opts.type == CB_GUEST_VM ? "qemu" : "lxc";
+}
+
 static void start_guest_log(struct guest_run *r)
 {
 	reserve_name(r);
-	cb_info(r->log, "Starting Backup of %s %s (%s)", type_upper(r), r->opts.id,
-		cb_guest_type_name(r->opts.type));
+	/* vzdump's words, which alert rules match: every guest is a "VM" */
+	cb_info(r->log, "Starting Backup of VM %s (%s)", r->opts.id, vz_type(r));
 	log_status(r);
 	choose_mode(r);
 	cb_info(r->log, "backup mode: %s", cb_mode_name(r->mode));
@@ -1109,6 +1116,21 @@ static void end_hook(struct guest_run *r, const char *phase)
 		cb_warn(r->log, "%s", cb_last_error());
 }
 
+/* vzdump's failure line (and syslog's); a reader that closed standard
+ * output (--stdout into `| head`) is no error to shout about. */
+static void log_failure(struct guest_run *r)
+{
+	if (r->opts.to_stdout && cb_stdout_gone()) {
+		cb_info(r->log, "Backup of VM %s stopped - standard output closed by its reader",
+			r->opts.id);
+	} else {
+		cb_err(r->log, "Backup of VM %s failed - %s", r->opts.id, cb_last_error());
+		cb_log_syslog(LOG_ERR, "Backup of VM %s (%s) failed - %s", r->opts.id, vz_type(r),
+			      cb_last_error());
+	}
+	end_hook(r, "backup-abort");
+}
+
 /* The guest's part of the job's report. */
 static void report_result(struct guest_run *r, int ret)
 {
@@ -1122,7 +1144,8 @@ static void report_result(struct guest_run *r, int ret)
 	res->seconds = cb_now() - r->started;
 }
 
-int cb_backup_guest(struct cb_opts *resolved, struct cb_log *log, struct cb_guest_result *res)
+int cb_backup_guest(struct cb_opts *resolved, const char *config_error, struct cb_log *log,
+		    struct cb_guest_result *res)
 {
 	struct guest_run r;
 	char hms[16];
@@ -1142,16 +1165,16 @@ int cb_backup_guest(struct cb_opts *resolved, struct cb_log *log, struct cb_gues
 	build_excludes(&r);
 	find_hostname(&r);
 	start_guest_log(&r);
-	ret = run_guest_phases(&r);
+	ret = config_error ? cb_error("%s", config_error) : run_guest_phases(&r);
 	report_result(&r, ret);
-	if (ret < 0) {
-		cb_err(log, "Backup of %s %s failed - %s", type_upper(&r), r.opts.id, cb_last_error());
-		end_hook(&r, "backup-abort");
-	}
+	if (ret < 0)
+		log_failure(&r);
 	cleanup_run(&r);
 	if (ret == 0) {
 		cb_fmt_hms(hms, sizeof(hms), cb_now() - r.started);
-		cb_info(log, "Finished Backup of %s %s (%s)", type_upper(&r), r.opts.id, hms);
+		cb_info(log, "Finished Backup of VM %s (%s)", r.opts.id, hms);
+		cb_log_syslog(LOG_INFO, "Finished Backup of VM %s (%s) (%s): %s", r.opts.id, vz_type(&r),
+			      hms, r.archive_path);
 	}
 	cb_log_detach(log);
 	end_hook(&r, "log-end");

@@ -4,9 +4,11 @@
  * the command line and the configuration, runs its module, and returns an
  * exit status.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cb_browse.h"
 #include "cb_commands.h"
@@ -70,6 +72,8 @@ int cb_cmd_ls(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_l
 {
 	(void)cfg;   /* ls reads no configuration */
 	if (cb_ls_run(cli->args.v[0], cli->args.v + 1, cli->args.n - 1, cli->json, stdout, log) < 0) {
+		if (cb_stdout_gone())
+			return CB_EXIT_PIPE;   /* `| head` had enough: quietly, as tar */
 		cb_err(log, "ls of '%s' failed - %s", cli->args.v[0], cb_last_error());
 		return CB_EXIT_FAILED;
 	}
@@ -150,7 +154,16 @@ int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb
 		return CB_EXIT_USAGE;
 	}
 	json = o.output_format == CB_OUTPUT_JSON;
-	if (cb_list_run(o.dumpdir, id, json, stdout) < 0) {
+	if (access(o.dumpdir, F_OK) < 0) {
+		char *origin = cb_config_origin(cfg, id, &cli->kv, "dumpdir");
+		cb_err(log, "%s: dumpdir '%s': %s", origin, o.dumpdir, strerror(errno));
+		free(origin);
+		status = CB_EXIT_USAGE;
+	} else if (cb_list_run(o.dumpdir, id, json, stdout) < 0 || fflush(stdout) != 0) {
+		if (cb_stdout_gone()) {
+			cb_opts_release(&o);
+			return CB_EXIT_PIPE;
+		}
 		cb_err(log, "%s", cb_last_error());
 		status = CB_EXIT_FAILED;
 	} else if (!json && list_kept(&o, id, stdout) < 0) {

@@ -710,6 +710,49 @@ static int pick_sections(const struct cb_config *cfg, const char *id, const stru
 	return 0;
 }
 
+/* KEY's line in SEC (the last one), also under its alias ("path" is a
+ * storage's dumpdir): 0 if not there. */
+static int key_line(const struct cb_config_section *sec, const char *key)
+{
+	int line = 0;
+
+	for (size_t i = 0; sec && i < sec->n_entries; i++)
+		if (!strcmp(sec->entries[i].key, key) ||
+		    (!strcmp(key, "dumpdir") && !strcmp(sec->entries[i].key, "path")))
+			line = sec->entries[i].line;
+	return line;
+}
+
+char *cb_config_origin(const struct cb_config *cfg, const char *id, const struct cb_strvec *cli_kv,
+		       const char *key)
+{
+	const struct cb_config_section *guest = NULL, *storage = NULL, *secs[3];
+	const char *name;
+	int line;
+
+	if (cli_get(cli_kv, key))
+		return cb_xasprintf("option --%s", key);
+	if (id && cfg->n_sections)
+		guest = cb_config_guest(cfg, id);
+	name = cli_get(cli_kv, "storage");
+	if (!name)
+		name = section_get(guest, "storage");
+	if (!name && cfg->n_sections)
+		name = section_get(&cfg->sections[0], "storage");
+	if (name && cfg->n_sections)
+		storage = cb_config_storage(cfg, name);
+	secs[0] = guest;
+	secs[1] = storage;
+	secs[2] = cfg->n_sections ? &cfg->sections[0] : NULL;
+	for (int i = 0; i < 3; i++)
+		if ((line = key_line(secs[i], key)))
+			return cb_xasprintf("%s:%d: key '%s'", cfg->path, line, key);
+	if (guest)
+		return cb_xasprintf("%s:%d: [%s %s]", cfg->path, guest->line, kind_name(guest->kind),
+				    guest->name);
+	return cb_xasprintf("default %s", key);
+}
+
 int cb_config_resolve(const struct cb_config *cfg, const char *id,
 		      const struct cb_strvec *cli_kv, struct cb_opts *out)
 {

@@ -3,7 +3,11 @@
  * guest's options resolved before anything is touched, the global lock,
  * the job-level hook phases, and the final status line.
  */
+#include <errno.h>
 #include <libgen.h>
+#include <sys/stat.h>
+#include <syslog.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +145,7 @@ static int abort_job(const struct cb_opts *o, struct cb_log *log, struct cb_job_
 {
 	cb_jobstatus_set_error(js, cb_last_error());
 	cb_err(log, "Backup job failed - %s", cb_last_error());
+	cb_log_syslog(LOG_ERR, "Backup job failed - %s", cb_last_error());
 	if (job_hook(o, "job-abort", log) < 0)
 		cb_warn(log, "%s", cb_last_error());
 	return CB_EXIT_FAILED;
@@ -166,22 +171,24 @@ static int take_global_lock(struct cb_lock *lock, const struct cb_opts *o, struc
 	return ret;
 }
 
-/* js->guests[i] is guests[i]'s result. */
-static size_t run_guests(struct cb_opts *guests, size_t n, struct cb_log *log,
-			 struct cb_job_status *js)
+/* js->guests[i] is guests[i]'s result. A guest whose configuration is
+ * wrong (cfg_errors[i]) starts its log and fails with that error, touching
+ * nothing else. */
+static size_t run_guests(struct cb_opts *guests, size_t n, char **cfg_errors, struct cb_log *log,
+			 struct cb_job_status *js, size_t *misconfigured)
 {
 	size_t failed = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		if (cb_interrupted()) {
-			cb_err(log, "Backup of %s %s skipped - job interrupted",
-			       cb_guest_type_label(guests[i].type), guests[i].id);
+			cb_err(log, "Backup of VM %s skipped - job interrupted", guests[i].id);
 			js->guests[i].error = cb_xstrdup("job interrupted");
 			failed++;
 			cb_opts_release(&guests[i]);
 			continue;
 		}
-		if (cb_backup_guest(&guests[i], log, &js->guests[i]) < 0)
+		*misconfigured += cfg_errors[i] != NULL;
+		if (cb_backup_guest(&guests[i], cfg_errors[i], log, &js->guests[i]) < 0)
 			failed++;
 	}
 	return failed;
@@ -206,23 +213,120 @@ static void report_job(struct cb_job_status *js, const struct cb_opts *o, int st
 		cb_warn(log, "cannot send the mail report: %s", cb_last_error());
 }
 
-/* Usage errors found once every guest is resolved. */
+/* Usage errors found once every guest is resolved (the message set). */
 static int check_job(const struct cb_cli *cli, const struct cb_opts *guests, size_t n,
 		     struct cb_log *log)
 {
-	if (n == 0 || (n > 1 && guests[0].to_stdout)) {
-		cb_err(log, n ? "--stdout writes the archive of exactly one guest (%zu given)"
-			      : "no guest left to back up (all excluded)", n);
-		return -1;
-	}
-	if (guests[0].to_stdout && guests[0].output_format == CB_OUTPUT_JSON) {
-		cb_err(log, "--stdout and --output-format json both want standard output");
-		return -1;
-	}
+	if (n == 0)
+		return cb_error("no guest left to back up (all excluded)");
+	if (n > 1 && guests[0].to_stdout)
+		return cb_error("--stdout writes the archive of exactly one guest (%zu given)", n);
+	if (guests[0].to_stdout && guests[0].output_format == CB_OUTPUT_JSON)
+		return cb_error("--stdout and --output-format json both want standard output");
+	if (guests[0].to_stdout && isatty(STDOUT_FILENO))
+		return cb_error("refusing to write an archive to a terminal (redirect --stdout)");
 	if (cb_cli_get(cli, "maxfiles"))
 		cb_warn(log, "option --maxfiles is deprecated: it means --prune-backups keep-last=%s; "
 			"use that instead", cb_cli_get(cli, "maxfiles"));
 	return 0;
+}
+
+/* KEY's directory must exist: else a configuration error naming where
+ * the value comes from. */
+static int check_dir_key(const struct cb_cli *cli, const struct cb_config *cfg,
+			 const struct cb_opts *o, const char *key, const char *dir)
+{
+	struct stat st;
+	char *origin;
+	int r = stat(dir, &st), saved = errno;
+
+	if (r == 0 && S_ISDIR(st.st_mode))
+		return 0;
+	origin = cb_config_origin(cfg, o->id, &cli->kv, key);
+	if (r == 0)
+		cb_error("%s: %s '%s' is not a directory", origin, key, dir);
+	else if (saved == ENOENT)
+		cb_error("%s: %s '%s' does not exist", origin, key, dir);
+	else
+		cb_error("%s: %s '%s': %s", origin, key, dir, strerror(saved));
+	free(origin);
+	return -1;
+}
+
+/* A cgroup named for the freeze that exists without a freezer is a typo
+ * or the wrong hierarchy; one that does not exist is a stopped guest. */
+static int check_freezer(const struct cb_cli *cli, const struct cb_config *cfg,
+			 const struct cb_opts *o)
+{
+	struct cb_guest g;
+	char why[512], *origin;
+	int ret = 0;
+
+	if (!o->freeze_cgroup || !*o->freeze_cgroup || cb_guest_status(o, why, sizeof(why)) == 0)
+		return 0;
+	if (cb_guest_init(&g, o) < 0) {
+		origin = cb_config_origin(cfg, o->id, &cli->kv, "freeze-cgroup");
+		ret = cb_error_prefix("%s", origin);
+		free(origin);
+	}
+	cb_guest_release(&g);
+	return ret;
+}
+
+/* One guest's paths: a missing one is a configuration error naming where
+ * its value comes from (the message set). */
+static int check_guest_paths(const struct cb_cli *cli, const struct cb_config *cfg,
+			     const struct cb_opts *o)
+{
+	if (o->type == CB_GUEST_CT && !o->root) {
+		char *origin = cb_config_origin(cfg, o->id, &cli->kv, "root");
+		cb_error("%s: CT %s has no root directory (set root = DIR)", origin, o->id);
+		free(origin);
+		return -1;
+	}
+	if ((o->type == CB_GUEST_CT && check_dir_key(cli, cfg, o, "root", o->root) < 0) ||
+	    check_dir_key(cli, cfg, o, "tmpdir", o->tmpdir) < 0 ||
+	    (!o->to_stdout && check_dir_key(cli, cfg, o, "dumpdir", o->dumpdir) < 0) ||
+	    check_freezer(cli, cfg, o) < 0)
+		return -1;
+	return 0;
+}
+
+/* Every guest's paths, checked before anything is touched: errors[i] is
+ * guest i's configuration error or NULL. That guest is not backed up (the
+ * others are: one unmounted storage does not cost the whole night) and
+ * the job ends with status 2. */
+static char **check_paths(const struct cb_cli *cli, const struct cb_config *cfg,
+			  const struct cb_opts *guests, size_t n)
+{
+	char **errors = cb_xcalloc(n + 1, sizeof(*errors));
+
+	for (size_t i = 0; i < n; i++)
+		if (check_guest_paths(cli, cfg, &guests[i]) < 0)
+			errors[i] = cb_xstrdup(cb_last_error());
+	return errors;
+}
+
+/* The job stopped before its first guest: the error goes wherever the
+ * configuration got far enough to say (JSON, json-status, mail), and
+ * always to stderr and syslog. */
+static int config_failed(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
+{
+	char *msg = cb_xstrdup(cb_last_error());
+	struct cb_opts o;
+	struct cb_job_status js;
+
+	cb_err(log, "%s", msg);
+	cb_log_syslog(LOG_ERR, "Backup job failed - %s", msg);
+	if (cb_config_resolve(cfg, NULL, &cli->kv, &o) == 0) {
+		cb_jobstatus_init(&js, cli->cmdline);
+		cb_jobstatus_set_error(&js, msg);
+		report_job(&js, &o, CB_EXIT_USAGE, log);
+		cb_jobstatus_release(&js);
+		cb_opts_release(&o);
+	}
+	free(msg);
+	return CB_EXIT_USAGE;
 }
 
 static void free_guests(struct cb_opts *guests, size_t n)
@@ -237,19 +341,19 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 	struct cb_lock lock = CB_LOCK_INIT;
 	struct cb_opts *guests, job_opts;
 	struct cb_job_status js;
-	size_t n, failed;
+	size_t n, failed, misconfigured = 0;
+	char **cfg_errors = NULL;
 	int status, lock_status;
 
-	if (resolve_all(cli, cfg, &guests, &n) < 0) {
-		cb_err(log, "%s", cb_last_error());
-		return CB_EXIT_USAGE;
-	}
 	for (size_t i = 0; i < cfg->warnings.n; i++)
 		cb_warn(log, "%s", cfg->warnings.v[i]);
+	if (resolve_all(cli, cfg, &guests, &n) < 0)
+		return config_failed(cli, cfg, log);
 	if (check_job(cli, guests, n, log) < 0) {
 		free_guests(guests, n);
-		return CB_EXIT_USAGE;
+		return config_failed(cli, cfg, log);
 	}
+	cfg_errors = check_paths(cli, cfg, guests, n);
 	/* job-level keys (the job hooks' script, dumpdir, storage; lockwait,
 	 * quiet, verbose; mailto, json-status): global < its storage <
 	 * command line, the same whichever guest comes first; resolved once, a
@@ -268,12 +372,14 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 	if (job_hook(&job_opts, "job-init", log) < 0) {
 		cb_jobstatus_set_error(&js, cb_last_error());
 		cb_err(log, "Backup job failed - %s", cb_last_error());
+		cb_log_syslog(LOG_ERR, "Backup job failed - %s", cb_last_error());
 		status = CB_EXIT_FAILED;
 		goto out;
 	}
 	lock_status = take_global_lock(&lock, &job_opts, log);
 	if (lock_status != 0) {
 		cb_jobstatus_set_error(&js, cb_last_error());
+		cb_log_syslog(LOG_ERR, "Backup job failed - %s", cb_last_error());
 		status = lock_status == 1 ? CB_EXIT_LOCKED : CB_EXIT_FAILED;
 		goto out;
 	}
@@ -282,14 +388,16 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 		status = abort_job(&job_opts, log, &js);
 		goto out;
 	}
-	failed = run_guests(guests, n, log, &js);
+	failed = run_guests(guests, n, cfg_errors, log, &js, &misconfigured);
 	/* as vzdump: job-end runs inside the job, so its failure fails the job */
 	if (job_hook(&job_opts, "job-end", log) < 0) {
 		status = abort_job(&job_opts, log, &js);
 		goto out;
 	}
 	cb_info(log, "Backup job finished %s", failed ? "with errors" : "successfully");
-	status = failed ? CB_EXIT_FAILED : CB_EXIT_OK;
+	cb_log_syslog(failed ? LOG_ERR : LOG_INFO, "Backup job finished %s (%zu of %zu guests failed)",
+		      failed ? "with errors" : "successfully", failed, n);
+	status = misconfigured ? CB_EXIT_USAGE : failed ? CB_EXIT_FAILED : CB_EXIT_OK;
 out:
 	cb_lock_release(&lock);   /* the next job need not wait for the mail */
 	report_job(&js, &job_opts, status, log);
@@ -299,6 +407,9 @@ out:
 		if (cb_trash_wait(js.guests[i].trash) < 0)
 			cb_warn(log, "%s", cb_last_error());
 	cb_jobstatus_release(&js);
+	for (size_t i = 0; i < n; i++)
+		free(cfg_errors[i]);
+	free(cfg_errors);
 	free_guests(guests, n);
 	cb_opts_release(&job_opts);
 	return status;

@@ -3,6 +3,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cb_log.h"
@@ -93,8 +95,14 @@ void cb_log_vline(struct cb_log *log, enum cb_log_level lvl, const char *fmt, va
 	to_stderr = lvl <= CB_LOG_WARN || !log->quiet;
 	if (to_stderr)
 		fprintf(stderr, "%s: %s\n", level_prefix[lvl], msg);
-	if (log->file)
-		fprintf(log->file, "%s: %s\n", level_prefix[lvl], msg);
+	if (log->file) {
+		/* vzdump's task log: "2026-12-03 03:00:01 INFO: ..." */
+		char stamp[32];
+		time_t now = time(NULL);
+		struct tm tm;
+		strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", localtime_r(&now, &tm));
+		fprintf(log->file, "%s %s: %s\n", stamp, level_prefix[lvl], msg);
+	}
 	free(msg);
 }
 
@@ -104,4 +112,24 @@ void cb_log_line(struct cb_log *log, enum cb_log_level lvl, const char *fmt, ...
 	va_start(ap, fmt);
 	cb_log_vline(log, lvl, fmt, ap);
 	va_end(ap);
+}
+
+void cb_log_syslog(int priority, const char *fmt, ...)
+{
+	static int opened;
+	char *raw, *msg;
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vasprintf(&raw, fmt, ap) < 0)
+		raw = cb_xstrdup(fmt);
+	va_end(ap);
+	msg = log_quote(raw);
+	if (!opened) {
+		openlog("cbackup", LOG_PID, LOG_DAEMON);
+		opened = 1;
+	}
+	syslog(priority, "%s", msg);
+	free(raw);
+	free(msg);
 }

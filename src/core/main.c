@@ -59,5 +59,9 @@ int main(int argc, char **argv)
 	}
 	status = run_command(&cli, &log);
 	cb_cli_release(&cli);
+	if (status != CB_EXIT_OK && cb_interrupted())
+		status = CB_EXIT_SIGNAL + cb_interrupted();
+	else if (status != CB_EXIT_OK && cb_stdout_gone())
+		status = CB_EXIT_PIPE;
 	return status;
 }

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -619,4 +620,14 @@ void cb_node_name(char *buf, size_t len)
 		snprintf(buf, len, "localhost");
 	buf[len - 1] = '\0';
 	buf[strcspn(buf, ".")] = '\0';
+}
+
+int cb_stdout_gone(void)
+{
+	struct pollfd pfd = { STDOUT_FILENO, POLLOUT, 0 };
+	struct stat st;
+
+	if (fstat(STDOUT_FILENO, &st) < 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
+		return 0;
+	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP));
 }

@@ -221,6 +221,10 @@ build_helpers || { echo "Bail out! cannot build tests/helpers"; exit 1; }
 
 # ---- running cbackup -----------------------------------------------------
 
+# the timestamp that starts every line of a guest's .log, as vzdump's
+# ("2026-12-03 03:00:01 INFO: ..."): grep -E "^${TS}INFO: ..." FILE.log
+TS='[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} '
+
 # cbackup_run RC ARGS...: run cbackup, output in $CB_OUT / $CB_ERR; fail
 # (showing both) unless it exits with RC. CB_STAGE_WORKERS=N runs every
 # backup with --stage-workers N (to run a script unchanged with 1, 2, 8).
@@ -585,7 +589,7 @@ dir_empty() {
 
 # error_names ID PHASE-ERE CAUSE-ERE: the ERROR line of guest ID names both
 error_names() {
-	grep -E "^ERROR: Backup of (CT|VM) $1 failed - $2.*$3" "$CB_ERR" && return 0
+	grep -E "^ERROR: Backup of VM $1 failed - $2.*$3" "$CB_ERR" && return 0
 	echo "no line 'ERROR: Backup of .. $1 failed - $2 ... $3' in:"
 	cat "$CB_ERR"
 	return 1

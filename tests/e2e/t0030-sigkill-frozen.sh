@@ -109,7 +109,7 @@ test_expect_success ROOT,CGROUP2 'SIGTERM in the final sync: the handler thaws, 
 	[ "$RC" != 0 ]
 	grep -x "INFO: resuming guest" "$CB_ERR"
 	guest_runs_again "$cg"
-	grep "^ERROR: Backup of CT 305 failed - final sync: .*signal TERM" "$CB_ERR"
+	grep "^ERROR: Backup of VM 305 failed - final sync: .*signal TERM" "$CB_ERR"
 	no_tmp_files "$SCRATCH/dump-305"
 	test -z "$(ls "$SCRATCH/dump-305" | grep "\.tar")"
 	test -z "$(ls -A "$SCRATCH/tmp-305")" || { echo "staging left:"; ls -la "$SCRATCH/tmp-305"; false; }

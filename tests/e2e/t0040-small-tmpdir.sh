@@ -19,7 +19,7 @@ test_expect_success ROOT,TMPFS 'backup fails before the freeze, nothing left beh
 		--freeze-cmd "touch $SCRATCH/froze" --thaw-cmd "touch $SCRATCH/thawed"
 	cat "$CB_ERR"
 	grep -E "^ERROR: .*(space|ENOSPC)" "$CB_ERR"
-	grep "^ERROR: Backup of CT 401 failed - " "$CB_ERR"
+	grep "^ERROR: Backup of VM 401 failed - " "$CB_ERR"
 	test ! -e "$SCRATCH/froze" || { echo "the guest was frozen"; false; }
 	test -z "$(ls -A "$SCRATCH/tmp")" || { echo "left in tmpdir:"; ls -la "$SCRATCH/tmp"; false; }
 	no_tmp_files "$SCRATCH/dump"
@@ -44,7 +44,7 @@ test_expect_success ROOT,TMPFS 'storage full while writing the archive: clean fa
 		--dumpdir "$SCRATCH/smalldump" --compress zstd --mode suspend \
 		--freeze-cmd "touch $SCRATCH/froze" --thaw-cmd "touch $SCRATCH/thawed"
 	cat "$CB_ERR"
-	grep -E "^ERROR: Backup of CT 403 failed - .*space" "$CB_ERR"
+	grep -E "^ERROR: Backup of VM 403 failed - .*space" "$CB_ERR"
 	# frozen or not (a preflight may catch it first), never left frozen
 	test ! -e "$SCRATCH/froze" || test -e "$SCRATCH/thawed"
 	no_tmp_files "$SCRATCH/smalldump"

@@ -1,8 +1,9 @@
 #!/bin/bash
 # A config-driven job over three guests, one of them broken (its root is
-# missing): the broken one is an "ERROR: Backup of CT N failed - reason",
-# the job goes on, the others are archived with a .sha256 that
-# `sha256sum -c` accepts, and the job ends "with errors" and exit 1.
+# missing): the broken one is an "ERROR: Backup of VM N failed - reason"
+# naming FILE:LINE, the job goes on, the others are archived with a .sha256
+# that `sha256sum -c` accepts, and the job ends "with errors" and exit 2 (a
+# configuration error: issue 28).
 # --all --exclude, ID order, storage sections and precedence, --dumpdir
 # overriding the storage, --quiet, usage errors (exit 2).
 . "$(dirname "$0")/lib.sh"
@@ -35,14 +36,14 @@ test_expect_success 'setup: three guests, 102 without its root' '
 	CONF
 '
 
-test_expect_success '--all: the broken guest fails, the job goes on, exit 1' '
-	cbackup_run 1 --all --config "$CONF"
+test_expect_success '--all: the broken guest fails, the job goes on, exit 2' '
+	cbackup_run 2 --all --config "$CONF"
 	cat "$CB_ERR"
 	grep -x "INFO: starting new backup job: cbackup --all --config $CONF" "$CB_ERR"
-	grep -E "^ERROR: Backup of CT 102 failed - .*root.*ct102-missing" "$CB_ERR"
-	grep -x "INFO: Finished Backup of CT 101 ([0-9][0-9]:[0-9][0-9]:[0-9][0-9])" "$CB_ERR"
-	grep -x "INFO: Finished Backup of CT 103 ([0-9][0-9]:[0-9][0-9]:[0-9][0-9])" "$CB_ERR"
-	test_must_fail grep "Finished Backup of CT 102" "$CB_ERR"
+	grep -E "^ERROR: Backup of VM 102 failed - $CONF:[0-9]+: key .root.: root .*ct102-missing. does not exist" "$CB_ERR"
+	grep -x "INFO: Finished Backup of VM 101 ([0-9][0-9]:[0-9][0-9]:[0-9][0-9])" "$CB_ERR"
+	grep -x "INFO: Finished Backup of VM 103 ([0-9][0-9]:[0-9][0-9]:[0-9][0-9])" "$CB_ERR"
+	test_must_fail grep "Finished Backup of VM 102" "$CB_ERR"
 	test "$(tail -n 1 "$CB_ERR")" = "INFO: Backup job finished with errors"
 	test_must_fail grep "finished successfully" "$CB_ERR"
 '
@@ -58,13 +59,13 @@ test_expect_success 'storage section and guest section decide the codec' '
 '
 
 test_expect_success 'the guests ran in file order, each with its own .log' '
-	grep -E "^INFO: Starting Backup of CT" "$CB_ERR" >order
-	printf "INFO: Starting Backup of CT %s (ct)\n" 101 102 103 | diff -u - order
+	grep -E "^INFO: Starting Backup of VM" "$CB_ERR" >order
+	printf "INFO: Starting Backup of VM %s (lxc)\n" 101 102 103 | diff -u - order
 	a101=$(find_archive "$DUMP" ct 101 .gz)
-	grep -x "INFO: Starting Backup of CT 101 (ct)" "${a101%.tar.gz}.log"
+	grep -Ex "${TS}INFO: Starting Backup of VM 101 \(lxc\)" "${a101%.tar.gz}.log"
 	test_must_fail grep "CT 103" "${a101%.tar.gz}.log"
 	# the failed guest keeps its log, with the reason (as vzdump does)
-	grep -E "^ERROR: Backup of CT 102 failed - " "$DUMP"/cbackup-ct-102-*.log
+	grep -E "^${TS}ERROR: Backup of VM 102 failed - " "$DUMP"/cbackup-ct-102-*.log
 '
 
 test_expect_success '.sha256 files check out with sha256sum -c in the dump directory' '
@@ -107,27 +108,27 @@ test_expect_success '--dumpdir wins over the storage path' '
 test_expect_success 'cbackup ID...: the guests given, in the order given' '
 	mkdir "$SCRATCH/dump3"
 	cbackup_run 0 103 101 --config "$CONF" --dumpdir "$SCRATCH/dump3"
-	grep -E "^INFO: Starting Backup of CT" "$CB_ERR" >order
-	printf "INFO: Starting Backup of CT %s (ct)\n" 103 101 | diff -u - order
+	grep -E "^INFO: Starting Backup of VM" "$CB_ERR" >order
+	printf "INFO: Starting Backup of VM %s (lxc)\n" 103 101 | diff -u - order
 	find_archive "$SCRATCH/dump3" ct 101 .gz
 	find_archive "$SCRATCH/dump3" ct 103 .lzo
 '
 
-test_expect_success 'a named broken guest alone: exit 1, nothing archived' '
+test_expect_success 'a named broken guest alone: exit 2, nothing archived' '
 	mkdir "$SCRATCH/dump4"
-	cbackup_run 1 102 --config "$CONF" --dumpdir "$SCRATCH/dump4"
-	grep -E "^ERROR: Backup of CT 102 failed - " "$CB_ERR"
+	cbackup_run 2 102 --config "$CONF" --dumpdir "$SCRATCH/dump4"
+	grep -E "^ERROR: Backup of VM 102 failed - " "$CB_ERR"
 	test "$(tail -n 1 "$CB_ERR")" = "INFO: Backup job finished with errors"
 	test -z "$(ls "$SCRATCH/dump4" | grep "\.tar")"
 '
 
 test_expect_success '--quiet: only warnings and errors on stderr, the .log has all' '
 	mkdir "$SCRATCH/dump5"
-	cbackup_run 1 --all --quiet --config "$CONF" --dumpdir "$SCRATCH/dump5"
-	grep -E "^ERROR: Backup of CT 102 failed - " "$CB_ERR"
+	cbackup_run 2 --all --quiet --config "$CONF" --dumpdir "$SCRATCH/dump5"
+	grep -E "^ERROR: Backup of VM 102 failed - " "$CB_ERR"
 	test_must_fail grep "^INFO:" "$CB_ERR"
 	a=$(find_archive "$SCRATCH/dump5" ct 101 .gz)
-	grep -x "INFO: Finished Backup of CT 101 ([0-9][0-9]:[0-9][0-9]:[0-9][0-9])" "${a%.tar.gz}.log"
+	grep -Ex "${TS}INFO: Finished Backup of VM 101 \([0-9]{2}:[0-9]{2}:[0-9]{2}\)" "${a%.tar.gz}.log"
 '
 
 test_expect_success 'an ID not in the config: exit 2, nothing touched' '

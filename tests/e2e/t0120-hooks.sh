@@ -127,8 +127,8 @@ test_expect_success 'hook output (stdout and stderr) goes into the guest'"'"'s .
 	a101=$(find_archive "$DUMP" ct 101 .zst)
 	log=${a101%.tar.zst}.log
 	for phase in backup-start pre-stop pre-restart post-restart backup-end; do
-		grep -x "INFO: hook-stdout $phase 101" "$log"
-		grep -x "INFO: hook-stderr $phase 101" "$log"
+		grep -Ex "${TS}INFO: hook-stdout $phase 101" "$log"
+		grep -Ex "${TS}INFO: hook-stderr $phase 101" "$log"
 	done
 	test_must_fail grep "102" "$log"
 	# log-end runs after the log is closed: its output is on stderr only
@@ -140,7 +140,7 @@ test_expect_success 'hook output (stdout and stderr) goes into the guest'"'"'s .
 test_expect_success 'the freeze hooks surround the frozen part of the log' '
 	a101=$(find_archive "$DUMP" ct 101 .zst)
 	grep -nE "hook-stdout (pre-stop|pre-restart|post-restart)|suspending guest|starting final sync|resuming guest|guest is online" \
-		"${a101%.tar.zst}.log" | cut -d: -f2- | sed "s/ (.*//; s/ after .*//; s/ sync .*/ sync/" >seq
+		"${a101%.tar.zst}.log" | sed -E "s/^[0-9]+:$TS//" | sed "s/ (.*//; s/ after .*//; s/ sync .*/ sync/" >seq
 	cat >expected <<-EOF
 	INFO: hook-stdout pre-stop 101
 	INFO: suspending guest
@@ -165,7 +165,7 @@ test_expect_success '"script" in the config file works like --script' '
 test_expect_success 'backup-start fails for 101: that guest fails, backup-abort runs, 102 goes on' '
 	reset_dump
 	HOOK_FAIL=backup-start:101 run_job 1
-	grep -E "^ERROR: Backup of CT 101 failed - .*hook.*backup-start.*7" "$CB_ERR"
+	grep -E "^ERROR: Backup of VM 101 failed - .*hook.*backup-start.*7" "$CB_ERR"
 	cat >expected <<-EOF
 	job-init - -
 	job-start - -
@@ -185,15 +185,15 @@ test_expect_success 'backup-start fails for 101: that guest fails, backup-abort 
 	find_archive "$DUMP" ct 102 .zst
 	test "$(tail -n 1 "$CB_ERR")" = "INFO: Backup job finished with errors"
 	# the reason and the abort hook'"'"'s output are in the failed guest'"'"'s log
-	grep -E "^ERROR: Backup of CT 101 failed - " "$DUMP"/cbackup-ct-101-*.log
-	grep -x "INFO: hook-stdout backup-abort 101" "$DUMP"/cbackup-ct-101-*.log
+	grep -E "^${TS}ERROR: Backup of VM 101 failed - " "$DUMP"/cbackup-ct-101-*.log
+	grep -Ex "${TS}INFO: hook-stdout backup-abort 101" "$DUMP"/cbackup-ct-101-*.log
 '
 
 test_expect_success 'pre-restart fails: the guest is still thawed, then fails' '
 	reset_dump
 	HOOK_FAIL=pre-restart:102 run_job 1
-	grep -E "^ERROR: Backup of CT 102 failed - .*pre-restart" "$CB_ERR"
-	grep -x "INFO: resuming guest" "$DUMP"/cbackup-ct-102-*.log
+	grep -E "^ERROR: Backup of VM 102 failed - .*pre-restart" "$CB_ERR"
+	grep -Ex "${TS}INFO: resuming guest" "$DUMP"/cbackup-ct-102-*.log
 	phases | grep -A2 "^pre-restart suspend 102" | cut -d" " -f1 | tr "\n" , | grep -x "pre-restart,post-restart,backup-abort,"
 	find_archive "$DUMP" ct 101 .zst
 	test -z "$(ls "$DUMP" | grep "^cbackup-ct-102-.*\.tar")"
@@ -202,7 +202,7 @@ test_expect_success 'pre-restart fails: the guest is still thawed, then fails' '
 test_expect_success 'backup-end fails: the guest counts as failed (vzdump)' '
 	reset_dump
 	HOOK_FAIL=backup-end:101 run_job 1
-	grep -E "^ERROR: Backup of CT 101 failed - .*backup-end" "$CB_ERR"
+	grep -E "^ERROR: Backup of VM 101 failed - .*backup-end" "$CB_ERR"
 	phases | grep -A1 "^backup-end suspend 101" | tail -n 1 | grep -x "backup-abort suspend 101"
 '
 
@@ -213,7 +213,7 @@ test_expect_success 'log-end and backup-abort failing only warn' '
 	test "$(tail -n 1 "$CB_ERR")" = "INFO: Backup job finished successfully"
 	reset_dump
 	HOOK_FAIL="backup-start:101 backup-abort" run_job 1
-	grep -E "^ERROR: Backup of CT 101 failed - .*backup-start" "$CB_ERR"
+	grep -E "^ERROR: Backup of VM 101 failed - .*backup-start" "$CB_ERR"
 	grep -E "^WARN: .*backup-abort" "$CB_ERR"
 	find_archive "$DUMP" ct 102 .zst
 '

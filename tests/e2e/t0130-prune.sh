@@ -168,7 +168,7 @@ test_expect_success '--remove 0: no pruning after the backup' '
 test_expect_success 'a failed backup prunes nothing' '
 	mkdir "$SCRATCH/d4"
 	make_set "$SCRATCH/d4"
-	cbackup_run 1 backup --root "$SCRATCH/no-such-root" --id 101 --tmpdir "$SCRATCH/tmp" \
+	cbackup_run 2 backup --root "$SCRATCH/no-such-root" --id 101 --tmpdir "$SCRATCH/tmp" \
 		--dumpdir "$SCRATCH/d4" --prune-backups keep-last=1 --config "$EMPTY_CONF"
 	test "$(ls "$SCRATCH/d4" | grep -c "^cbackup-ct-101-.*\.tar\.zst$")" = 24
 '

@@ -63,12 +63,12 @@ test_expect_success 'two guests with --stdout: exit 2, nothing written' '
 	test -z "$(ls -A "$D")"
 '
 
-test_expect_success 'a failing guest with --stdout: exit 1' '
+test_expect_success 'a guest whose root is missing with --stdout: exit 2 (configuration)' '
 	rc=0
 	"$CBACKUP" backup --root "$SCRATCH/missing" --id 103 --tmpdir "$SCRATCH/tmp" --stdout \
 		>"$SCRATCH/out.bin" 2>err || rc=$?
-	test "$rc" = 1
-	grep -E "^ERROR: Backup of CT 103 failed - " err
+	test "$rc" = 2
+	grep -E "^ERROR: Backup of VM 103 failed - option --root: root .*missing. does not exist" err
 '
 
 test_done

@@ -120,8 +120,8 @@ test_expect_success 'per-guest lock held on this host: that guest fails (exit 1)
 	hold_lock "$L/cbackup-101.lock"
 	cbackup_run 1 101 102 --config "$SCRATCH/c.conf"
 	release_lock "$HOLD_PID" "$L/cbackup-101.lock"
-	grep -E "^ERROR: Backup of CT 101 failed - .*CT 101 is locked by another cbackup on this host" "$CB_ERR"
-	grep -x "INFO: Finished Backup of CT 102 ([0-9][0-9]:[0-9][0-9]:[0-9][0-9])" "$CB_ERR"
+	grep -E "^ERROR: Backup of VM 101 failed - .*CT 101 is locked by another cbackup on this host" "$CB_ERR"
+	grep -x "INFO: Finished Backup of VM 102 ([0-9][0-9]:[0-9][0-9]:[0-9][0-9])" "$CB_ERR"
 	test "$(tail -n 1 "$CB_ERR")" = "INFO: Backup job finished with errors"
 	find_archive "$D" ct 102 .zst
 	test -z "$(ls "$D" | grep "^cbackup-ct-101-.*\.tar")"
@@ -133,7 +133,7 @@ test_expect_success 'per-guest lock file on the storage held (another host): tha
 	hold_lock "$D/.cbackup-ct-102.lock"
 	cbackup_run 1 101 102 --config "$SCRATCH/c.conf"
 	release_lock "$HOLD_PID" "$D/.cbackup-ct-102.lock"
-	grep -E "^ERROR: Backup of CT 102 failed - .*being backed up to this storage by another host.*\.cbackup-ct-102\.lock" "$CB_ERR"
+	grep -E "^ERROR: Backup of VM 102 failed - .*being backed up to this storage by another host.*\.cbackup-ct-102\.lock" "$CB_ERR"
 	find_archive "$D" ct 101 .zst
 	test -z "$(ls "$D" | grep "^cbackup-ct-102-.*\.tar")"
 '

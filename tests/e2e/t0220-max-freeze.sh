@@ -79,7 +79,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'final sync longer than max-freeze: thawe
 	no_tmp_files "$DUMP"
 	test -z "$(ls "$DUMP" | grep "cbackup-ct-601-.*\.tar")" || { ls -la "$DUMP"; false; }
 	dir_empty "$TMPD" "staging left"
-	grep "Finished Backup of CT 602" "$CB_ERR"
+	grep "Finished Backup of VM 602" "$CB_ERR"
 	a=$(find_archive "$DUMP" ct 602 .zst)
 	grep -x "INFO: Backup job finished with errors" "$CB_ERR"
 	cbackup_run 0 verify "$a"

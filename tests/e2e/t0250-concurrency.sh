@@ -35,10 +35,10 @@ test_expect_success ROOT,CGROUP2 'setup: 8 guests, each a writer in its own cgro
 test_expect_success ROOT,CGROUP2 'three jobs at once: all succeed, one after the other' '
 	"$CBACKUP" --all --config "$CONF" >"$SCRATCH/a.out" 2>"$SCRATCH/a.err" &
 	a=$!
-	wait_for 5 grep -q "Starting Backup of CT 801" "$SCRATCH/a.err"
+	wait_for 5 grep -q "Starting Backup of VM 801" "$SCRATCH/a.err"
 	"$CBACKUP" 805 806 807 808 --config "$CONF" --lockwait 1 >"$SCRATCH/b.out" 2>"$SCRATCH/b.err" &
 	b=$!
-	wait_for 10 grep -q "Starting Backup of CT 804" "$SCRATCH/a.err"
+	wait_for 10 grep -q "Starting Backup of VM 804" "$SCRATCH/a.err"
 	"$CBACKUP" --all --config "$CONF" --lockwait 1 >"$SCRATCH/c.out" 2>"$SCRATCH/c.err" &
 	c=$!
 	ra=0 rb=0 rc=0

@@ -72,9 +72,9 @@ test_expect_success ROOT,CGROUP2 'a running guest: status = running, frozen for 
 
 test_expect_success ROOT,CGROUP2 'a cgroup without a freezer file is still a configuration error' '
 	mkdir "$SCRATCH/notacg"
-	cbackup_run 1 backup --root "$SRC" --id 909 --tmpdir "$SCRATCH/tmp" --dumpdir "$D" \
+	cbackup_run 2 backup --root "$SRC" --id 909 --tmpdir "$SCRATCH/tmp" --dumpdir "$D" \
 		--freeze-cgroup "$SCRATCH/notacg"
-	test_has "$CB_ERR" "not found \(no cgroup.freeze"
+	test_has "$CB_ERR" "option --freeze-cgroup: freeze cgroup .* not found \(no cgroup.freeze"
 '
 
 test_done

@@ -161,7 +161,7 @@ test_expect_success 'backup over QMP: paused exactly between pre-stop and post-r
 	grep -qx "pre-restart paused" "$HOOKLOG"
 	grep -qx "post-restart running" "$HOOKLOG"
 	[ "$(qmp "$SOCK" status)" = running ]
-	in_order "$CB_ERR" "^INFO: Starting Backup of VM 200 \(vm\)$" \
+	in_order "$CB_ERR" "^INFO: Starting Backup of VM 200 \(qemu\)$" \
 		"^INFO: starting first sync" \
 		"^INFO: suspending guest \(qmp\)$" \
 		"^INFO: final sync finished \([0-9.]+ seconds\)$" \

@@ -65,7 +65,7 @@ test_expect_success 'symlinks planted by another user in a world-writable dump d
 	test ! -L "$a"
 	cbackup_run 0 verify "$a"
 	test ! -L "${a%.tar.zst}.log"
-	test_has "${a%.tar.zst}.log" "Starting Backup of CT 101"
+	test_has "${a%.tar.zst}.log" "Starting Backup of VM 101"
 	rm -rf "$DUMP"/* "$DUMP"/.cbackup*
 	chmod 0755 "$DUMP"
 '
@@ -98,7 +98,7 @@ test_expect_success 'back to back backups: each its own archive and log' '
 	backup 0
 	test "$(ls "$DUMP"/*.tar.zst | wc -l)" = 2
 	test "$(ls "$DUMP"/*.log | wc -l)" = 2
-	for l in "$DUMP"/*.log; do test_has "$l" "Finished Backup of CT 101"; done
+	for l in "$DUMP"/*.log; do test_has "$l" "Finished Backup of VM 101"; done
 '
 
 test_expect_success 'the lock directory is created 0700' '

@@ -69,7 +69,7 @@ test_expect_success 'a private dir pre-created by another user is refused, namin
 	as_nobody mkdir -m 0700 "$TMPD/cbackup"
 	plant_copy "$TMPD/cbackup/cbackup-101.stage"
 	backup 1 --keep-staging 1
-	test_has "$CB_ERR" "^ERROR: Backup of CT 101 failed - staging: .*/tmp/cbackup. is owned by uid 65534, not by uid 0"
+	test_has "$CB_ERR" "^ERROR: Backup of VM 101 failed - staging: .*/tmp/cbackup. is owned by uid 65534, not by uid 0"
 	test -z "$(ls "$DUMP"/*.tar.zst 2>/dev/null)"
 	backup 1
 	test_has "$CB_ERR" "owned by uid 65534"

@@ -72,7 +72,7 @@ backup() {  # ID RC [ARGS...]
 test_expect_success ROOT 'the staging directory swapped for a symlink: refused, nothing of the host archived' '
 	SWAP=root backup 465 1
 	test -s "$SCRATCH/stage-465"
-	test_has "$CB_ERR" "ERROR: Backup of CT 465 failed - .*symlink"
+	test_has "$CB_ERR" "ERROR: Backup of VM 465 failed - .*symlink"
 	for a in "$SCRATCH"/dump-465/*.tar.zst; do
 		[ -e "$a" ] || continue
 		archive_texts "$a" >texts
@@ -99,7 +99,7 @@ test_expect_success ROOT 'a staged directory flipping with a symlink to the host
 		else
 			# caught between its type and its read, the entry fails the
 			# guest: refused, nothing of the host read, no archive
-			test_has "$CB_ERR" "^ERROR: Backup of CT $id failed - archive: "
+			test_has "$CB_ERR" "^ERROR: Backup of VM $id failed - archive: "
 			no_tmp_files "$SCRATCH/dump-$id"
 			test -z "$(ls "$SCRATCH/dump-$id" | grep "\.tar")"
 		fi

@@ -70,26 +70,26 @@ test_expect_success 'a successful job (mailnotification always, the default) sen
 	test_has "$MAIL/1.msg" "^To: root@example.com, backup-admin@example.org\$"
 	test_has "$MAIL/1.msg" "^101 +web-101 +ok +[0-9:]{8} +[0-9.]+[KMGT]B +$D/cbackup-ct-101-.*\\.tar\\.zst\$"
 	test_has "$MAIL/1.msg" "^TOTAL +1 guest\\(s\\), 0 not ok"
-	test_has "$MAIL/1.msg" "^101: INFO: Finished Backup of CT 101"
+	test_has "$MAIL/1.msg" "^101: ${TS}INFO: Finished Backup of VM 101"
 	test_has "$CB_ERR" "^INFO: mail report sent to root@example.com, backup-admin@example.org\$"
 '
 
 test_expect_success 'one failing guest: one message, subject failed, both rows and both logs' '
 	reset_mail
-	# 102 fails in preflight (its root is gone), 101 is fine
+	# 102 fails on its configuration (its root is gone: exit 2), 101 is fine
 	mv "$SCRATCH/ct102" "$SCRATCH/ct102.away"
-	cbackup_run 1 101 102 --config "$CONF" --mailnotification failure
+	cbackup_run 2 101 102 --config "$CONF" --mailnotification failure
 	mv "$SCRATCH/ct102.away" "$SCRATCH/ct102"
 	test "$(mails)" = 1
 	m=$MAIL/1.msg
 	test_has "$m" "^Subject: cbackup backup status \\(.*\\): backup failed\$"
 	test_has "$m" "^101 +web-101 +ok +[0-9:]{8} +[0-9.]+[KMGT]B +$D/cbackup-ct-101-"
-	test_has "$m" "^102 +CT102 +failed +[0-9:]{8} +- +preflight: root .*ct102.*No such file"
+	test_has "$m" "^102 +CT102 +failed +[0-9:]{8} +- +.*:[0-9]+: key .root.: root .*ct102. does not exist"
 	test_has "$m" "^TOTAL +2 guest\\(s\\), 1 not ok"
-	test_has "$m" "^101: INFO: Starting Backup of CT 101 \\(ct\\)\$"
-	test_has "$m" "^101: INFO: Finished Backup of CT 101"
-	test_has "$m" "^102: INFO: Starting Backup of CT 102 \\(ct\\)\$"
-	test_has "$m" "^102: ERROR: Backup of CT 102 failed - preflight"
+	test_has "$m" "^101: ${TS}INFO: Starting Backup of VM 101 \\(lxc\\)\$"
+	test_has "$m" "^101: ${TS}INFO: Finished Backup of VM 101"
+	test_has "$m" "^102: ${TS}INFO: Starting Backup of VM 102 \\(lxc\\)\$"
+	test_has "$m" "^102: ${TS}ERROR: Backup of VM 102 failed - .*root .*does not exist"
 '
 
 test_expect_success 'the lock is not obtained (exit 3): a message says so' '

@@ -33,7 +33,7 @@ test_expect_success 'setup: a good guest, a guest whose root is missing, a froze
 '
 
 test_expect_success 'backup --output-format json: one valid JSON document on stdout' '
-	cbackup_run 1 101 102 --config "$CONF" --output-format json
+	cbackup_run 2 101 102 --config "$CONF" --output-format json
 	"$PY" -m json.tool "$CB_OUT" >pretty
 	test_lacks "$CB_OUT" "^(INFO|WARN|ERROR):"
 	test_has "$CB_ERR" "^INFO: Backup job finished with errors\$"
@@ -41,7 +41,7 @@ test_expect_success 'backup --output-format json: one valid JSON document on std
 '
 
 test_expect_success 'the job fields' '
-	test "$(jq "d[\"exit_status\"]" job.json)" = 1
+	test "$(jq "d[\"exit_status\"]" job.json)" = 2
 	test "$(jq "d[\"status\"]" job.json)" = failed
 	test "$(jq "d[\"error\"]" job.json)" = None
 	test "$(jq "d[\"host\"]" job.json)" = "$(hostname | cut -d. -f1)"
@@ -71,7 +71,7 @@ test_expect_success 'the good guest: archive, size, checksum, durations, freeze 
 test_expect_success 'the failing guest: status, error, no archive' '
 	g="d[\"guests\"][1]"
 	test "$(jq "$g[\"id\"], $g[\"status\"]" job.json)" = "102 failed"
-	jq "$g[\"error\"]" job.json | grep -E "^preflight: root .*ct102-missing.*No such file"
+	jq "$g[\"error\"]" job.json | grep -E "^$CONF:[0-9]+: key .root.: root .*ct102-missing. does not exist"
 	for k in archive size sha256 first_sync_seconds final_sync_seconds freeze_seconds archive_seconds stored_raw_bytes; do
 		test "$(jq "$g[\"$k\"]" job.json)" = None
 	done

@@ -43,7 +43,7 @@ test_expect_success ROOT 'the removal runs after the guest'"'"'s and the job'"'"
 	cat "$CB_ERR"
 	warn=$(line_of "$CB_ERR" "^WARN: cannot remove the staging copy")
 	test -n "$warn"
-	test "$(line_of "$CB_ERR" "^INFO: Finished Backup of CT 704")" -lt "$warn"
+	test "$(line_of "$CB_ERR" "^INFO: Finished Backup of VM 704")" -lt "$warn"
 	test "$(line_of "$CB_ERR" "^INFO: Backup job finished successfully")" -lt "$warn"
 '
 
