@@ -49,5 +49,6 @@ uint64_t cb_sink_bytes(const struct cb_sink *s);
  * no checksum was computed). */
 const char *cb_sink_sha256(const struct cb_sink *s);
 double cb_sink_write_seconds(const struct cb_sink *s);  /* time spent in write(2) */
+double cb_sink_throttled_seconds(const struct cb_sink *s);  /* time held back by bwlimit */
 
 #endif

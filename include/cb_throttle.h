@@ -13,6 +13,7 @@ struct cb_throttle {
 	double rate;      /* bytes per second; 0 = unlimited */
 	double tokens;
 	double last;
+	double waited;    /* seconds slept for the rate, in all */
 };
 
 void cb_throttle_init(struct cb_throttle *t, long kib_per_s);

@@ -340,6 +340,24 @@ static int preflight(struct guest_run *r)
 	return check_space(r);
 }
 
+/* The final sync in words: rsync's counters would say "Number of files: 1,
+ * Total file size: 0 bytes" for a tracked pass that looked at one changed
+ * directory, which reads as an empty guest. */
+static void log_final_stats(struct guest_run *r, const struct cb_stage_stats *s, int tracked)
+{
+	char copied[32];
+
+	cb_fmt_bytes(copied, sizeof(copied), s->transferred_size);
+	cb_info(r->log, "final sync: %s %llu %s%s; copied %llu changed file(s) (%s), removed %llu",
+		tracked ? "checked" : "compared all", (unsigned long long)s->files,
+		s->files == 1 ? "entry" : "entries",
+		tracked ? " in the directories that changed since the first sync"
+			: " with the first sync's copy",
+		(unsigned long long)s->files_transferred, copied, (unsigned long long)s->deleted);
+	cb_info(r->log, "final sync finished (%.2f seconds)", s->seconds);
+	cb_verbose(r->log, "final sync took %.1f ms", s->seconds * 1000);
+}
+
 static void log_sync_stats(struct guest_run *r, const char *which, const struct cb_stage_stats *s)
 {
 	cb_info(r->log, "Number of files: %llu", (unsigned long long)s->files);
@@ -429,13 +447,16 @@ static int sync_mps(struct guest_run *r, int final)
 		cb_progress_end(&r->progress);
 		if (ret < 0)
 			return cb_error_prefix("%s sync of '%s'", which, mp->source);
-		log_sync_stats(r, which, &stats);
+		if (final)
+			log_final_stats(r, &stats, 0);
+		else
+			log_sync_stats(r, which, &stats);
 		log_cloned(r, final, &stats);
 	}
 	return 0;
 }
 
-static int sync_pass(struct guest_run *r, int final)
+static int sync_pass(struct guest_run *r, int final, int tracked)
 {
 	struct cb_stage_stats stats = { 0 };
 	int ret;
@@ -454,7 +475,10 @@ static int sync_pass(struct guest_run *r, int final)
 	cb_progress_end(&r->progress);
 	if (ret < 0)
 		return cb_error_prefix("%s sync", final ? "final" : "first");
-	log_sync_stats(r, final ? "final" : "first", &stats);
+	if (final)
+		log_final_stats(r, &stats, tracked);
+	else
+		log_sync_stats(r, "first", &stats);
 	*(final ? &r->res->final_sync : &r->res->first_sync) = stats.seconds;
 	log_cloned(r, final, &stats);
 	return sync_mps(r, final);
@@ -549,13 +573,15 @@ static int frozen_section(struct guest_run *r, int (*work)(struct guest_run *))
 
 static int final_sync(struct guest_run *r)
 {
+	int tracked = r->track != NULL;
+
 	/* frozen now: what tracking saw is complete (cb_track.h) */
 	if (r->track) {
 		cb_stage_set_dir_hook(r->stage, NULL, NULL);
 		cb_stage_set_changes(r->stage, cb_track_finish(r->track, &r->guest));
 	}
 	r->track = NULL;
-	return sync_pass(r, 1);
+	return sync_pass(r, 1, tracked);
 }
 
 /* Before pass 1: changes from now on are tracked (containers only). */
@@ -576,15 +602,15 @@ static int stage_guest(struct guest_run *r)
 	if (open_stage(r) < 0)
 		return -1;
 	if (r->stopped)   /* nothing runs: one pass is the whole copy */
-		return sync_pass(r, 0);
+		return sync_pass(r, 0, 0);
 	if (r->mode == CB_MODE_STOP) {
 		frozen_at = cb_now();
 		if (freeze(r, 0) < 0)
 			return -1;
-		return finish_freeze(r, frozen_at, 0, sync_pass(r, 0));
+		return finish_freeze(r, frozen_at, 0, sync_pass(r, 0, 0));
 	}
 	start_tracking(r);
-	if (sync_pass(r, 0) < 0)
+	if (sync_pass(r, 0, 0) < 0)
 		return -1;
 	if (r->track)
 		cb_stage_note_inodes(r->stage);
@@ -711,8 +737,14 @@ static void log_archive_stats(struct guest_run *r, const struct cb_archive_stats
 	cb_fmt_bytes(rr, sizeof(rr), (uint64_t)read_rate);
 	cb_fmt_bytes(cr, sizeof(cr), (uint64_t)comp_rate);
 	cb_fmt_bytes(wr, sizeof(wr), (uint64_t)write_rate);
-	cb_info(r->log, "stage rates: read %s/s, compress %s/s, write %s/s - slowest: %s", rr, cr,
-		wr, slowest);
+	/* the sink held back by bwlimit for a quarter of the run or more: the
+	 * limit set the pace, not one of the stages */
+	if (r->opts.bwlimit && cb_sink_throttled_seconds(sink) >= secs / 4)
+		cb_info(r->log, "stage rates: read %s/s, compress %s/s, write %s/s - limited by bwlimit "
+			"(%ld KB/s)", rr, cr, wr, r->opts.bwlimit);
+	else
+		cb_info(r->log, "stage rates: read %s/s, compress %s/s, write %s/s - slowest: %s", rr,
+			cr, wr, slowest);
 	cb_fmt_vzsize(size, sizeof(size), cb_sink_bytes(sink));
 	cb_info(r->log, "archive file size: %s", size);
 	r->res->stored_raw = cs.bytes_stored;

@@ -430,3 +430,8 @@ double cb_sink_write_seconds(const struct cb_sink *s)
 {
 	return s->write_seconds;
 }
+
+double cb_sink_throttled_seconds(const struct cb_sink *s)
+{
+	return s->throttle.waited;
+}

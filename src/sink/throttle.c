@@ -10,6 +10,7 @@ void cb_throttle_init(struct cb_throttle *t, long kib_per_s)
 	t->rate = kib_per_s > 0 ? kib_per_s * 1024.0 : 0;
 	t->tokens = t->rate / 4;
 	t->last = cb_now();
+	t->waited = 0;
 }
 
 /* Slices short enough that a signal (seen through cb_interrupted(), which
@@ -32,6 +33,7 @@ int cb_throttle_account(struct cb_throttle *t, size_t bytes)
 	if (t->tokens >= 0)
 		return 0;
 	until = now - t->tokens / t->rate;
+	t->waited += until - now;
 	while ((now = cb_now()) < until) {
 		double wait = until - now < SLICE_S ? until - now : SLICE_S;
 		struct timespec ts = { 0, (long)(wait * 1e9) };
