@@ -93,6 +93,10 @@ int cb_dir_names(int dfd, struct cb_strvec *names);
  * staging copy of a big guest: removal is as much work as the copy). */
 int cb_remove_tree_parallel(const char *path, int workers);
 
+/* The candidate closest to WORD (a typo: at most a third of its letters
+ * wrong, and 3), or NULL: for "did you mean". */
+const char *cb_closest_word(const char *word, const char *const *cands, size_t n);
+
 /* 1 if standard output is a pipe or socket its reader closed (`| head`):
  * what failed was the writing, and as tar a command ends quietly. */
 int cb_stdout_gone(void);

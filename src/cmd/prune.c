@@ -24,6 +24,28 @@ static const struct {
 };
 #define N_RULES (sizeof(rules) / sizeof(rules[0]))
 
+/* A typo in a rule would mean no pruning until the disk fills: an error
+ * naming the rule it most looks like. */
+static int unknown_rule(const char *tok, size_t len)
+{
+	const char *names[N_RULES + 1];
+	char *word = cb_xasprintf("%.*s", (int)len, tok);
+	const char *near;
+	int ret;
+
+	for (size_t i = 0; i < N_RULES; i++)
+		names[i] = rules[i].name;
+	names[N_RULES] = "keep-all";
+	near = cb_closest_word(word, names, N_RULES + 1);
+	if (near)
+		ret = cb_error("unknown prune rule '%s' (did you mean '%s'?)", word, near);
+	else
+		ret = cb_error("unknown prune rule '%s' (accepted: keep-last, keep-hourly, keep-daily, "
+			       "keep-weekly, keep-monthly, keep-yearly, keep-all)", word);
+	free(word);
+	return ret;
+}
+
 static int parse_one(struct cb_prune_rules *r, const char *tok)
 {
 	const char *eq = strchr(tok, '=');
@@ -46,8 +68,7 @@ static int parse_one(struct cb_prune_rules *r, const char *tok)
 			return 0;
 		}
 	}
-	return cb_error("unknown prune rule '%.*s' (accepted: keep-last, keep-hourly, keep-daily, "
-			"keep-weekly, keep-monthly, keep-yearly, keep-all)", (int)(eq - tok), tok);
+	return unknown_rule(tok, (size_t)(eq - tok));
 }
 
 /* As vzdump: a rule set that keeps nothing would delete every backup, the

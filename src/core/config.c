@@ -404,18 +404,55 @@ static int vzdump_ignored_index(const char *key)
 	return -1;
 }
 
-static void warn_unknown(struct cb_config *cfg, const struct cb_config_entry *e)
+/* An unknown key is an error (a typo would silently change the backup:
+ * "compres = zstd" ran uncompressed), with the key it most looks like. */
+static int unknown_key(const struct cb_config *cfg, const struct cb_config_entry *e)
 {
-	int i = vzdump_ignored_index(e->key);
-	char *w;
+	const char **cands;
+	const char *near;
+	size_t n = 0;
 
-	if (i < 0)
-		w = cb_xasprintf("%s:%d: unknown key '%s'", cfg->path, e->line, e->key);
-	else
-		w = cb_xasprintf("%s:%d: key '%s' is a vzdump option cbackup ignores (%s)",
-				 cfg->path, e->line, e->key, vzdump_ignored[i].why);
+	for (const struct cb_opt_schema *s = cb_opt_table; s->key; s++)
+		n++;
+	cands = cb_xcalloc(n + N_VZDUMP_IGNORED + 1, sizeof(*cands));
+	n = 0;
+	for (const struct cb_opt_schema *s = cb_opt_table; s->key; s++)
+		if (s->where != CB_WHERE_CLI)
+			cands[n++] = s->key;
+	near = cb_closest_word(e->key, cands, n);
+	free(cands);
+	if (near)
+		return cb_error("%s:%d: unknown key '%s' (did you mean '%s'?)", cfg->path, e->line,
+				e->key, near);
+	return cb_error("%s:%d: unknown key '%s' (the keys are in cbackup.conf(5))", cfg->path,
+			e->line, e->key);
+}
+
+/* A vzdump key cbackup knows but does not apply: a warning saying why. */
+static void warn_vzdump(struct cb_config *cfg, const struct cb_config_entry *e, int i)
+{
+	char *w = cb_xasprintf("%s:%d: key '%s' is a vzdump option cbackup ignores (%s)", cfg->path,
+			       e->line, e->key, vzdump_ignored[i].why);
+
 	cb_strvec_push(&cfg->warnings, w);
 	free(w);
+}
+
+/* Paths in the file are absolute: cron and systemd start cbackup in a
+ * directory that is not the admin's. */
+static int check_absolute(const struct cb_config *cfg, const struct cb_config_entry *e,
+			  const struct cb_opt_schema *s)
+{
+	static const char *const path_kinds[] = { "DIR", "FILE", "SOCKET", "SOURCE,TARGET", NULL };
+
+	if (s->type != CB_OPT_STRING && s->type != CB_OPT_LIST)
+		return 0;
+	for (int i = 0; path_kinds[i]; i++)
+		if (!strcmp(s->accepted, path_kinds[i]) && e->value[0] && e->value[0] != '/')
+			return cb_error("%s:%d: key '%s': relative path '%s' (write it from '/': cron "
+					"and systemd run cbackup in another directory)", cfg->path, e->line,
+					e->key, e->value);
+	return 0;
 }
 
 /* "global, [storage], [ct]/[vm]" for a where bit set. */
@@ -478,11 +515,13 @@ static int check_entry(struct cb_config *cfg, const struct cb_config_section *se
 	const struct cb_opt_schema *s = cb_opt_find(e->key);
 
 	*keep = s != NULL;
-	if (!s) {
-		warn_unknown(cfg, e);
+	if (!s && vzdump_ignored_index(e->key) >= 0) {
+		warn_vzdump(cfg, e, vzdump_ignored_index(e->key));
 		return 0;
 	}
-	if (check_where(cfg, sec, e, s) < 0)
+	if (!s)
+		return unknown_key(cfg, e);
+	if (check_where(cfg, sec, e, s) < 0 || check_absolute(cfg, e, s) < 0)
 		return -1;
 	if (cb_opts_set(scratch, s->key, e->value, NULL) < 0)
 		return cb_error_prefix("%s:%d: key '%s'", cfg->path, e->line, e->key);

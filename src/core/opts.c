@@ -420,6 +420,17 @@ int cb_mp_split(const char *value, char **source, char **target)
 	return 0;
 }
 
+/* vzdump's exclude-path is a list split on blanks ("/tmp/?* /var/cache/?*"). */
+static int split_blanks(struct cb_strvec *v, const char *value)
+{
+	char *copy = cb_xstrdup(value), *save = NULL;
+
+	for (char *t = strtok_r(copy, " \t", &save); t; t = strtok_r(NULL, " \t", &save))
+		cb_strvec_push(v, t);
+	free(copy);
+	return 0;
+}
+
 static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const char *value)
 {
 	char *field = (char *)o + s->offset;
@@ -454,6 +465,8 @@ static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const cha
 			return cb_error("empty value");
 		if (s->offset == OFF(mps) && cb_mp_split(value, NULL, NULL) < 0)
 			return -1;
+		if (s->offset == OFF(exclude_paths))
+			return split_blanks((struct cb_strvec *)field, value);
 		cb_strvec_push((struct cb_strvec *)field, value);
 		return 0;
 	}

@@ -622,6 +622,46 @@ void cb_node_name(char *buf, size_t len)
 	buf[strcspn(buf, ".")] = '\0';
 }
 
+/* Levenshtein distance of a and b (short words: keys, commands). */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), *row = cb_xcalloc(lb + 1, sizeof(*row)), d;
+
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t diag = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	d = row[lb];
+	free(row);
+	return d;
+}
+
+const char *cb_closest_word(const char *word, const char *const *cands, size_t n)
+{
+	size_t best = (size_t)-1, limit = strlen(word) / 3 + 1;
+	const char *found = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t d = cands[i] ? edit_distance(word, cands[i]) : (size_t)-1;
+		if (d < best) {
+			best = d;
+			found = cands[i];
+		}
+	}
+	return best <= (limit > 3 ? 3 : limit) ? found : NULL;
+}
+
 int cb_stdout_gone(void)
 {
 	struct pollfd pfd = { STDOUT_FILENO, POLLOUT, 0 };

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Configuration errors: a bad value is exit 2 naming FILE:LINE and the key
-# (nothing touched); an unknown key is a warning with its line and the
-# backup goes on; vzdump's "key: value" lines work.
+# (nothing touched); an unknown key is an error (exit 2) with its line and
+# the key it most looks like, a relative path too (issue 28); vzdump's
+# "key: value" lines work.
 . "$(dirname "$0")/lib.sh"
 
 SRC=$SCRATCH/src
@@ -43,17 +44,43 @@ test_expect_success 'bad value in a guest section: exit 2 with its line' '
 	test -z "$(ls -A "$SCRATCH/dump")"
 '
 
-test_expect_success 'unknown key: a warning with FILE:LINE, the backup proceeds' '
+test_expect_success 'unknown key: exit 2 with FILE:LINE and a did-you-mean, nothing touched' '
 	cat >"$SCRATCH/unknown.conf" <<-CONF
 	tmpdir = $SCRATCH/tmp
 	dumpdir = $SCRATCH/dump
-	frobnicate = 1
-	compress = zstd
+	compres = zstd
 	CONF
-	cbackup_run 0 backup --root "$SRC" --id 503 --config "$SCRATCH/unknown.conf"
+	cbackup_run 2 backup --root "$SRC" --id 503 --config "$SCRATCH/unknown.conf"
 	cat "$CB_ERR"
-	grep -E "^WARN: .*$SCRATCH/unknown.conf:3.*frobnicate" "$CB_ERR"
+	test_has "$CB_ERR" "^ERROR: $SCRATCH/unknown.conf:3: unknown key .compres. \\(did you mean .compress.\\?\\)"
+	test -z "$(ls -A "$SCRATCH/dump")"
+	printf "frobnicate = 1\n" >"$SCRATCH/unknown2.conf"
+	cbackup_run 2 backup --root "$SRC" --id 503 --config "$SCRATCH/unknown2.conf"
+	test_has "$CB_ERR" "unknown2.conf:1: unknown key .frobnicate. \\(the keys are in cbackup.conf\\(5\\)\\)"
+'
+
+test_expect_success 'a vzdump key cbackup ignores: still a warning, the backup proceeds' '
+	cat >"$SCRATCH/ignored.conf" <<-CONF
+	tmpdir = $SCRATCH/tmp
+	dumpdir = $SCRATCH/dump
+	pool = production
+	CONF
+	cbackup_run 0 backup --root "$SRC" --id 503 --config "$SCRATCH/ignored.conf"
+	test_has "$CB_ERR" "^WARN: $SCRATCH/ignored.conf:3: key .pool. is a vzdump option cbackup ignores"
 	find_archive "$SCRATCH/dump" ct 503 .zst
+'
+
+test_expect_success 'a relative path: exit 2 with FILE:LINE' '
+	printf "tmpdir = tmp\n" >"$SCRATCH/relative.conf"
+	cbackup_run 2 backup --root "$SRC" --id 504 --config "$SCRATCH/relative.conf"
+	test_has "$CB_ERR" "relative.conf:1: key .tmpdir.: relative path .tmp."
+'
+
+test_expect_success 'a typo in a prune-backups rule: exit 2 with FILE:LINE' '
+	printf "prune-backups = keep-lst=3\n" >"$SCRATCH/prune.conf"
+	cbackup_run 2 backup --root "$SRC" --id 505 --tmpdir "$SCRATCH/tmp" --dumpdir "$SCRATCH/dump" \
+		--config "$SCRATCH/prune.conf"
+	test_has "$CB_ERR" "prune.conf:1: key .prune-backups.: unknown prune rule .keep-lst. \\(did you mean .keep-last.\\?\\)"
 '
 
 test_expect_success 'vzdump-style "key: value" config works' '

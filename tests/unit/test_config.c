@@ -295,21 +295,47 @@ static void test_bad_value(void **state)
 	assert_error_has("key 'tmpdir'");
 }
 
-static void test_unknown_key_warns(void **state)
+/* issue 28: an unknown key is an error with FILE:LINE and the key it most
+ * looks like; a vzdump key cbackup ignores stays a warning and is dropped */
+static void test_unknown_key_fails(void **state)
 {
 	struct fixture *f = *state;
 	struct cb_config cfg;
 	struct cb_opts o;
 	char want[192];
 
-	assert_int_equal(load_text(f, &cfg, "mode = stop\n[ct 5]\nroot = /r\nfrobnicate = 3\n"), 0);
+	assert_int_equal(load_text(f, &cfg, "mode = stop\n[ct 5]\nroot = /r\ncompres = zstd\n"), -1);
+	snprintf(want, sizeof(want), "%s:4: unknown key 'compres' (did you mean 'compress'?)", f->path);
+	assert_string_equal(cb_last_error(), want);
+	assert_int_equal(load_text(f, &cfg, "frobnicate = 3\n"), -1);
+	assert_error_has(":1: unknown key 'frobnicate' (the keys are in cbackup.conf(5))");
+	assert_int_equal(load_text(f, &cfg, "mode = stop\n[ct 5]\nroot = /r\npool = p\n"), 0);
 	assert_int_equal(cfg.warnings.n, 1);
-	snprintf(want, sizeof(want), "%s:4: unknown key 'frobnicate'", f->path);
-	assert_string_equal(cfg.warnings.v[0], want);
-	/* the unknown key is not kept, so resolution does not trip over it */
+	/* the ignored key is not kept, so resolution does not trip over it */
 	assert_int_equal(cb_config_guest(&cfg, "5")->n_entries, 1);
 	assert_int_equal(cb_config_resolve(&cfg, "5", NULL, &o), 0);
 	assert_int_equal(o.mode, CB_MODE_STOP);
+	cb_opts_release(&o);
+	cb_config_release(&cfg);
+}
+
+/* issue 28: a relative path in the file is refused (cron's directory is
+ * not the admin's); vzdump's exclude-path list is split on blanks */
+static void test_relative_path_and_exclude_list(void **state)
+{
+	struct fixture *f = *state;
+	struct cb_config cfg;
+	struct cb_opts o;
+
+	assert_int_equal(load_text(f, &cfg, "dumpdir = /d\ntmpdir = tmp\n"), -1);
+	assert_error_has(":2: key 'tmpdir': relative path 'tmp'");
+	assert_int_equal(load_text(f, &cfg, "[ct 5]\nroot = r/oot\n"), -1);
+	assert_error_has(":2: key 'root': relative path");
+	assert_int_equal(load_text(f, &cfg, "exclude-path: /tmp/?* /var/cache/apt/archives/?*\n"), 0);
+	assert_int_equal(cb_config_resolve(&cfg, NULL, NULL, &o), 0);
+	assert_int_equal(o.exclude_paths.n, 2);
+	assert_string_equal(o.exclude_paths.v[0], "/tmp/?*");
+	assert_string_equal(o.exclude_paths.v[1], "/var/cache/apt/archives/?*");
 	cb_opts_release(&o);
 	cb_config_release(&cfg);
 }
@@ -789,7 +815,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_maxfiles, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vzdump_conf, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_value, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_unknown_key_warns, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unknown_key_fails, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_relative_path_and_exclude_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_not_allowed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_syntax_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_duplicate_section, setup, teardown),
