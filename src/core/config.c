@@ -21,6 +21,7 @@
 #include <iniparser.h>
 
 #include "cb_config.h"
+#include "cb_pve.h"
 
 #define DEFAULT_CONFIG "/etc/cbackup.conf"
 #define MAX_LINE (64 * 1024)   /* longer than this is not a config file */
@@ -728,27 +729,6 @@ static int apply_cli(const struct cb_strvec *kv, struct cb_opts *out)
 	return 0;
 }
 
-/* Which sections take part: the guest's, and the storage named last. */
-static int pick_sections(const struct cb_config *cfg, const char *id, const struct cb_strvec *cli_kv,
-			 const struct cb_config_section **guest,
-			 const struct cb_config_section **storage)
-{
-	const char *name;
-
-	*guest = *storage = NULL;
-	if (id && !(*guest = cfg->n_sections ? cb_config_guest(cfg, id) : NULL))
-		return not_defined(cfg, "guest", id);
-	name = cli_get(cli_kv, "storage");
-	if (!name)
-		name = section_get(*guest, "storage");
-	if (!name && cfg->n_sections)
-		name = section_get(&cfg->sections[0], "storage");
-	if (name && !(*storage = cfg->n_sections ? cb_config_storage(cfg, name) : NULL) &&
-	    !cli_get(cli_kv, "dumpdir"))   /* a vzdump.conf's Proxmox storage: --dumpdir replaces it */
-		return not_defined(cfg, "storage", name);
-	return 0;
-}
-
 /* KEY's line in SEC (the last one), also under its alias ("path" is a
  * storage's dumpdir): 0 if not there. */
 static int key_line(const struct cb_config_section *sec, const char *key)
@@ -760,6 +740,58 @@ static int key_line(const struct cb_config_section *sec, const char *key)
 		    (!strcmp(key, "dumpdir") && !strcmp(sec->entries[i].key, "path")))
 			line = sec->entries[i].line;
 	return line;
+}
+
+/* A vzdump.conf's Proxmox storage ("storage: local" with no [storage
+ * local] section): its dump directory from /etc/pve/storage.cfg, else an
+ * error naming the line and the fix. --dumpdir replaces it. */
+static int pve_storage(const struct cb_config *cfg, const struct cb_config_section *guest,
+		       const struct cb_strvec *cli_kv, const char *name, char **pve_dumpdir)
+{
+	char *where;
+	int r, line;
+
+	if (cli_get(cli_kv, "dumpdir"))
+		return 0;
+	r = cb_pve_storage_dumpdir(name, pve_dumpdir);
+	if (r == 0)
+		return 0;
+	if (cli_get(cli_kv, "storage"))
+		where = cb_xstrdup("option --storage");
+	else if ((line = key_line(guest, "storage")) || (line = key_line(&cfg->sections[0], "storage")))
+		where = cb_xasprintf("%s:%d: key 'storage'", cfg->path, line);
+	else
+		where = cb_xstrdup("storage");
+	if (r == 1)
+		cb_error("%s: storage '%s' is not defined: no [storage %s] section, and this host has "
+			 "no '%s/storage.cfg' (not Proxmox VE); set dumpdir = DIR, or --dumpdir", where,
+			 name, name, cb_pve_dir());
+	else
+		cb_error_prefix("%s", where);
+	free(where);
+	return -1;
+}
+
+/* Which sections take part: the guest's, and the storage named last (or
+ * the Proxmox storage's dump directory). */
+static int pick_sections(const struct cb_config *cfg, const char *id, const struct cb_strvec *cli_kv,
+			 const struct cb_config_section **guest,
+			 const struct cb_config_section **storage, char **pve_dumpdir)
+{
+	const char *name;
+
+	*guest = *storage = NULL;
+	*pve_dumpdir = NULL;
+	if (id && !(*guest = cfg->n_sections ? cb_config_guest(cfg, id) : NULL))
+		return not_defined(cfg, "guest", id);
+	name = cli_get(cli_kv, "storage");
+	if (!name)
+		name = section_get(*guest, "storage");
+	if (!name && cfg->n_sections)
+		name = section_get(&cfg->sections[0], "storage");
+	if (name && !(*storage = cfg->n_sections ? cb_config_storage(cfg, name) : NULL))
+		return pve_storage(cfg, *guest, cli_kv, name, pve_dumpdir);
+	return 0;
 }
 
 char *cb_config_origin(const struct cb_config *cfg, const char *id, const struct cb_strvec *cli_kv,
@@ -796,12 +828,17 @@ int cb_config_resolve(const struct cb_config *cfg, const char *id,
 		      const struct cb_strvec *cli_kv, struct cb_opts *out)
 {
 	const struct cb_config_section *guest, *storage;
+	char *pve_dumpdir = NULL;
 
 	cb_opts_init(out);
-	if (pick_sections(cfg, id, cli_kv, &guest, &storage) < 0)
+	if (pick_sections(cfg, id, cli_kv, &guest, &storage, &pve_dumpdir) < 0)
 		goto fail;
 	if (cfg->n_sections && apply_section(cfg, &cfg->sections[0], out) < 0)
 		goto fail;
+	if (pve_dumpdir) {   /* the storage's place in the precedence */
+		cb_opts_set(out, "dumpdir", pve_dumpdir, NULL);
+		free(pve_dumpdir);
+	}
 	if (apply_section(cfg, storage, out) < 0)
 		goto fail;
 	if (guest) {

@@ -60,7 +60,8 @@ const struct cb_opt_schema cb_opt_table[] = {
 	{ "path", CB_OPT_STRING, NULL, S, "DIR",
 	  "a storage's directory (becomes dumpdir)", 0, OFF(dumpdir), 0, 0, NULL, NULL },
 	{ "storage", CB_OPT_STRING, NULL, G | U | C, "NAME",
-	  "storage section to write to", 0, OFF(storage), 0, 0, NULL, NULL },
+	  "storage section to write to, or a Proxmox storage of /etc/pve/storage.cfg (its path/dump)",
+	  0, OFF(storage), 0, 0, NULL, NULL },
 	{ "mode", CB_OPT_ENUM, "suspend", G | S | U | C, "suspend|stop|snapshot",
 	  "suspend: two-pass copy, frozen only for the final delta; stop: frozen for the whole copy; "
 	  "snapshot: frozen only to take btrfs snapshots of every volume, archived from them (falls "
@@ -101,7 +102,8 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "maximal time to wait until a guest is stopped (vzdump's stop mode; cbackup freezes "
 	  "instead and waits at most 30 seconds for a freeze)", 4, OFF(stopwait), 0, INT_MAX / 60, NULL, NULL },
 	{ "exclude-path", CB_OPT_LIST, NULL, G | U | C, "GLOB",
-	  "exclude paths (a leading '/' anchors at the guest root; repeatable)", 0,
+	  "exclude paths, split on blanks as vzdump's list (a leading '/' anchors at the guest root; "
+	  "repeatable)", 0,
 	  OFF(exclude_paths), 0, 0, NULL, NULL },
 	{ "stdexcludes", CB_OPT_BOOL, "1", G | U | C, "0|1",
 	  "exclude temporary files and logs (/tmp/?*, /var/tmp/?*, /var/run/?*.pid)", 0,

@@ -115,4 +115,45 @@ test_expect_success 'an old vzdump.conf with maxfiles: the deprecation warning, 
 	test_has "$CB_ERR" "^WARN: old.conf:14: key .maxfiles. is deprecated: it means prune-backups = keep-last=2; write that instead\$"
 '
 
+# issue 28: "storage: local" resolved through the host's storage.cfg (here
+# a Proxmox tree under $SCRATCH/pve: CBACKUP_PVE_DIR), explained when it
+# cannot be; exclude-path split on blanks as vzdump does
+test_expect_success 'storage: local on a Proxmox host: its dump directory from storage.cfg' '
+	mkdir -p "$SCRATCH/pve" "$SCRATCH/vz/dump"
+	# indented with tabs, as Proxmox writes it
+	printf "dir: local\n\tpath %s\n\tcontent iso,vztmpl,backup\n\npbs: pbs1\n\tdatastore store1\n\tserver 192.0.2.1\n\tcontent backup\n" \
+		"$SCRATCH/vz" >"$SCRATCH/pve/storage.cfg"
+	printf "tmpdir: %s\nstorage: local\n" "$SCRATCH/tmp" >pve.conf
+	CBACKUP_PVE_DIR=$SCRATCH/pve cbackup_run 0 backup --root "$SCRATCH/ct101" --id 101 \
+		--config pve.conf --freeze-cmd true --thaw-cmd true
+	find_archive "$SCRATCH/vz/dump" ct 101 .zst
+'
+
+test_expect_success 'storage: a PBS storage: exit 2, FILE:LINE, what to set instead' '
+	printf "tmpdir: %s\nstorage: pbs1\n" "$SCRATCH/tmp" >pbs.conf
+	CBACKUP_PVE_DIR=$SCRATCH/pve cbackup_run 2 backup --root "$SCRATCH/ct101" --id 101 \
+		--config pbs.conf --freeze-cmd true --thaw-cmd true
+	test_has "$CB_ERR" "^ERROR: pbs.conf:2: key .storage.: storage .pbs1. \\(.*storage.cfg:5\\) is a Proxmox Backup Server: .*set dumpdir = DIR"
+'
+
+test_expect_success 'storage: local on a host without storage.cfg: exit 2, FILE:LINE and the fix' '
+	CBACKUP_PVE_DIR=$SCRATCH/no-pve cbackup_run 2 backup --root "$SCRATCH/ct101" --id 101 \
+		--config pve.conf --freeze-cmd true --thaw-cmd true
+	test_has "$CB_ERR" "^ERROR: pve.conf:2: key .storage.: storage .local. is not defined: no \\[storage local\\] section, and this host has no .*no-pve/storage.cfg. \\(not Proxmox VE\\); set dumpdir = DIR, or --dumpdir"
+'
+
+test_expect_success 'exclude-path: two patterns on one line are two patterns (vzdump splits on blanks)' '
+	mkdir -p "$SCRATCH/ct101/var/cache/apt/archives" "$SCRATCH/ct101/tmp"
+	echo deb >"$SCRATCH/ct101/var/cache/apt/archives/big.deb"
+	echo t >"$SCRATCH/ct101/tmp/scratch"
+	mkdir "$SCRATCH/dx"
+	printf "tmpdir: %s\nstdexcludes: 0\nexclude-path: /tmp/?* /var/cache/apt/archives/?*\n" \
+		"$SCRATCH/tmp" >ex.conf
+	cbackup_run 0 backup --root "$SCRATCH/ct101" --id 101 --config ex.conf \
+		--dumpdir "$SCRATCH/dx" --freeze-cmd true --thaw-cmd true
+	tar -tf "$(find_archive "$SCRATCH/dx" ct 101 .zst)" >list
+	test_has list "^\\./var/cache/apt/archives/\$"
+	test_lacks list "big\\.deb|tmp/scratch"
+'
+
 test_done

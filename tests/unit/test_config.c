@@ -25,6 +25,8 @@ static int setup(void **state)
 	if (!mkdtemp(f->dir))
 		return -1;
 	snprintf(f->path, sizeof(f->path), "%s/cbackup.conf", f->dir);
+	/* the Proxmox storages come from the fixture, not from this host */
+	setenv("CBACKUP_PVE_DIR", f->dir, 1);
 	*state = f;
 	return 0;
 }
@@ -498,7 +500,9 @@ static void test_default_path(void **state)
 	cb_strvec_push(&kv, "storage");
 	cb_strvec_push(&kv, "nfs");
 	assert_int_equal(cb_config_resolve(&cfg, NULL, &kv, &o), -1);
-	assert_string_equal(cb_last_error(), "storage 'nfs' is not defined (no config file)");
+	assert_error_has("option --storage: storage 'nfs' is not defined: no [storage nfs] section, "
+			 "and this host has no '");
+	assert_error_has("/storage.cfg' (not Proxmox VE); set dumpdir = DIR, or --dumpdir");
 	assert_int_equal(cb_config_resolve(&cfg, "101", NULL, &o), -1);
 	assert_error_has("guest '101' is not defined (no config file)");
 	cb_strvec_clear(&kv);
@@ -641,18 +645,59 @@ static void test_repeated_single_key_warns(void **state)
 	cb_config_release(&cfg);
 }
 
+/* issue 28: vzdump.conf's "storage: NAME" through /etc/pve/storage.cfg */
+static void test_pve_storage(void **state)
+{
+	struct fixture *f = *state;
+	struct cb_config cfg;
+	struct cb_opts o;
+	char path[300];
+	static const char storage_cfg[] =
+		"dir: local\n\tpath /var/lib/vz\n\tcontent iso,vztmpl,backup\n\n"
+		"nfs: nas\n\texport /backup\n\tserver 10.0.0.2\n\tcontent backup\n\n"
+		"dir: isos\n\tpath /srv/iso\n\tcontent iso\n\n"
+		"pbs: pbs1\n\tdatastore store1\n\tserver 10.0.0.3\n\tcontent backup\n\n"
+		"lvmthin: local-lvm\n\tthinpool data\n\tvgname pve\n\tcontent rootdir,images\n";
+
+	snprintf(path, sizeof(path), "%s/storage.cfg", f->dir);
+	write_bytes(path, storage_cfg, strlen(storage_cfg));
+	assert_int_equal(load_text(f, &cfg, "storage: local\n[ct 1]\n[ct 2]\nstorage: nas\n"
+					    "[ct 3]\nstorage: pbs1\n[ct 4]\nstorage: isos\n"
+					    "[ct 5]\nstorage: local-lvm\n[ct 6]\nstorage: gone\n"), 0);
+	assert_int_equal(cb_config_resolve(&cfg, "1", NULL, &o), 0);
+	assert_string_equal(o.dumpdir, "/var/lib/vz/dump");
+	cb_opts_release(&o);
+	assert_int_equal(cb_config_resolve(&cfg, "2", NULL, &o), 0);
+	assert_string_equal(o.dumpdir, "/mnt/pve/nas/dump");
+	cb_opts_release(&o);
+	assert_int_equal(cb_config_resolve(&cfg, "3", NULL, &o), -1);
+	assert_error_at(f, 6);
+	assert_error_has("storage 'pbs1' (");
+	assert_error_has("storage.cfg:14) is a Proxmox Backup Server");
+	assert_error_has("set dumpdir = DIR");
+	assert_int_equal(cb_config_resolve(&cfg, "4", NULL, &o), -1);
+	assert_error_has("does not hold backups (content iso)");
+	assert_int_equal(cb_config_resolve(&cfg, "5", NULL, &o), -1);
+	assert_error_has("is of type 'lvmthin', which has no directory");
+	assert_int_equal(cb_config_resolve(&cfg, "6", NULL, &o), -1);
+	assert_error_at(f, 12);
+	assert_error_has("storage 'gone' is defined neither in a [storage gone] section nor in '");
+	cb_config_release(&cfg);
+}
+
 static void test_unknown_storage(void **state)
 {
 	struct fixture *f = *state;
 	struct cb_config cfg;
 	struct cb_opts o;
 	struct cb_strvec kv = CB_STRVEC_INIT;
-	char want[256];
+	char want[512];
 
 	assert_int_equal(load_text(f, &cfg, "storage = nope\n[storage yes]\npath = /y\n[ct 1]\n"), 0);
 	assert_int_equal(cb_config_resolve(&cfg, "1", NULL, &o), -1);
-	snprintf(want, sizeof(want), "storage 'nope' is not defined in '%s'", f->path);
-	assert_string_equal(cb_last_error(), want);
+	snprintf(want, sizeof(want), "%s:1: key 'storage': storage 'nope' is not defined: no "
+		 "[storage nope] section, and this host has no '%s/storage.cfg'", f->path, f->dir);
+	assert_error_has(want);
 	/* resolve() cleaned up after itself: releasing again must be harmless */
 	cb_opts_release(&o);
 
@@ -829,6 +874,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_repeated_exclude_path, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_repeated_single_key_warns, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_storage, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pve_storage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cli_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quotes_and_comments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_docs_match_table, setup, teardown),
