@@ -251,6 +251,29 @@ static int guest_estimate(struct guest_run *r, uint64_t *need, uint64_t *entries
 	return 0;
 }
 
+/* The archive's size is known only once written: compressed it is
+ * usually smaller than the guest, so a dump disk with less free space than
+ * the guest holds is a warning (in --dry-run too), not a refusal. */
+static int check_dump_space(struct guest_run *r, uint64_t need)
+{
+	struct statvfs vfs;
+	char need_s[32], avail_s[32];
+	uint64_t avail;
+
+	if (statvfs(r->opts.dumpdir, &vfs) < 0)
+		return cb_error_errno("cannot stat dumpdir '%s'", r->opts.dumpdir);
+	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	cb_fmt_bytes(need_s, sizeof(need_s), need);
+	cb_fmt_bytes(avail_s, sizeof(avail_s), avail);
+	if (avail < need)
+		cb_warn(r->log, "dumpdir '%s' has %s free and the guest holds %s before compression: "
+			"the archive may not fit", r->opts.dumpdir, avail_s, need_s);
+	else
+		cb_verbose(r->log, "dumpdir '%s': %s free for at most %s", r->opts.dumpdir, avail_s,
+			   need_s);
+	return 0;
+}
+
 static int check_space(struct guest_run *r)
 {
 	uint64_t need = 0, entries = 0, avail;
@@ -271,7 +294,7 @@ static int check_space(struct guest_run *r)
 	if (need > avail && !r->opts.keep_staging && r->mode != CB_MODE_SNAPSHOT)
 		return cb_error("not enough space in tmpdir '%s': need %s, %s available",
 				r->opts.tmpdir, need_s, avail_s);
-	return 0;
+	return r->opts.to_stdout ? 0 : check_dump_space(r, need);
 }
 
 /* Two cbackups never back up one guest at once: not on this host (a local
@@ -928,6 +951,28 @@ static int mark_archive(struct guest_run *r)
 	return 0;
 }
 
+/* What the real run would use, resolved: where, under which name, with
+ * which excludes and hook; then the verdict of the checks. */
+static void log_dry_run(struct guest_run *r)
+{
+	char need[32];
+
+	cb_info(r->log, "dry run: dumpdir '%s'%s%s%s", r->opts.to_stdout ? "-" : r->opts.dumpdir,
+		r->opts.storage ? " (storage '" : "", r->opts.storage ? r->opts.storage : "",
+		r->opts.storage ? "')" : "");
+	cb_info(r->log, "dry run: archive '%s'", r->archive_path);
+	cb_info(r->log, "dry run: tmpdir '%s'", r->opts.tmpdir);
+	for (size_t i = 0; i < r->excludes.n; i++)
+		cb_info(r->log, "dry run: exclude '%s'", r->excludes.v[i]);
+	if (!r->excludes.n)
+		cb_info(r->log, "dry run: no excludes");
+	cb_info(r->log, "dry run: hook script %s%s%s", r->opts.script ? "'" : "none",
+		r->opts.script ? r->opts.script : "", r->opts.script ? "' (executable)" : "");
+	cb_fmt_bytes(need, sizeof(need), r->estimate);
+	cb_info(r->log, "dry run: estimate %s to stage; checks passed%s; nothing copied", need,
+		r->log->warnings ? " with warnings (see WARN above)" : "");
+}
+
 static int run_guest_phases(struct guest_run *r)
 {
 	warn_unimplemented(r);
@@ -940,7 +985,7 @@ static int run_guest_phases(struct guest_run *r)
 				r->mode_why);
 		else
 			cb_info(r->log, "dry run: mode %s, as configured", cb_mode_name(r->mode));
-		cb_info(r->log, "dry run: configuration, paths and space are fine; nothing copied");
+		log_dry_run(r);
 		return 0;
 	}
 	if (guest_hook(r, "backup-start") < 0 ||

@@ -444,7 +444,8 @@ static void warn_vzdump(struct cb_config *cfg, const struct cb_config_entry *e, 
 static int check_absolute(const struct cb_config *cfg, const struct cb_config_entry *e,
 			  const struct cb_opt_schema *s)
 {
-	static const char *const path_kinds[] = { "DIR", "FILE", "SOCKET", "SOURCE,TARGET", NULL };
+	/* mp checks its SOURCE itself (cb_mp_split) */
+	static const char *const path_kinds[] = { "DIR", "FILE", "SOCKET", NULL };
 
 	if (s->type != CB_OPT_STRING && s->type != CB_OPT_LIST)
 		return 0;

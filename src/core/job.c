@@ -307,6 +307,26 @@ static char **check_paths(const struct cb_cli *cli, const struct cb_config *cfg,
 	return errors;
 }
 
+/* The hook script runs at job-init, before any guest: one that is not there
+ * or cannot run is a configuration error, in --dry-run as in the real run. */
+static int check_script(const struct cb_cli *cli, const struct cb_config *cfg,
+			const struct cb_opts *o)
+{
+	struct stat st;
+	char *origin;
+
+	if (!o->script || (stat(o->script, &st) == 0 && S_ISREG(st.st_mode) &&
+			   access(o->script, X_OK) == 0))
+		return 0;
+	origin = cb_config_origin(cfg, NULL, &cli->kv, "script");
+	if (stat(o->script, &st) < 0)
+		cb_error("%s: hook script '%s': %s", origin, o->script, strerror(errno));
+	else
+		cb_error("%s: hook script '%s' is not an executable file", origin, o->script);
+	free(origin);
+	return -1;
+}
+
 /* The job stopped before its first guest: the error goes wherever the
  * configuration got far enough to say (JSON, json-status, mail), and
  * always to stderr and syslog. */
@@ -336,6 +356,31 @@ static void free_guests(struct cb_opts *guests, size_t n)
 	free(guests);
 }
 
+/*
+ * Every guest's options, then the job-level keys (the job hooks' script,
+ * dumpdir, storage; lockwait, quiet, verbose; mailto, json-status): global
+ * < its storage < command line, the same whichever guest comes first; a
+ * guest's section has no say. -1 (the message set) on a usage or
+ * configuration error: nothing is touched.
+ */
+static int prepare_job(const struct cb_cli *cli, const struct cb_config *cfg,
+		       struct cb_opts **guests, size_t *n, struct cb_opts *job_opts,
+		       struct cb_log *log)
+{
+	if (resolve_all(cli, cfg, guests, n) < 0)
+		return -1;
+	if (cb_config_resolve(cfg, NULL, &cli->kv, job_opts) < 0) {
+		free_guests(*guests, *n);
+		return -1;
+	}
+	if (check_job(cli, *guests, *n, log) < 0 || check_script(cli, cfg, job_opts) < 0) {
+		free_guests(*guests, *n);
+		cb_opts_release(job_opts);
+		return -1;
+	}
+	return 0;
+}
+
 int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_lock lock = CB_LOCK_INIT;
@@ -347,23 +392,9 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 
 	for (size_t i = 0; i < cfg->warnings.n; i++)
 		cb_warn(log, "%s", cfg->warnings.v[i]);
-	if (resolve_all(cli, cfg, &guests, &n) < 0)
+	if (prepare_job(cli, cfg, &guests, &n, &job_opts, log) < 0)
 		return config_failed(cli, cfg, log);
-	if (check_job(cli, guests, n, log) < 0) {
-		free_guests(guests, n);
-		return config_failed(cli, cfg, log);
-	}
 	cfg_errors = check_paths(cli, cfg, guests, n);
-	/* job-level keys (the job hooks' script, dumpdir, storage; lockwait,
-	 * quiet, verbose; mailto, json-status): global < its storage <
-	 * command line, the same whichever guest comes first; resolved once, a
-	 * guest's section has no say. It resolved for the guests already: it
-	 * cannot fail here. */
-	if (cb_config_resolve(cfg, NULL, &cli->kv, &job_opts) < 0) {
-		cb_err(log, "%s", cb_last_error());
-		free_guests(guests, n);
-		return CB_EXIT_USAGE;
-	}
 	log->quiet = job_opts.quiet;
 	log->verbose = job_opts.verbose;
 	cb_jobstatus_init(&js, cli->cmdline);

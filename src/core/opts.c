@@ -165,7 +165,9 @@ const struct cb_opt_schema cb_opt_table[] = {
 	{ "verbose", CB_OPT_BOOL, "0", G | C, "0|1",
 	  "more detail in the log", 0, OFF(verbose), 0, 1, NULL, NULL },
 	{ "dry-run", CB_OPT_BOOL, "0", C, "0|1",
-	  "check configuration and space, change nothing", 0, OFF(dry_run), 0, 1, NULL, NULL },
+	  "run every check of the real run (paths, hook script, locks, tmpdir and dump disk space) "
+	  "and print the resolved dumpdir, archive name, mode and excludes; change nothing", 0,
+	  OFF(dry_run), 0, 1, NULL, NULL },
 	{ "staging", CB_OPT_BOOL, "0", C, "0|1",
 	  "prune: remove the kept staging copies (keep-staging) of the guest, or of all guests, "
 	  "instead of old backups", 0, OFF(prune_staging), 0, 1, NULL, NULL },

@@ -243,9 +243,9 @@ test_expect_success 'job-end fails: the job fails and job-abort runs (as vzdump)
 	phases | tail -n 2 | tr "\n" , | grep -x "job-end - -,job-abort - -,"
 '
 
-test_expect_success 'a hook that cannot be executed fails the job with its name' '
+test_expect_success 'a hook that cannot be executed: a configuration error (exit 2) with its name' '
 	printf "#!/bin/sh\nexit 0\n" >"$SCRATCH/noexec.sh"
-	cbackup_run 1 101 --config "$CONF" --script "$SCRATCH/noexec.sh"
+	cbackup_run 2 101 --config "$CONF" --script "$SCRATCH/noexec.sh"
 	grep -F "$SCRATCH/noexec.sh" "$CB_ERR"
 '
 
