@@ -3,6 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include "cb_cli.h"
 #include "cb_commands.h"
 #include "cb_opts.h"
@@ -15,17 +18,195 @@ static const struct {
 	enum cli_only id;
 	int takes_value;
 	const char *help;
+	const char *arg;   /* the value's name in the help */
 } cli_only_opts[] = {
-	{ "config", OPT_CONFIG, 1, "configuration file (default /etc/cbackup.conf)" },
-	{ "all", OPT_ALL, 0, "back up every guest of the configuration" },
-	{ "exclude", OPT_EXCLUDE, 1, "with --all: skip these guest IDs (comma-separated)" },
-	{ "force", OPT_FORCE, 0, "restore: allow a non-empty destination" },
-	{ "path", OPT_PATH, 1, "restore: only this file or subtree of the archive (repeatable)" },
-	{ "json", OPT_JSON, 0, "ls: one JSON object per entry" },
-	{ "help", OPT_HELP, 0, "show this help" },
-	{ "version", OPT_VERSION, 0, "show the version" },
+	{ "config", OPT_CONFIG, 1, "configuration file (default /etc/cbackup.conf)", "FILE" },
+	{ "all", OPT_ALL, 0, "back up every guest of the configuration", NULL },
+	{ "exclude", OPT_EXCLUDE, 1, "with --all: skip these guest IDs (comma-separated)", "ID,..." },
+	{ "force", OPT_FORCE, 0, "restore: allow a non-empty destination", NULL },
+	{ "path", OPT_PATH, 1, "restore: only this file or subtree of the archive (repeatable)",
+	  "PATH" },
+	{ "json", OPT_JSON, 0, "ls: one JSON object per entry", NULL },
+	{ "help", OPT_HELP, 0, "show this help (after a command: that command's)", NULL },
+	{ "version", OPT_VERSION, 0, "show the version", NULL },
 };
 #define N_CLI_ONLY (sizeof(cli_only_opts) / sizeof(cli_only_opts[0]))
+
+/* ---- help: the whole of it, or one command's, wrapped to the terminal ---- */
+
+#define OPT_COL 24   /* where an option's help starts */
+
+static void all_options(FILE *out, int width, int backup_only);
+
+/* Columns of the terminal on stdout, else $COLUMNS, else 80. */
+static int term_width(void)
+{
+	struct winsize ws;
+	const char *c = getenv("COLUMNS");
+
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+		return ws.ws_col;
+	if (c && atoi(c) >= 40)
+		return atoi(c);
+	return 80;
+}
+
+/* "  --NAME ARG" then TEXT, wrapped at word boundaries to WIDTH, the
+ * continuation lines indented to OPT_COL. */
+static void print_option(FILE *out, const char *name, const char *text, int width)
+{
+	int col = fprintf(out, "  --%s", name);
+	const char *p = text;
+
+	if (col >= OPT_COL - 1) {
+		fputc('\n', out);
+		col = 0;
+	}
+	fprintf(out, "%*s", OPT_COL - col, "");
+	col = OPT_COL;
+	while (*p) {
+		size_t w = strcspn(p, " ");
+		if (col > OPT_COL && col + 1 + (int)w > width) {
+			fprintf(out, "\n%*s", OPT_COL, "");
+			col = OPT_COL;
+		} else if (col > OPT_COL) {
+			fputc(' ', out);
+			col++;
+		}
+		fprintf(out, "%.*s", (int)w, p);
+		col += (int)w;
+		p += w;
+		p += strspn(p, " ");
+	}
+	fputc('\n', out);
+}
+
+static void print_schema_option(FILE *out, const struct cb_opt_schema *s, int width)
+{
+	char arg[96], *text;
+
+	snprintf(arg, sizeof(arg), "%s %s", s->key, s->type == CB_OPT_BOOL ? "[0|1]" : s->accepted);
+	text = cb_xasprintf("%s%s", s->help, s->since_issue ? " (not yet implemented)" : "");
+	print_option(out, arg, text, width);
+	free(text);
+}
+
+static void print_cli_only(FILE *out, size_t i, int width)
+{
+	char arg[64];
+
+	snprintf(arg, sizeof(arg), "%s %s", cli_only_opts[i].name,
+		 cli_only_opts[i].arg ? cli_only_opts[i].arg : "");
+	print_option(out, cli_only_opts[i].takes_value ? arg : cli_only_opts[i].name,
+		     cli_only_opts[i].help, width);
+}
+
+/* Each command's usage and the options it reads (NULL: every option). */
+static const struct {
+	const char *name, *usage;
+	const char *const *opts;
+} command_help[] = {
+	{ "backup", "cbackup [backup] ID... | --all [--exclude ID,...]  [options]\n"
+		    "       cbackup backup --root DIR [--id ID] [--type ct]   [options]\n"
+		    "       cbackup backup --disk FILE [--disk FILE...] --id ID --type vm [options]\n"
+		    "Back up guests: a staging copy, the guest frozen only for the final sync, then a\n"
+		    "compressed, seekable archive in dumpdir.", NULL },
+	{ "restore", "cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...]\n"
+		     "Unpack an archive (or some of its paths) into DESTDIR.",
+	  (const char *const[]){ "force", "path", "help", NULL } },
+	{ "ls", "cbackup ls ARCHIVE [PATH...] [--json]\nList an archive's entries from its catalog.",
+	  (const char *const[]){ "json", "help", NULL } },
+	{ "index", "cbackup index ARCHIVE\nWrite the catalog (ARCHIVE.idx) of an archive without one.",
+	  (const char *const[]){ "help", NULL } },
+	{ "mount", "cbackup mount ARCHIVE MOUNTPOINT\nMount an archive read-only (FUSE).",
+	  (const char *const[]){ "help", NULL } },
+	{ "verify", "cbackup verify ARCHIVE\nCheck an archive against its .sha256 and read it whole.",
+	  (const char *const[]){ "help", NULL } },
+	{ "list", "cbackup list [ID] [--storage NAME | --dumpdir DIR]\nList the backups in dumpdir.",
+	  (const char *const[]){ "config", "storage", "dumpdir", "tmpdir", "output-format", "help",
+				 NULL } },
+	{ "prune", "cbackup prune [ID] [--prune-backups keep-last=N,...] [--dry-run]\n"
+		   "       cbackup prune [ID] --staging [--tmpdir DIR] [--dry-run]\n"
+		   "Remove old backups by the retention rules (or the kept staging copies).",
+	  (const char *const[]){ "config", "storage", "dumpdir", "tmpdir", "prune-backups", "maxfiles",
+				 "dry-run", "staging", "help", NULL } },
+	{ "probe", "cbackup probe [--storage NAME | --dumpdir DIR] [--tmpdir DIR]\n"
+		   "Measure each stage (read, compress, checksum, storage write) on this host.",
+	  (const char *const[]){ "config", "storage", "dumpdir", "tmpdir", "compress", "zstd",
+				 "help", NULL } },
+	{ "help", "cbackup help [COMMAND]\nThis help, or one command's.",
+	  (const char *const[]){ NULL } },
+};
+#define N_COMMAND_HELP (sizeof(command_help) / sizeof(command_help[0]))
+
+int cb_cli_unknown_command(const char *name)
+{
+	const char *names[N_COMMAND_HELP];
+	const char *near;
+
+	for (size_t i = 0; i < N_COMMAND_HELP; i++)
+		names[i] = command_help[i].name;
+	near = cb_closest_word(name, names, N_COMMAND_HELP);
+	if (near)
+		return cb_error("unknown command '%s' (did you mean '%s'? see cbackup help)", name, near);
+	return cb_error("unknown command '%s' (commands: backup, restore, ls, index, mount, verify, "
+			"list, prune, probe, help; see cbackup help)", name);
+}
+
+static void print_named_option(FILE *out, const char *name, int width)
+{
+	const struct cb_opt_schema *s;
+
+	for (size_t i = 0; i < N_CLI_ONLY; i++)
+		if (!strcmp(cli_only_opts[i].name, name)) {
+			print_cli_only(out, i, width);
+			return;
+		}
+	s = cb_opt_find(name);
+	if (s)
+		print_schema_option(out, s, width);
+}
+
+int cb_cli_command_usage(FILE *out, const char *name)
+{
+	int width = term_width();
+
+	for (size_t i = 0; i < N_COMMAND_HELP; i++) {
+		if (strcmp(command_help[i].name, name))
+			continue;
+		fprintf(out, "usage: %s\n", command_help[i].usage);
+		if (!command_help[i].opts) {
+			fputs("\noptions:\n", out);
+			all_options(out, width, 1);
+		} else if (command_help[i].opts[0]) {
+			fputs("\noptions:\n", out);
+			for (const char *const *o = command_help[i].opts; *o; o++)
+				print_named_option(out, *o, width);
+		}
+		fputs("\nSee cbackup(8) (its EXIT STATUS lists the exit codes).\n", out);
+		return 0;
+	}
+	return cb_cli_unknown_command(name);
+}
+
+/* Every option, the command line's own first; backup_only: without those
+ * of restore, ls and prune alone. */
+static void all_options(FILE *out, int width, int backup_only)
+{
+	static const char not_backup[] = " force path json staging ";
+	char word[64];
+
+	for (size_t i = 0; i < N_CLI_ONLY; i++) {
+		snprintf(word, sizeof(word), " %s ", cli_only_opts[i].name);
+		if (!backup_only || !strstr(not_backup, word))
+			print_cli_only(out, i, width);
+	}
+	for (const struct cb_opt_schema *s = cb_opt_table; s->key; s++) {
+		snprintf(word, sizeof(word), " %s ", s->key);
+		if ((s->where & CB_WHERE_CLI) && (!backup_only || !strstr(not_backup, word)))
+			print_schema_option(out, s, width);
+	}
+}
 
 void cb_cli_usage(FILE *out)
 {
@@ -40,19 +221,13 @@ void cb_cli_usage(FILE *out)
 	      "       cbackup list [ID] [--storage NAME | --dumpdir DIR]\n"
 	      "       cbackup prune [ID] [--prune-backups keep-last=N,...] [--dry-run]\n"
 	      "       cbackup prune [ID] --staging [--tmpdir DIR] [--dry-run]\n"
-	      "       cbackup probe [--storage NAME | --dumpdir DIR] [--tmpdir DIR]\n\n"
+	      "       cbackup probe [--storage NAME | --dumpdir DIR] [--tmpdir DIR]\n"
+	      "       cbackup help [COMMAND]    (or cbackup COMMAND --help)\n\n"
 	      "options:\n", out);
-	for (size_t i = 0; i < N_CLI_ONLY; i++)
-		fprintf(out, "  --%-18s %s\n", cli_only_opts[i].name, cli_only_opts[i].help);
-	for (const struct cb_opt_schema *s = cb_opt_table; s->key; s++) {
-		char arg[64];
-		if (!(s->where & CB_WHERE_CLI))
-			continue;
-		snprintf(arg, sizeof(arg), "%s %s", s->key, s->type == CB_OPT_BOOL ? "[0|1]" : s->accepted);
-		fprintf(out, "  --%-18s %s%s\n", arg, s->help, s->since_issue ? " (not yet implemented)" : "");
-	}
+	all_options(out, term_width(), 0);
 	fputs("\nexit status: 0 all guests backed up, 1 a guest failed, 2 usage or configuration\n"
-	      "error, 3 lock not obtained within lockwait. See cbackup(8), cbackup.conf(5).\n", out);
+	      "error, 3 lock not obtained within lockwait, 130/143 SIGINT/SIGTERM, 141 standard\n"
+	      "output closed by its reader. See cbackup(8), cbackup.conf(5).\n", out);
 }
 
 static int is_bool_word(const char *s)
@@ -144,8 +319,10 @@ static int find_command(struct cb_cli *cli, const char *word)
 {
 	const struct cb_command_def *c = cb_command_find(word);
 
-	if (c)
+	if (c) {
 		cli->command = c->id;
+		cli->command_given = 1;
+	}
 	return c != NULL;
 }
 

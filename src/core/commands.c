@@ -35,6 +35,7 @@ static const struct cb_command_def commands[] = {
 	{ "ls",      CB_CMD_LS,      1, -1, 0, cb_cmd_ls },
 	{ "index",   CB_CMD_INDEX,   1,  1, 0, cb_cmd_index },
 	{ "mount",   CB_CMD_MOUNT,   2,  2, 0, cb_cmd_mount },
+	{ "help",    CB_CMD_HELP,    0,  1, 0, cb_cmd_help },
 	{ NULL, 0, 0, 0, 0, NULL }
 };
 
@@ -52,6 +53,20 @@ const struct cb_command_def *cb_command_get(enum cb_command id)
 		if (c->id == id)
 			return c;
 	return NULL;
+}
+
+int cb_cmd_help(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
+{
+	(void)cfg;
+	if (!cli->args.n) {
+		cb_cli_usage(stdout);
+		return CB_EXIT_OK;
+	}
+	if (cb_cli_command_usage(stdout, cli->args.v[0]) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		return CB_EXIT_USAGE;
+	}
+	return CB_EXIT_OK;
 }
 
 int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)

@@ -55,6 +55,10 @@ static int job_guest_ids(const struct cb_cli *cli, const struct cb_config *cfg,
 			return cb_error("--root/--disk back up one guest: give at most one ID and no --all");
 		return 0;
 	}
+	/* "cbackup frobnicate": no command of that name and no guest either */
+	if (!cli->command_given && cli->args.n && !cb_config_guest(cfg, cli->args.v[0]) &&
+	    cli->args.v[0][strspn(cli->args.v[0], "0123456789")])
+		return cb_cli_unknown_command(cli->args.v[0]);
 	/* as vzdump: --exclude without IDs means every guest but those */
 	if (cli->all || (!cli->args.n && cli->exclude_ids.n)) {
 		if (cli->args.n)

@@ -49,7 +49,9 @@ int main(int argc, char **argv)
 		cb_cli_release(&cli);
 		return CB_EXIT_USAGE;
 	}
-	if (cli.help)
+	if (cli.help && cli.command_given && cli.command != CB_CMD_HELP)
+		cb_cli_command_usage(stdout, cb_command_get(cli.command)->name);
+	else if (cli.help)
 		cb_cli_usage(stdout);
 	else if (cli.version)
 		printf("cbackup %s\n", CB_VERSION);
