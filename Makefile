@@ -1,6 +1,10 @@
 # cbackup — see README.md. `make deps`, `make`, `make check`, `make demo`.
 PREFIX  ?= /usr/local
 DESTDIR ?=
+SYSCONFDIR    ?= /etc
+LOCALSTATEDIR ?= /var
+UNITDIR       ?= $(PREFIX)/lib/systemd/system
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 CC      ?= cc
 PKGS    := libarchive libzstd lzo2 zlib libcrypto libisal fuse3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -111,6 +115,19 @@ install: all
 	install -m 644 man/cbackup.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/cbackup.conf.5
 	install -m 644 man/cbackup-idx.5 $(DESTDIR)$(PREFIX)/share/man/man5/cbackup-idx.5
 	install -m 644 vzdump.conf.example README.md $(DESTDIR)$(PREFIX)/share/doc/cbackup/
+	@# the scheduler files name the installed binary; the cron job is
+	@# installed commented out (enable it, or the timer: not both)
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(SYSCONFDIR)/cron.d
+	sed 's|/usr/local/sbin/cbackup|$(PREFIX)/sbin/cbackup|' contrib/cbackup.service >build/cbackup.service
+	install -m 644 build/cbackup.service $(DESTDIR)$(UNITDIR)/cbackup.service
+	install -m 644 contrib/cbackup.timer $(DESTDIR)$(UNITDIR)/cbackup.timer
+	sed -e 's|^0 3 \* \* \*\troot\tcbackup |#0 3 * * *\troot\t$(PREFIX)/sbin/cbackup |' \
+	    -e 's|^# install -m 644 .*|# Installed by make install with the job commented out: remove the # to enable it.|' \
+	    contrib/cbackup.cron >build/cbackup.cron
+	test -e $(DESTDIR)$(SYSCONFDIR)/cron.d/cbackup || \
+		install -m 644 build/cbackup.cron $(DESTDIR)$(SYSCONFDIR)/cron.d/cbackup
+	install -m 644 contrib/cbackup.bash-completion $(DESTDIR)$(COMPLETIONDIR)/cbackup
+	install -d -m 750 $(DESTDIR)$(LOCALSTATEDIR)/lib/cbackup $(DESTDIR)$(LOCALSTATEDIR)/lib/cbackup/dump
 
 # ---- fuzzing (issue 5): libFuzzer targets in tests/fuzz/ ---------------------
 # `make fuzz` builds the library objects with clang + ASan/UBSan into

@@ -400,6 +400,23 @@ static int mnt_prepare(struct mnt *m, const char *archive, struct cb_log *log)
 	return 0;
 }
 
+/* A second mount stacked on a mounted directory hides the first one and
+ * unmounting it shows the old again: refuse, naming what is there. */
+static int check_mountpoint(const char *mountpoint)
+{
+	struct statx stx;
+
+	if (statx(AT_FDCWD, mountpoint, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &stx) < 0)
+		return cb_error_errno("mount point '%s'", mountpoint);
+	if (!S_ISDIR(stx.stx_mode))
+		return cb_error("mount point '%s' is not a directory", mountpoint);
+	if ((stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
+	    (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return cb_error("'%s' is already a mount point: unmount it first (fusermount3 -u or "
+				"umount), or give an empty directory", mountpoint);
+	return 0;
+}
+
 int cb_mount_run(const char *archive, const char *mountpoint, struct cb_log *log)
 {
 	struct mnt *m = cb_xcalloc(1, sizeof(*m));
@@ -407,9 +424,12 @@ int cb_mount_run(const char *archive, const char *mountpoint, struct cb_log *log
 	int ret = -1;
 
 	m->fd = -1;
-	if (!abs) {
+	if (!abs || check_mountpoint(mountpoint) < 0) {
+		if (!abs)
+			cb_error_errno("cannot resolve '%s'", archive);
+		free(abs);
 		free(m);
-		return cb_error_errno("cannot resolve '%s'", archive);
+		return -1;
 	}
 	fsname = cb_xasprintf("ro,default_permissions,fsname=cbackup,subtype=cbackup");
 	if (mnt_prepare(m, abs, log) == 0) {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cb_cleanup.h"
 #include "cb_cli.h"
@@ -20,6 +21,15 @@ static int run_command(const struct cb_cli *cli, struct cb_log *log)
 	struct cb_config cfg;
 	int status;
 
+	/* said first, not as a permission error on /run/cbackup later; a user
+	 * backing up trees of their own names a lock directory of theirs */
+	if ((c->id == CB_CMD_BACKUP || c->id == CB_CMD_PRUNE) && geteuid() != 0 &&
+	    !getenv("CBACKUP_LOCK_DIR")) {
+		cb_err(log, "cbackup %s must run as root: it freezes guests, reads every file of "
+		       "them and locks in /run/cbackup (for trees of your own, set CBACKUP_LOCK_DIR "
+		       "to a directory of yours)", c->name);
+		return CB_EXIT_USAGE;
+	}
 	if (!c->needs_config)
 		return c->run(cli, NULL, log);
 	if (cb_config_load(&cfg, cli->config_path) < 0) {
