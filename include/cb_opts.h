@@ -76,6 +76,8 @@ struct cb_opts {
 	long freeze_pid;          /* 0 = none */
 	char *freeze_cmd;
 	char *thaw_cmd;
+	char *stop_cmd;           /* mode stop: stops the guest (else lxc-stop/pct if found) */
+	char *start_cmd;          /* mode stop: starts it again */
 	char *qmp;
 };
 

@@ -35,6 +35,8 @@
 #include "cb_notes.h"
 #include "cb_private.h"
 #include "cb_prune.h"
+#include "cb_pve.h"
+#include "cb_run.h"
 #include "cb_sink.h"
 #include "cb_snapshot.h"
 #include "cb_stage.h"
@@ -76,6 +78,7 @@ struct guest_run {
 	struct cb_snapshot *snaps;
 	char mode_why[512];          /* why this mode (for the log and --dry-run) */
 	int stopped;                 /* not running: copied as it is, never frozen */
+	char *stop_cmd, *start_cmd;  /* mode stop: how the guest is stopped and started */
 };
 
 static const char *const std_excludes[] = { "/tmp/?*", "/var/tmp/?*", "/var/run/?*.pid", NULL };
@@ -616,22 +619,69 @@ static void start_tracking(struct guest_run *r)
 		cb_stage_set_dir_hook(r->stage, cb_track_ignore_dir, r->track);
 }
 
+/* stop-cmd / start-cmd through the shell, bounded (0: no limit). */
+static int guest_cmd(const char *key, const char *cmd, int timeout_ms)
+{
+	char what[512];
+	struct cb_run run = { .what = what, .timeout_ms = timeout_ms };
+
+	snprintf(what, sizeof(what), "%s '%s'", key, cmd);
+	return cb_run_sh(&run, cmd);
+}
+
+/* Starts the guest again whatever happened to the copy (ret): the first
+ * error is the one reported. */
+static int restart_guest(struct guest_run *r, double stopped_at, int ret)
+{
+	char first[2048] = "";
+
+	if (ret < 0)
+		snprintf(first, sizeof(first), "%s", cb_last_error());
+	if (guest_hook(r, "pre-restart") < 0 && ret == 0) {
+		ret = -1;
+		snprintf(first, sizeof(first), "%s", cb_last_error());
+	}
+	cb_info(r->log, "restarting guest");
+	if (guest_cmd("start-cmd", r->start_cmd, 0) < 0)
+		return ret < 0 ? cb_error("%s; %s", first, cb_last_error()) : -1;
+	r->res->freeze = cb_now() - stopped_at;
+	cb_info(r->log, "guest is online again after %.2f seconds", r->res->freeze);
+	if (guest_hook(r, "post-restart") < 0 && ret == 0)
+		return -1;
+	return ret < 0 ? cb_error("%s", first) : 0;
+}
+
+/* vzdump's stop mode: the guest is shut down (stop-cmd, at most stopwait
+ * minutes), copied in one pass while nothing runs, and started again. It
+ * is never frozen for the copy. */
+static int stop_mode_copy(struct guest_run *r)
+{
+	double stopped_at = cb_now();
+	char why[256];
+
+	if (guest_hook(r, "pre-stop") < 0)
+		return -1;
+	cb_info(r->log, "stopping virtual guest");
+	if (guest_cmd("stop-cmd", r->stop_cmd, r->opts.stopwait * 60000) < 0)
+		return restart_guest(r, stopped_at, cb_error_prefix("stop"));
+	if (cb_guest_status(&r->opts, why, sizeof(why)) == 1 && (r->opts.freeze_cgroup ||
+	    r->opts.freeze_pid || r->opts.qmp))
+		return restart_guest(r, stopped_at, cb_error("stop-cmd succeeded, but the guest "
+								"still runs"));
+	return restart_guest(r, stopped_at, sync_pass(r, 0, 0));
+}
+
 /* Copy the guest into staging; the guest is frozen only for what must be. */
 static int stage_guest(struct guest_run *r)
 {
-	double frozen_at;
-
-	warn_no_freezer(r, "backing up while it runs");
+	if (!r->stopped && r->mode != CB_MODE_STOP)
+		warn_no_freezer(r, "backing up while it runs");
 	if (open_stage(r) < 0)
 		return -1;
 	if (r->stopped)   /* nothing runs: one pass is the whole copy */
 		return sync_pass(r, 0, 0);
-	if (r->mode == CB_MODE_STOP) {
-		frozen_at = cb_now();
-		if (freeze(r, 0) < 0)
-			return -1;
-		return finish_freeze(r, frozen_at, 0, sync_pass(r, 0, 0));
-	}
+	if (r->mode == CB_MODE_STOP)
+		return stop_mode_copy(r);
 	start_tracking(r);
 	if (sync_pass(r, 0, 0) < 0)
 		return -1;
@@ -665,10 +715,68 @@ static int detect_snapshots(struct guest_run *r)
 	return 1;
 }
 
-/* vzdump's wording when a snapshot cannot be taken, then suspend mode. */
+/* An executable NAME on PATH. */
+static int on_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	char *copy = cb_xstrdup(path ? path : "/usr/sbin:/usr/bin:/sbin:/bin"), *save = NULL;
+	int found = 0;
+
+	for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+		char *p = cb_xasprintf("%s/%s", d, name);
+		found = access(p, X_OK) == 0;
+		free(p);
+	}
+	free(copy);
+	return found;
+}
+
+static int file_exists(char *path)
+{
+	int ok = access(path, F_OK) == 0;
+
+	free(path);
+	return ok;
+}
+
+/* How mode stop stops and starts this guest: stop-cmd/start-cmd, else pct
+ * for a Proxmox container, lxc-stop/lxc-start for an LXC one; 0 if none. */
+static int find_stop_method(struct guest_run *r)
+{
+	const char *lxc = getenv("CBACKUP_LXC_DIR");
+	int secs = r->opts.stopwait * 60;
+
+	if (r->opts.stop_cmd && r->opts.start_cmd) {
+		r->stop_cmd = cb_xstrdup(r->opts.stop_cmd);
+		r->start_cmd = cb_xstrdup(r->opts.start_cmd);
+	} else if (r->opts.type == CB_GUEST_CT && on_path("pct") &&
+		   file_exists(cb_xasprintf("%s/lxc/%s.conf", cb_pve_dir(), r->opts.id))) {
+		r->stop_cmd = cb_xasprintf("pct shutdown %s --timeout %d", r->opts.id, secs);
+		r->start_cmd = cb_xasprintf("pct start %s", r->opts.id);
+	} else if (r->opts.type == CB_GUEST_CT && on_path("lxc-stop") &&
+		   file_exists(cb_xasprintf("%s/%s/config", lxc && *lxc ? lxc : "/var/lib/lxc",
+					    r->opts.id))) {
+		r->stop_cmd = cb_xasprintf("lxc-stop -n %s -t %d", r->opts.id, secs);
+		r->start_cmd = cb_xasprintf("lxc-start -n %s", r->opts.id);
+	}
+	return r->stop_cmd != NULL;
+}
+
+/* vzdump's wording when a snapshot cannot be taken, then suspend mode;
+ * mode stop without a way to stop the guest falls back the same way (it
+ * is never frozen for a whole copy). */
 static void choose_mode(struct guest_run *r)
 {
 	r->mode = r->stopped ? CB_MODE_STOP : r->opts.mode;
+	if (r->mode == CB_MODE_STOP && !r->stopped && !find_stop_method(r)) {
+		snprintf(r->mode_why, sizeof(r->mode_why), "no way to stop %s %s (set stop-cmd and "
+			 "start-cmd; no pct or lxc-stop container of that ID)", type_upper(r),
+			 r->opts.id);
+		cb_info(r->log, "stop mode not possible: %s", r->mode_why);
+		cb_info(r->log, "trying 'suspend' mode instead");
+		r->mode = CB_MODE_SUSPEND;
+		return;
+	}
 	if (r->mode != CB_MODE_SNAPSHOT || detect_snapshots(r))
 		return;
 	cb_info(r->log, "snapshot not possible: %s", r->mode_why);
@@ -1054,6 +1162,8 @@ static void release_run(struct guest_run *r)
 	}
 	free(r->mps);
 	free(r->snap_be);
+	free(r->stop_cmd);
+	free(r->start_cmd);
 	cb_strvec_clear(&r->excludes);
 	free(r->stage_dir);
 	free(r->archive_path);
