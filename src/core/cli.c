@@ -120,7 +120,7 @@ static const struct {
 	  (const char *const[]){ "help", NULL } },
 	{ "mount", "cbackup mount ARCHIVE MOUNTPOINT\nMount an archive read-only (FUSE).",
 	  (const char *const[]){ "help", NULL } },
-	{ "verify", "cbackup verify ARCHIVE\nCheck an archive against its .sha256 and read it whole.",
+	{ "verify", "cbackup verify ARCHIVE...\nCheck archives against their .sha256 and read them whole.",
 	  (const char *const[]){ "help", NULL } },
 	{ "list", "cbackup list [ID] [--storage NAME | --dumpdir DIR]\nList the backups in dumpdir.",
 	  (const char *const[]){ "config", "storage", "dumpdir", "tmpdir", "output-format", "help",
@@ -217,7 +217,7 @@ void cb_cli_usage(FILE *out)
 	      "       cbackup ls ARCHIVE [PATH...] [--json]\n"
 	      "       cbackup index ARCHIVE\n"
 	      "       cbackup mount ARCHIVE MOUNTPOINT\n"
-	      "       cbackup verify ARCHIVE\n"
+	      "       cbackup verify ARCHIVE...\n"
 	      "       cbackup list [ID] [--storage NAME | --dumpdir DIR]\n"
 	      "       cbackup prune [ID] [--prune-backups keep-last=N,...] [--dry-run]\n"
 	      "       cbackup prune [ID] --staging [--tmpdir DIR] [--dry-run]\n"

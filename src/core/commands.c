@@ -28,7 +28,7 @@
 static const struct cb_command_def commands[] = {
 	{ "backup",  CB_CMD_BACKUP,  0, -1, 1, cb_job_run },
 	{ "restore", CB_CMD_RESTORE, 2,  2, 0, cb_cmd_restore },
-	{ "verify",  CB_CMD_VERIFY,  1,  1, 0, cb_cmd_verify },
+	{ "verify",  CB_CMD_VERIFY,  1, -1, 0, cb_cmd_verify },
 	{ "list",    CB_CMD_LIST,    0,  1, 1, cb_cmd_list },
 	{ "prune",   CB_CMD_PRUNE,   0,  1, 1, cb_cmd_prune },
 	{ "probe",   CB_CMD_PROBE,   0,  0, 1, cb_cmd_probe },
@@ -118,13 +118,15 @@ int cb_cmd_mount(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 int cb_cmd_verify(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_verify_stats st;
+	int status = CB_EXIT_OK;
 
 	(void)cfg;   /* verify reads no configuration */
-	if (cb_verify_run(cli->args.v[0], log, &st) < 0) {
-		cb_err(log, "verify of '%s' failed - %s", cli->args.v[0], cb_last_error());
-		return CB_EXIT_FAILED;
-	}
-	return CB_EXIT_OK;
+	for (size_t i = 0; i < cli->args.n; i++)   /* each archive, whatever the others gave */
+		if (cb_verify_run(cli->args.v[i], log, &st) < 0) {
+			cb_err(log, "verify of '%s' failed - %s", cli->args.v[i], cb_last_error());
+			status = CB_EXIT_FAILED;
+		}
+	return status;
 }
 
 /* The options of guest `id` if the config defines it, else the global view. */

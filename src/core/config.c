@@ -851,6 +851,12 @@ int cb_config_resolve(const struct cb_config *cfg, const char *id,
 	}
 	if (apply_cli(cli_kv, out) < 0)
 		goto fail;
+	/* --dumpdir replaced the storage: it is no longer where the backup
+	 * goes (the hook's STOREID, the dry run's report) */
+	if (cli_get(cli_kv, "dumpdir") && !cli_get(cli_kv, "storage")) {
+		free(out->storage);
+		out->storage = NULL;
+	}
 	return 0;
 fail:
 	cb_opts_release(out);
