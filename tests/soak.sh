@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/soak.sh [ROUNDS] [SCRIPT...]: runs the timing-sensitive e2e scripts
 # ROUNDS times (default 5) while busy loops load every core (two per core),
-# with no retry: a script that fails once under load is a flaky test, a
+# (SOAK_LOADS=N for another count), with no retry: a script that fails once under load is a flaky test, a
 # defect to fix (issue 29). Prints each run's result, the first failures'
 # output, and one closing line "N passed, N failed" (script runs).
 # Needs the binary and the helpers built (make all helpers). Not part of
@@ -22,7 +22,7 @@ stop_loads() {
 trap 'stop_loads; rm -rf "$out"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-for _ in $(seq $(( $(nproc) * 2 ))); do
+for _ in $(seq "${SOAK_LOADS:-$(( $(nproc) * 2 ))}"); do
 	(while :; do :; done) &
 	loads+=($!)
 done
