@@ -98,8 +98,8 @@ test_expect_success ROOT 'one syslog line per guest and per job (ident cbackup, 
 	test "$rc" = 0
 	cat "$SCRATCH/syslog.out"
 	# <30> = daemon.info, <27> = daemon.err
-	test_has "$SCRATCH/syslog.out" "^<30>.*cbackup\\[[0-9]+\\]: Finished Backup of VM 105 \\(lxc\\) \\([0-9:]{8}\\): $D/cbackup-ct-105-"
-	test_has "$SCRATCH/syslog.out" "^<30>.*cbackup\\[[0-9]+\\]: Backup job finished successfully \\(0 of 1 guests failed\\)"
+	test_has "$SCRATCH/syslog.out" "^[<]30[>].*cbackup\\[[0-9]+\\]: Finished Backup of VM 105 \\(lxc\\) \\([0-9:]{8}\\): $D/cbackup-ct-105-"
+	test_has "$SCRATCH/syslog.out" "^[<]30[>].*cbackup\\[[0-9]+\\]: Backup job finished successfully \\(0 of 1 guests failed\\)"
 	test "$(wc -l <"$SCRATCH/syslog.out")" = 2
 	rm -f "$SCRATCH/syslog.out"
 	rc=0
@@ -107,8 +107,8 @@ test_expect_success ROOT 'one syslog line per guest and per job (ident cbackup, 
 		--dumpdir "$D" --freeze-cmd false --thaw-cmd true >out 2>err || rc=$?
 	test "$rc" = 1
 	cat "$SCRATCH/syslog.out"
-	test_has "$SCRATCH/syslog.out" "^<27>.*cbackup\\[[0-9]+\\]: Backup of VM 106 \\(lxc\\) failed - "
-	test_has "$SCRATCH/syslog.out" "^<27>.*cbackup\\[[0-9]+\\]: Backup job finished with errors \\(1 of 1 guests failed\\)"
+	test_has "$SCRATCH/syslog.out" "^[<]27[>].*cbackup\\[[0-9]+\\]: Backup of VM 106 \\(lxc\\) failed - "
+	test_has "$SCRATCH/syslog.out" "^[<]27[>].*cbackup\\[[0-9]+\\]: Backup job finished with errors \\(1 of 1 guests failed\\)"
 '
 
 test_expect_success ROOT 'a configuration error before the first guest: syslog too' '
@@ -116,7 +116,7 @@ test_expect_success ROOT 'a configuration error before the first guest: syslog t
 	rc=0
 	in_private_dev "$CBACKUP" 999 --config /dev/null >out 2>err || rc=$?
 	test "$rc" = 2
-	test_has "$SCRATCH/syslog.out" "^<27>.*cbackup\\[[0-9]+\\]: Backup job failed - guest .999. is not defined"
+	test_has "$SCRATCH/syslog.out" "^[<]27[>].*cbackup\\[[0-9]+\\]: Backup job failed - guest .999. is not defined"
 '
 
 test_done
