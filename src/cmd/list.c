@@ -47,8 +47,8 @@ static void print_table(FILE *out, const struct cb_catalog *cat)
 
 static void print_json_entry(FILE *out, const struct cb_backup_file *f, int last)
 {
-	fputs("  {\n    \"id\": ", out);
-	cb_json_string(out, f->id);
+	fputs("  {\n", out);
+	cb_json_member(out, "    ", "id", f->id, "\n");
 	fprintf(out, ",\n    \"type\": \"%s\",\n    \"time\": ", cb_guest_type_name(f->type));
 	cb_json_time(out, f->when);
 	fprintf(out, ",\n    \"epoch\": %lld,\n    \"size\": %llu,\n    \"codec\": \"%s\",\n",
@@ -56,10 +56,9 @@ static void print_json_entry(FILE *out, const struct cb_backup_file *f, int last
 	fprintf(out, "    \"protected\": %s,\n    \"checksum\": %s,\n    \"verified\": %s,\n",
 		f->is_protected ? "true" : "false", f->has_checksum ? "true" : "false",
 		f->verified ? "true" : "false");
-	fputs("    \"archive\": ", out);
-	cb_json_string(out, f->path);
-	fputs(",\n    \"notes\": ", out);
-	cb_json_string(out, f->notes);
+	cb_json_member(out, "    ", "archive", f->path, "\n");
+	fputs(",\n", out);
+	cb_json_member(out, "    ", "notes", f->notes, "\n");
 	fprintf(out, "\n  }%s\n", last ? "" : ",");
 }
 

@@ -201,8 +201,8 @@ static int copy_data(struct rst *r, const char *name)
 			return 0;
 		if (la_check(r, r->tr.a, rc, name) < 0)
 			return -1;
-		if (archive_write_data_block(r->out, buf, size, off) < ARCHIVE_OK)
-			return la_fail(r, r->out, name);
+		if (la_check(r, r->out, archive_write_data_block(r->out, buf, size, off), name) < 0)
+			return -1;
 		r->st->bytes += size;
 	}
 }

@@ -188,6 +188,8 @@ static int run_entry(struct rst *r, const struct cb_idx *x, const struct pick *p
 	cb_idx_entry(x, i, &e);
 	if (rc < ARCHIVE_WARN)
 		return cb_tarread_error(&r->tr, "cannot read archive");
+	if (rc == ARCHIVE_WARN)
+		cb_warn(r->log, "%s", archive_error_string(r->tr.a));
 	if (!same_key(archive_entry_pathname(ae), e.path))
 		return cb_error("the catalog does not match the archive: '%s' is where it says '%s' "
 				"is (run cbackup index)", archive_entry_pathname(ae), e.path);
