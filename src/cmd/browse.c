@@ -160,7 +160,7 @@ static void check_seek_table(const char *archive, const struct cb_idx *x, struct
 	cb_codec_units_release(&u);
 }
 
-int cb_index_run(const char *archive, struct cb_log *log)
+int cb_index_run(const char *archive, int dry_run, struct cb_log *log)
 {
 	char *path = cb_xasprintf("%s.idx", archive), hex[65];
 	unsigned char *buf = NULL;
@@ -181,6 +181,11 @@ int cb_index_run(const char *archive, struct cb_log *log)
 	if (x.codec == CB_COMPRESS_ZSTD)
 		check_seek_table(archive, &x, log);
 	cb_idx_close(&x);
+	if (dry_run) {
+		cb_info(log, "dry run: would write catalog '%s' (%zu bytes)", path, len);
+		ret = 0;
+		goto out;
+	}
 	if (cb_idx_write_file(path, buf, len, hex) < 0)
 		goto out;
 	cb_info(log, "wrote catalog '%s' (%zu bytes, sha256 %s)", path, len, hex);

@@ -275,7 +275,7 @@ int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o)
 			(unsigned long long)x.n_entries);
 		ret = check_space(r, o, &x, &p);
 	}
-	if (ret == 0) {
+	if (ret == 0 && !o->dry_run) {
 		ret = restore_picked(r, &x, &p, o->archive);
 	}
 	free(p.v);

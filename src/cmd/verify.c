@@ -175,7 +175,8 @@ static void mark_verified(const char *archive, struct cb_log *log)
 	free(path);
 }
 
-int cb_verify_run(const char *archive, struct cb_log *log, struct cb_verify_stats *st)
+int cb_verify_run(const char *archive, int dry_run, struct cb_log *log,
+		  struct cb_verify_stats *st)
 {
 	struct cb_tarread t = { .fd = -1, .file_fd = -1 };
 	char expected[65] = "", size[32], walk_error[1024];
@@ -211,7 +212,10 @@ int cb_verify_run(const char *archive, struct cb_log *log, struct cb_verify_stat
 	cb_fmt_bytes(size, sizeof(size), st->bytes);
 	cb_info(log, "archive '%s' is good: %llu entries, %s of file data%s", archive,
 		(unsigned long long)st->entries, size, st->checksum_checked ? ", checksum matches" : "");
-	mark_verified(archive, log);
+	if (dry_run)
+		cb_info(log, "dry run: '%s.verified' not written", archive);
+	else
+		mark_verified(archive, log);
 	ret = 0;
 out:
 	cb_tarread_close(&t);
