@@ -29,10 +29,11 @@ test_expect_success ROOT 'setup: a guest with names that are not UTF-8 or hold c
 '
 
 test_expect_success ROOT 'backup: exit 0, no warning, hdrcharset=BINARY in the archive' '
-	cbackup_run 0 backup --root "$SRC" --id 480 --tmpdir "$SCRATCH/tmp" --dumpdir "$D"
+	cbackup_run 0 backup --root "$SRC" --id 480 --tmpdir "$SCRATCH/tmp" --dumpdir "$D" --verbose
 	a=$(find_archive "$D" ct 480 .zst)
-	test_lacks "$CB_ERR" "^ERROR"
-	test_lacks "$CB_ERR" "translate|UTF-8"
+	test_lacks "$CB_ERR" "^(ERROR|WARN: .*(translate|UTF-8))"
+	test_lacks "$CB_ERR" "translate"
+	test_has "$CB_ERR" "^INFO: .\./caf\\\\351.: name or link target not UTF-8: archived as raw bytes \(pax hdrcharset=BINARY\)"
 	zstd -dc "$a" >plain.tar
 	test_has plain.tar "hdrcharset=BINARY"
 '
@@ -53,6 +54,8 @@ test_expect_success ROOT 'cbackup restore --path of a directory whose name is no
 test_expect_success ROOT 'GNU tar extracts the same bytes' '
 	mkdir "$SCRATCH/r3"
 	tar -xpf plain.tar -C "$SCRATCH/r3" 2>tar.err
+	# GNU tar 1.34 does not know the keyword: it says so, exit 0
+	test_has tar.err "Ignoring unknown extended header keyword .hdrcharset."
 	$MANIFEST --skip-root "$SCRATCH/r3" >r3.manifest
 	test_cmp src.manifest r3.manifest
 '

@@ -73,6 +73,8 @@ test_expect_success ROOT 'a FIFO or a device as --config: refused, exit 2, nothi
 	test_has "$CB_ERR" "^ERROR: config .*fifo\.conf. is not a regular file \(a FIFO\)"
 	cbackup_run 2 490 --config /dev/null
 	test_has "$CB_ERR" "^ERROR: config ./dev/null. is not a regular file \(a device\)"
+	cbackup_run 2 490 --config "$SCRATCH"
+	test_has "$CB_ERR" "^ERROR: config .* is not a regular file \(a directory\)"
 	test ! -e "$MARK"
 '
 
