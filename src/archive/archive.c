@@ -671,9 +671,14 @@ static struct archive *disk_reader(int flags)
 		cb_error("cannot create libarchive disk reader");
 		return NULL;
 	}
-	/* no archive_read_disk_set_standard_lookup(): numeric owners only */
-	archive_read_disk_set_symlink_physical(d);
-	archive_read_disk_set_behavior(d, flags);
+	/* no archive_read_disk_set_standard_lookup(): numeric owners only;
+	 * a flag not taken (no mount-point stop, host ACLs) is no reader */
+	if (archive_read_disk_set_symlink_physical(d) != ARCHIVE_OK ||
+	    archive_read_disk_set_behavior(d, flags) != ARCHIVE_OK) {
+		cb_error("cannot set up libarchive disk reader: %s", archive_error_string(d));
+		archive_read_free(d);
+		return NULL;
+	}
 	return d;
 }
 

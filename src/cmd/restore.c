@@ -534,7 +534,8 @@ static int open_disk(struct rst *r)
 	if (!r->out)
 		return cb_error("cannot initialise libarchive");
 	/* no archive_write_disk_set_standard_lookup(): owners by number */
-	archive_write_disk_set_options(r->out, EXTRACT_FLAGS);
+	if (archive_write_disk_set_options(r->out, EXTRACT_FLAGS) != ARCHIVE_OK)
+		return cb_error("cannot set up the restore: %s", archive_error_string(r->out));
 	return 0;
 }
 

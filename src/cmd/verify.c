@@ -14,7 +14,6 @@
 #include "cb_private.h"
 #include "cb_tarread.h"
 #include "cb_util.h"
-#include "cb_text.h"
 #include "cb_verify.h"
 
 /* The expected hex digest from ARCHIVE.sha256; 0 found, 1 none, -1 bad file. */
@@ -39,10 +38,7 @@ static int read_expected(const char *archive, char hex[65])
  * like (said as a WARN: line); a worse code fails the verify. */
 static void la_warn(struct cb_log *log, struct cb_tarread *t, const char *name)
 {
-	char *q = cb_quote(name ? name : "");
-
-	cb_warn(log, "'%s': %s", q, archive_error_string(t->a));
-	free(q);
+	cb_warn(log, "'%s': %s", name ? name : "", archive_error_string(t->a));
 }
 
 static int read_entry_data(struct cb_tarread *t, const char *name, struct cb_verify_stats *st,

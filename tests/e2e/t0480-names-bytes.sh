@@ -67,6 +67,18 @@ test_expect_success ROOT,BSDTAR 'bsdtar extracts the same bytes' '
 	test_cmp src.manifest r4.manifest
 '
 
+test_expect_success ROOT 'a GNU tar archive with raw names (no hdrcharset): restored exactly, WARN lines' '
+	mkdir -p gt/src
+	echo data >"gt/src/$LONG"$'\''\xe9'\''
+	tar --format=posix -cf gt/g.tar -C gt/src .
+	zstd -q gt/g.tar -o gt/g.tar.zst
+	cbackup_run 0 restore gt/g.tar.zst "$SCRATCH/r5"
+	test "$(cat "$SCRATCH/r5/$LONG"$'\''\xe9'\'')" = data
+	test_has "$CB_ERR" "^WARN: .*can.t be converted"
+	cbackup_run 0 verify gt/g.tar.zst
+	test_has "$CB_ERR" "^WARN: .\./long.*\\\\351.: Pathname can.t be converted"
+'
+
 test_expect_success ROOT 'cbackup ls quotes names exactly as tar -tv does' '
 	a=$(find_archive "$D" ct 480 .zst)
 	cbackup_run 0 ls "$a"
