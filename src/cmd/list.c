@@ -1,21 +1,28 @@
 /* cb_list: the backups table. See include/cb_list.h. */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cb_catalog.h"
 #include "cb_jobstatus.h"
 #include "cb_list.h"
+#include "cb_text.h"
 #include "cb_util.h"
 
-/* The notes' first line, control characters shown as '?' (a note is
- * written by a template, but the file could be anyone's). */
+/* The notes' first line, quoted as names are (cb_quote): a note is
+ * written by a template, but the file could be anyone's. */
 static void print_notes(FILE *out, const char *notes)
 {
+	char *line, *q;
+
 	if (!notes)
 		return;
-	fputs("  ", out);
-	for (const unsigned char *p = (const unsigned char *)notes; *p && *p != '\n'; p++)
-		fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, out);
+	line = cb_xstrdup(notes);
+	line[strcspn(line, "\n")] = '\0';
+	q = cb_quote(line);
+	fprintf(out, "  %s", q);
+	free(q);
+	free(line);
 }
 
 static void print_row(FILE *out, const struct cb_backup_file *f)

@@ -141,7 +141,7 @@ assert b\"gone\\xe9\" in base64.b64decode(g[\"error_b64\"]), g
 " "$CB_OUT"
 '
 
-test_expect_success ROOT 'list --output-format json with notes that are not UTF-8' '
+test_expect_success ROOT 'list: notes that are not UTF-8, in JSON (exact) and as text (quoted)' '
 	a=$(find_archive "$D" ct 480 .zst)
 	printf "note \351\033[1m\n" >"$a.notes"
 	cbackup_run 0 list --dumpdir "$D" --output-format json
@@ -150,6 +150,9 @@ import base64, json, sys
 d = json.load(open(sys.argv[1]))
 assert base64.b64decode(d[0][\"notes_b64\"]) == b\"note \\xe9\\x1b[1m\\n\", d
 " "$CB_OUT"
+	cbackup_run 0 list --dumpdir "$D"
+	test_has "$CB_OUT" " note \\\\351\\\\033\\[1m\$"
+	test_lacks "$CB_OUT" "[[:cntrl:]]"
 '
 
 test_done
