@@ -217,8 +217,10 @@ static int copy_data(struct rst *r, const char *name)
 			return 0;
 		if (la_check(r, r->tr.a, rc, name) < 0)
 			return -1;
-		if (la_check(r, r->out, archive_write_data_block(r->out, buf, size, off), name) < 0)
-			return -1;
+		/* the disk writer says ARCHIVE_WARN for a write(2) that failed
+		 * ("Write failed": ENOSPC, EIO): for this call that is an error */
+		if (archive_write_data_block(r->out, buf, size, off) < ARCHIVE_OK)
+			return la_fail(r, r->out, name);
 		r->st->bytes += size;
 	}
 }

@@ -159,7 +159,7 @@ test_expect_success 'a mail program that never reads a 1 MB report: killed at ma
 	chmod +x "$SCRATCH/bin/deaf-sendmail"
 	# (timeout: on a cbackup that blocks, the test fails instead of hanging)
 	rc=0
-	timeout 300 "$CBACKUP" 101 --config "$CONF" --script "$SCRATCH/mb-hook" \
+	timeout 120 "$CBACKUP" 101 --config "$CONF" --script "$SCRATCH/mb-hook" \
 		--sendmail deaf-sendmail --mail-timeout 2 >"$CB_OUT" 2>"$CB_ERR" || rc=$?
 	cat "$CB_ERR" | grep -v xxxx
 	test "$rc" = 0
