@@ -111,17 +111,19 @@ static const struct {
 		    "       cbackup backup --disk FILE [--disk FILE...] --id ID --type vm [options]\n"
 		    "Back up guests: a staging copy, the guest frozen only for the final sync, then a\n"
 		    "compressed, seekable archive in dumpdir.", NULL },
-	{ "restore", "cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...]\n"
+	{ "restore", "cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...] [--dry-run]\n"
 		     "Unpack an archive (or some of its paths) into DESTDIR.",
-	  (const char *const[]){ "force", "path", "help", NULL } },
+	  (const char *const[]){ "force", "path", "dry-run", "help", NULL } },
 	{ "ls", "cbackup ls ARCHIVE [PATH...] [--json]\nList an archive's entries from its catalog.",
 	  (const char *const[]){ "json", "help", NULL } },
-	{ "index", "cbackup index ARCHIVE\nWrite the catalog (ARCHIVE.idx) of an archive without one.",
-	  (const char *const[]){ "help", NULL } },
+	{ "index", "cbackup index ARCHIVE [--dry-run]\n"
+		   "Write the catalog (ARCHIVE.idx) of an archive without one.",
+	  (const char *const[]){ "dry-run", "help", NULL } },
 	{ "mount", "cbackup mount ARCHIVE MOUNTPOINT\nMount an archive read-only (FUSE).",
 	  (const char *const[]){ "help", NULL } },
-	{ "verify", "cbackup verify ARCHIVE...\nCheck archives against their .sha256 and read them whole.",
-	  (const char *const[]){ "help", NULL } },
+	{ "verify", "cbackup verify ARCHIVE... [--dry-run]\n"
+		    "Check archives against their .sha256 and read them whole.",
+	  (const char *const[]){ "dry-run", "help", NULL } },
 	{ "list", "cbackup list [ID] [--storage NAME | --dumpdir DIR]\nList the backups in dumpdir.",
 	  (const char *const[]){ "config", "storage", "dumpdir", "tmpdir", "output-format", "help",
 				 NULL } },
@@ -213,11 +215,11 @@ void cb_cli_usage(FILE *out)
 	fputs("usage: cbackup [backup] ID... | --all [--exclude ID,...]  [options]\n"
 	      "       cbackup backup --root DIR [--id ID] [--type ct]   [options]\n"
 	      "       cbackup backup --disk FILE [--disk FILE...] --id ID --type vm [options]\n"
-	      "       cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...]\n"
+	      "       cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...] [--dry-run]\n"
 	      "       cbackup ls ARCHIVE [PATH...] [--json]\n"
-	      "       cbackup index ARCHIVE\n"
+	      "       cbackup index ARCHIVE [--dry-run]\n"
 	      "       cbackup mount ARCHIVE MOUNTPOINT\n"
-	      "       cbackup verify ARCHIVE...\n"
+	      "       cbackup verify ARCHIVE... [--dry-run]\n"
 	      "       cbackup list [ID] [--storage NAME | --dumpdir DIR]\n"
 	      "       cbackup prune [ID] [--prune-backups keep-last=N,...] [--dry-run]\n"
 	      "       cbackup prune [ID] --staging [--tmpdir DIR] [--dry-run]\n"
@@ -366,7 +368,11 @@ int cb_cli_parse(struct cb_cli *cli, int argc, char **argv)
 			cb_strvec_push(&cli->args, argv[i]);
 		first = 0;
 	}
+	cli->dry_run = scratch.dry_run;
 	cb_opts_release(&scratch);
+	if (ret == 0 && cli->dry_run && !cb_command_get(cli->command)->dry_run)
+		ret = cb_error("'%s' cannot do a dry run: option '--dry-run' refused",
+			       cb_command_get(cli->command)->name);
 	if (ret == 0 && cb_cli_get(cli, "maxfiles") && cb_cli_get(cli, "prune-backups"))
 		ret = cb_error("options --maxfiles and --prune-backups are both given; keep only "
 			       "--prune-backups");
