@@ -114,7 +114,8 @@ test_expect_success ROOT 'one syslog line per guest and per job (ident cbackup, 
 test_expect_success ROOT 'a configuration error before the first guest: syslog too' '
 	rm -f "$SCRATCH/syslog.out"
 	rc=0
-	in_private_dev "$CBACKUP" 999 --config /dev/null >out 2>err || rc=$?
+	: >empty.conf
+	in_private_dev "$CBACKUP" 999 --config "$SCRATCH/empty.conf" >out 2>err || rc=$?
 	test "$rc" = 2
 	test_has "$SCRATCH/syslog.out" "^[<]27[>].*cbackup\\[[0-9]+\\]: Backup job failed - guest .999. is not defined"
 '

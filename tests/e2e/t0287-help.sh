@@ -50,15 +50,16 @@ test_expect_success 'cbackup help: the whole help, which names help itself' '
 '
 
 test_expect_success 'an unknown command says so, with the nearest (exit 2)' '
-	cbackup_run 2 prnue --config /dev/null
+	: >empty.conf
+	cbackup_run 2 prnue --config empty.conf
 	test_has "$CB_ERR" "^ERROR: unknown command .prnue. \\(did you mean .prune.\\? see cbackup help\\)\$"
-	cbackup_run 2 frobnicate --config /dev/null
+	cbackup_run 2 frobnicate --config empty.conf
 	test_has "$CB_ERR" "^ERROR: unknown command .frobnicate. \\(commands: backup, restore"
 	test_lacks "$CB_ERR" "is not defined"
 	cbackup_run 2 help frobnicate
 	test_has "$CB_ERR" "unknown command .frobnicate."
 	# a numeric ID that is not defined is still a guest
-	cbackup_run 2 4711 --config /dev/null
+	cbackup_run 2 4711 --config empty.conf
 	test_has "$CB_ERR" "guest .4711. is not defined"
 '
 
