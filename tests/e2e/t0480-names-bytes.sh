@@ -124,7 +124,8 @@ test_expect_success ROOT 'ls --json: valid JSON; the _b64 members give the names
 
 test_expect_success ROOT 'backup --output-format json and json-status with a name that is not UTF-8' '
 	mkdir "$SCRATCH/status"
-	cbackup_run 1 backup --root "$SCRATCH/gone"$'\''\xe9\n\033'\'' --id 481 --tmpdir "$SCRATCH/tmp" \
+	# (a root that does not exist: a configuration error, exit 2, issue 28)
+	cbackup_run 2 backup --root "$SCRATCH/gone"$'\''\xe9\n\033'\'' --id 481 --tmpdir "$SCRATCH/tmp" \
 		--dumpdir "$D" --output-format json --json-status "$SCRATCH/status"
 	python3 -c "import json,sys; json.load(sys.stdin)" <"$CB_OUT"
 	for f in "$SCRATCH"/status/*.json; do
