@@ -164,7 +164,7 @@ test_expect_success 'SIGTERM while archiving leaves no snapshot' '
 	rc=0
 	wait "$pid" || rc=$?
 	cat "$CB_ERR"
-	test "$rc" = 1
+	test "$rc" = 143   # 128 + SIGTERM (issue 28)
 	error_names 652 "" "signal TERM"
 	no_snapshots
 	no_tmp_files "$SCRATCH/dump-652"
