@@ -54,8 +54,9 @@ const struct cb_command_def *cb_command_get(enum cb_command id)
 
 int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
-	struct cb_restore_opts ro = { cli->args.v[0], cli->args.v[1], cli->force,
-				      cli->paths.v, cli->paths.n };
+	struct cb_restore_opts ro = { .archive = cli->args.v[0], .destdir = cli->args.v[1],
+				      .force = cli->force, .keep_old = cli->keep_old,
+				      .paths = cli->paths.v, .n_paths = cli->paths.n };
 	struct cb_restore_stats st = { 0 };
 
 	(void)cfg;   /* restore reads no configuration */
