@@ -219,16 +219,20 @@ static int rm_call(void *arg)
 	return cb_remove_at(c->dfd, c->name, st.st_dev, NULL);
 }
 
+/* A few rounds: the old tree's owner may be renaming things in it. */
 static int remove_at(int dfd, const char *name)
 {
 	struct rm_call c = { dfd, name };
+	int ret = -1;
 
-	return cb_call_deep(rm_call, &c);
+	for (int round = 0; round < 5 && ret < 0; round++)
+		ret = cb_call_deep(rm_call, &c);
+	return ret;
 }
 
-/* Every entry of `from` (but skip) to `to`, by name, never replacing; on
- * a failure those moved go back. */
-static int move_entries(int from, int to, const char *skip, const char *what)
+/* Every entry of `from` (but the two skipped) to `to`, by name, never
+ * replacing; on a failure those moved go back. */
+static int move_entries(int from, int to, const char *skip, const char *skip2, const char *what)
 {
 	struct cb_strvec names = CB_STRVEC_INIT;
 	size_t i;
@@ -237,43 +241,46 @@ static int move_entries(int from, int to, const char *skip, const char *what)
 	if (cb_dir_names(from, &names) < 0)
 		return cb_error_errno("cannot read %s", what);
 	for (i = 0; i < names.n && ret == 0; i++)
-		if (strcmp(names.v[i], skip) &&
+		if (strcmp(names.v[i], skip) && strcmp(names.v[i], skip2) &&
 		    renameat2(from, names.v[i], to, names.v[i], RENAME_NOREPLACE) < 0)
 			ret = cb_error_errno("cannot move '%s' of %s", names.v[i], what);
 	if (ret < 0)
 		while (i-- > 1)
-			if (strcmp(names.v[i - 1], skip))
+			if (strcmp(names.v[i - 1], skip) && strcmp(names.v[i - 1], skip2))
 				renameat2(to, names.v[i - 1], from, names.v[i - 1], RENAME_NOREPLACE);
 	cb_strvec_clear(&names);
 	return ret;
 }
 
-/* DESTDIR is a mount point: its entries aside, the new ones up. */
-static int swap_inside(struct rst *r, const struct cb_restore_opts *o)
+/* DESTDIR is a mount point: its entries aside, the new ones up, the old
+ * ones and the empty private directories removed, and then the root
+ * entry (its times last). */
+static int swap_inside(struct rst *r)
 {
 	char old[64];
 	int old_fd = -1, ret = -1;
 
 	if (!r->dest_empty) {
 		old_fd = fresh_dir(r->dest_fd, ".cbackup-restore-old", old, sizeof(old), r->dest);
-		if (old_fd < 0 || move_entries(r->dest_fd, old_fd, r->stage_name,
+		if (old_fd < 0 || move_entries(r->dest_fd, old_fd, r->stage_name, old,
 					       "the destination") < 0)
 			goto out;
 	}
-	if (move_entries(r->stage_fd, r->dest_fd, "", "the restored tree") < 0) {
+	if (move_entries(r->stage_fd, r->dest_fd, "", "", "the restored tree") < 0) {
 		if (old_fd >= 0)
-			move_entries(old_fd, r->dest_fd, "", "the old tree");
+			move_entries(old_fd, r->dest_fd, "", "", "the old tree");
 		goto out;
 	}
-	ret = cb_rst_apply_root(r, r->dest_fd);
 	if (old_fd >= 0 && remove_at(r->dest_fd, old) < 0)
 		cb_warn(r->log, "cannot remove the old tree '%s/%s' completely: %s", r->dest, old,
 			strerror(errno));
-	(void)o;
+	if (unlinkat(r->dest_fd, r->stage_name, AT_REMOVEDIR) == 0)
+		r->stage_name[0] = '\0';
+	ret = cb_rst_apply_root(r, r->dest_fd);
 out:
 	if (old_fd >= 0) {
 		close(old_fd);
-		unlinkat(r->dest_fd, old, AT_REMOVEDIR);   /* empty unless moved back failed */
+		unlinkat(r->dest_fd, old, AT_REMOVEDIR);   /* after a failure: empty again */
 	}
 	return ret;
 }
@@ -382,7 +389,7 @@ int cb_rst_dest_finish(struct rst *r, const struct cb_restore_opts *o)
 				return -1;
 		return cb_rst_apply_root(r, r->dest_fd);
 	}
-	return r->in_dest ? swap_inside(r, o) : swap_beside(r, o);
+	return r->in_dest ? swap_inside(r) : swap_beside(r, o);
 }
 
 void cb_rst_dest_release(struct rst *r)
