@@ -670,14 +670,30 @@ static void remove_snapshots(struct guest_run *r)
 }
 
 /* The tree the archive reads (staging copy or snapshot) and where each
- * mount point's tree goes in it. */
-static const char *archive_tree(const struct guest_run *r, struct cb_archive_graft *grafts)
+ * mount point's tree goes in it. A snapshot is given by the fd opened when
+ * it was taken: its path (beside the volume, in a directory whose parent
+ * other users may write) is never looked up again. */
+static void archive_tree(const struct guest_run *r, struct cb_archive_graft *root,
+			 struct cb_archive_graft *grafts)
 {
-	for (size_t i = 0; i < r->n_mps; i++) {
-		grafts[i].name = r->mps[i].target;
-		grafts[i].tree = r->snaps ? cb_snapshot_path(&r->snaps[i + 1]) : r->mps[i].stage_dir;
+	for (size_t i = 0; i <= r->n_mps; i++) {
+		struct cb_archive_graft *g = i ? &grafts[i - 1] : root;
+
+		g->name = i ? r->mps[i - 1].target : "./";
+		g->tree = r->snaps ? cb_snapshot_path(&r->snaps[i])
+				   : i ? r->mps[i - 1].stage_dir : r->stage_dir;
+		g->by_fd = r->snaps != NULL;
+		g->fd = r->snaps ? cb_snapshot_fd(&r->snaps[i]) : -1;
 	}
-	return r->snaps ? cb_snapshot_path(&r->snaps[0]) : r->stage_dir;
+}
+
+/* Every snapshot directory is still the one cbackup made. */
+static int snapshots_intact(const struct guest_run *r)
+{
+	for (size_t i = 0; r->snaps && i <= r->n_mps; i++)
+		if (cb_snapshot_check(&r->snaps[i]) < 0)
+			return -1;
+	return 0;
 }
 
 static void log_archive_stats(struct guest_run *r, const struct cb_archive_stats *as,
@@ -780,8 +796,7 @@ static int write_archive(struct guest_run *r)
 		r->opts.guest_config,
 	};
 	struct cb_archive_stats as = { 0 };
-	struct cb_archive_graft *grafts = cb_xcalloc(r->n_mps + 1, sizeof(*grafts));
-	const char *tree = archive_tree(r, grafts);
+	struct cb_archive_graft *grafts = cb_xcalloc(r->n_mps + 1, sizeof(*grafts)), root;
 	struct cb_codec_writer *codec = NULL;
 	struct cb_sink *sink = NULL;
 	struct cb_tarscan *scan = r->opts.to_stdout ? NULL : cb_tarscan_new();
@@ -789,6 +804,9 @@ static int write_archive(struct guest_run *r)
 	double started = cb_now();
 	int ret = -1;
 
+	archive_tree(r, &root, grafts);
+	if (snapshots_intact(r) < 0)
+		goto out;
 	cb_codec_params_for(&r->opts, r->opts.compress, &cp);
 	cb_info(r->log, "creating archive '%s'", r->archive_path);
 	if ((r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
@@ -801,10 +819,11 @@ static int write_archive(struct guest_run *r)
 	cb_codec_set_progress(codec, &r->progress);
 	if (scan)
 		cb_codec_set_tap(codec, cb_tarscan_feed, scan);
-	ret = cb_archive_write_grafted(tree, grafts, r->n_mps, &extra, r->opts.guest_config ? 1 : 0,
+	ret = cb_archive_write_grafted(root.tree ? &root : NULL, grafts, r->n_mps, &extra, r->opts.guest_config ? 1 : 0,
 				       codec, r->log, &as);
 	cb_progress_end(&r->progress);
-	if (ret < 0 || cb_codec_finish(codec) < 0 || cb_sink_prepare(sink) < 0) {
+	if (ret < 0 || snapshots_intact(r) < 0 || cb_codec_finish(codec) < 0 ||
+	    cb_sink_prepare(sink) < 0) {
 		ret = -1;
 		goto out;
 	}
