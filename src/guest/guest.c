@@ -777,13 +777,19 @@ static void monitor_takeover(struct cb_guest *g, const char *what)
 static void *monitor_main(void *arg)
 {
 	struct cb_guest *g = arg;
-	double last = cb_now(), next_ping = 0;
+	double last = cb_now(), prev = last, next_ping = 0;
 	int busy = 0;
 
 	for (;;) {
 		struct pollfd pf[2] = { { g->monitor_stop[0], POLLIN, 0 }, { g->report_fd, POLLIN, 0 } };
 		double now = cb_now();
 		ssize_t n;
+
+		/* cbackup itself was stopped (SIGSTOP) or starved: the silence
+		 * is ours, not the watchdog's; it gets its full time again */
+		if (now - prev > 2.0 * PING_MS / 1000.0)
+			last = now;
+		prev = now;
 
 		if (now >= next_ping) {
 			watchdog_send(g, 'P');
