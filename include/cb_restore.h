@@ -21,6 +21,7 @@ struct cb_restore_opts {
 	int keep_old;         /* --keep-old: the replaced tree is kept as DESTDIR.old-TIME */
 	char *const *paths;   /* --path: only these entries and subtrees (n_paths 0: all) */
 	size_t n_paths;
+	int dry_run;          /* check and say what would be restored; write nothing */
 };
 
 struct cb_restore_stats {

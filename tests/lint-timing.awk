@@ -2,11 +2,13 @@
 # mechanisms; under load any such bound fails (issue 29). A duration is a
 # variable assigned from a clock (now_s, elapsed_since, seconds_between,
 # EPOCHREALTIME, date +%s) or from a time the log printed ("N seconds",
-# "N ms"), or from another duration, or named as one (took, x_s, x_ms). Flagged: such a value, or a clock read
-# inline, on the small side of a comparison (at_most, -lt, -le, awk's < or
-# <=, or the second argument of at_least). Loop conditions (while/until)
-# are timeouts, not assertions, and lower bounds (at_least DURATION MIN:
-# bwlimit, lockwait) only grow under load: both are allowed.
+# "N ms"), or from another duration, or named as one (took, ms, x_s, x_ms).
+# Flagged: such a value, or a clock read inline, on the small side of a
+# comparison (at_most, -lt, -le, awk's < or <=, or the second argument of
+# at_least); and awk that subtracts two values and compares the difference
+# with a number (times read from files: t - k > 2000). Loop conditions
+# (while/until) are timeouts, not assertions, and lower bounds (at_least
+# DURATION MIN: bwlimit, lockwait) only grow under load: both are allowed.
 function clock(s) {
 	return s ~ /(elapsed_since|seconds_between|EPOCHREALTIME|now_s|date \+%s|[0-9.*\\)\]]+ ?(seconds|ms)([^A-Za-z]|$)|online again after)/
 }
@@ -36,6 +38,9 @@ END {
 		if (l ~ /at_most[ \t]/ && uses_dur(l)) small = 1
 		if (l ~ /[ \t](-lt|-le)[ \t]/ && uses_dur(l)) small = 1
 		if (l ~ /exit !?\(?[^)]*<=?/ && uses_dur(l)) small = 1
+		# awk that subtracts two times and bounds the difference
+		# (t - k > 2000, d = t - f ... d < 2.5): a clock read from a file
+		if (l ~ /[A-Za-z_][A-Za-z0-9_]* - [A-Za-z_][A-Za-z0-9_]*/ && l ~ /[<>]=? *[0-9]/ && l !~ /at_least/) small = 1
 		if (match(l, /at_least[ \t]+("[^"]*"|[^ \t]+)[ \t]+/)) {
 			rest = substr(l, RSTART + RLENGTH)
 			if (uses_dur(rest)) small = 1

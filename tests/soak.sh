@@ -1,8 +1,8 @@
 #!/bin/bash
 # tests/soak.sh [ROUNDS] [SCRIPT...]: runs the timing-sensitive e2e scripts
-# ROUNDS times (default 5) while busy loops load every core (two per core),
-# (SOAK_LOADS=N for another count), with no retry: a script that fails once under load is a flaky test, a
-# defect to fix (issue 29). Prints each run's result, the first failures'
+# ROUNDS times (default 5) while busy loops load every core (two per core;
+# SOAK_LOADS=N for another count), with no retry: a script that fails once
+# under load is a flaky test, a defect to fix (issue 29). Prints each run's result, the first failures'
 # output, and one closing line "N passed, N failed" (script runs).
 # Needs the binary and the helpers built (make all helpers). Not part of
 # make check: about 10 minutes a round on 2 cores.

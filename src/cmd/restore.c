@@ -11,6 +11,7 @@
  * has them, and nowhere else (a dense file of zeros, a swap file, stays
  * dense, as GNU tar leaves it).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -29,6 +30,62 @@
 #include "cb_cleanup.h"
 #include "cb_util.h"
 #include "restore_int.h"
+
+static int dir_is_empty(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	int empty = 1;
+
+	if (!d)
+		return cb_error_errno("cannot open directory '%s'", path);
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			empty = 0;
+			break;
+		}
+	closedir(d);
+	return empty;
+}
+
+/* A dry run creates no DESTDIR: its space is that of the nearest
+ * directory above it that exists. */
+static int dry_dest(struct rst *r, const char *destdir)
+{
+	char *p = cb_xstrdup(destdir), *slash;
+
+	cb_info(r->log, "dry run: would create '%s'", destdir);
+	while ((slash = strrchr(p, '/')) && access(p, F_OK) < 0)
+		slash == p ? (void)(p[1] = '\0') : (void)(*slash = '\0');
+	r->dest = realpath(access(p, F_OK) == 0 ? p : ".", NULL);
+	free(p);
+	return r->dest ? 0 : cb_error_errno("cannot resolve '%s'", destdir);
+}
+
+/* --dry-run: the checks restore_dest.c makes on DESTDIR, and nothing made. */
+static int dry_prepare_dest(struct rst *r, const struct cb_restore_opts *o)
+{
+	struct stat st;
+	int empty;
+
+	if (stat(o->destdir, &st) < 0) {
+		if (errno != ENOENT)
+			return cb_error_errno("cannot stat '%s'", o->destdir);
+		return dry_dest(r, o->destdir);
+	} else if (!S_ISDIR(st.st_mode)) {
+		return cb_error("destination '%s' is not a directory", o->destdir);
+	} else {
+		empty = dir_is_empty(o->destdir);
+		if (empty < 0)
+			return -1;
+		if (!empty && !o->force)
+			return cb_error("destination '%s' is not empty (use --force)", o->destdir);
+	}
+	r->dest = realpath(o->destdir, NULL);
+	if (!r->dest)
+		return cb_error_errno("cannot resolve '%s'", o->destdir);
+	return 0;
+}
 
 /* Absolute names and ".." components could reach outside DESTDIR. */
 static int name_is_safe(const char *name)
@@ -117,6 +174,8 @@ static int copy_data(struct rst *r, const char *name)
 			return 0;
 		if (la_check(r, r->tr.a, rc, name) < 0)
 			return -1;
+		/* the disk writer says ARCHIVE_WARN for a write(2) that failed
+		 * ("Write failed": ENOSPC, EIO): for this call that is an error */
 		if (archive_write_data_block(r->out, buf, size, off) < ARCHIVE_OK)
 			return la_fail(r, r->out, name);
 		r->st->bytes += size;
@@ -406,11 +465,15 @@ int cb_rst_space_check(struct rst *r, const struct cb_restore_opts *o, const str
 	char need_s[32], avail_s[32];
 	uint64_t avail;
 
-	if (fstatvfs(r->stage_fd, &vfs) < 0)
+	if (cb_rst_statvfs(r, &vfs) < 0)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
 	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	cb_fmt_bytes(need_s, sizeof(need_s), n->bytes);
 	cb_fmt_bytes(avail_s, sizeof(avail_s), avail);
+	if (o->dry_run)
+		cb_info(r->log, "dry run: would restore %llu entries, %s on disk into '%s' (%s "
+			"available); nothing written", (unsigned long long)n->entries, need_s,
+			o->destdir, avail_s);
 	if (n->bytes <= avail && (!vfs.f_files || n->entries <= vfs.f_favail))
 		return 0;
 	if (n->bytes > avail)
@@ -431,7 +494,7 @@ static int check_space(struct rst *r, const struct cb_restore_opts *o)
 	struct statvfs vfs;
 	struct cb_rst_need n = { 0, 0 };
 
-	if (fstatvfs(r->stage_fd, &vfs) < 0)
+	if (cb_rst_statvfs(r, &vfs) < 0)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
 	if (count_archive(o->archive, vfs.f_frsize ? vfs.f_frsize : 4096, &n) < 0)
 		return -1;
@@ -444,7 +507,8 @@ static int open_disk(struct rst *r)
 	if (!r->out)
 		return cb_error("cannot initialise libarchive");
 	/* no archive_write_disk_set_standard_lookup(): owners by number */
-	archive_write_disk_set_options(r->out, EXTRACT_FLAGS);
+	if (archive_write_disk_set_options(r->out, EXTRACT_FLAGS) != ARCHIVE_OK)
+		return cb_error("cannot set up the restore: %s", archive_error_string(r->out));
 	return 0;
 }
 
@@ -481,13 +545,20 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 	int ret = -1;
 
 	memset(st, 0, sizeof(*st));
+	if (open_disk(&r) < 0)
+		goto out;
+	if (o->dry_run) {
+		/* the checks of a restore, then the counting pass: nothing else */
+		ret = dry_prepare_dest(&r, o) < 0 ? -1
+		      : o->n_paths > 0 ? cb_restore_paths(&r, o) : check_space(&r, o);
+		goto out;
+	}
 	if (!archive) {
 		cb_error_errno("cannot open '%s'", o->archive);
 		goto out;
 	}
 	ao.archive = archive;
-	if (open_disk(&r) < 0 || (!o->n_paths && cb_tarread_open(&r.tr, archive, 0) < 0) ||
-	    cb_rst_dest_open(&r, &ao) < 0)
+	if ((!o->n_paths && cb_tarread_open(&r.tr, archive, 0) < 0) || cb_rst_dest_open(&r, &ao) < 0)
 		goto out;
 	if (o->n_paths > 0 ? cb_restore_paths(&r, &ao) < 0
 			   : check_space(&r, &ao) < 0 || restore_all(&r) < 0)

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -390,6 +391,11 @@ int cb_rst_dest_finish(struct rst *r, const struct cb_restore_opts *o)
 		return cb_rst_apply_root(r, r->dest_fd);
 	}
 	return r->in_dest ? swap_inside(r) : swap_beside(r, o);
+}
+
+int cb_rst_statvfs(struct rst *r, struct statvfs *v)
+{
+	return r->stage_fd >= 0 ? fstatvfs(r->stage_fd, v) : statvfs(r->dest, v);
 }
 
 void cb_rst_dest_release(struct rst *r)

@@ -8,6 +8,7 @@
 #define CB_RESTORE_INT_H
 
 #include <archive.h>
+#include <sys/statvfs.h>
 #include "cb_restore.h"
 #include "cb_tarread.h"
 
@@ -66,6 +67,10 @@ int cb_rst_close(struct rst *r);
 void cb_rst_release(struct rst *r);
 
 int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o);
+
+/* DESTDIR's file system: the private directory's, or with --dry-run (none
+ * made) DESTDIR's or the nearest directory above it. */
+int cb_rst_statvfs(struct rst *r, struct statvfs *v);
 
 /* What a restore needs in DESTDIR's file system: bytes of blocks, inodes. */
 struct cb_rst_need {

@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/lint.sh must reject every numbered line marked BAD below (t0181):
-# timing thresholds as main had them (t0650, t0310, t0300) and two more.
+# timing thresholds as main had them (t0650, t0310, t0300, t0030, t0220)
+# and two more.
 . "$(dirname "$0")/lib.sh"
 
 freeze_under() {
@@ -28,5 +29,14 @@ test_expect_success 'thresholds' '
 	[ "$(elapsed_since "$start")" -lt 2 ] # BAD
 	ms=$(sed -n "s/^INFO: final sync took \([0-9]*\) ms$/\1/p" "$CB_ERR")
 	test "$ms" -le 50 # BAD
+'
+check_thawed_after_kill() {
+	awk '$1 == "thawed" { t = $3 } $1 == "killed" { k = $3 }
+		END { if (t - k > 2000) { print "late"; exit 1 } }' "$1" # BAD
+}
+test_expect_success 'a difference of two times read from files' '
+	froze=$(cat "$SCRATCH/froze-at")
+	thawed=$(head -n 1 "$SCRATCH/thawed-at")
+	awk -v f="$froze" -v t="$thawed" "BEGIN { d = t - f; exit !(d >= 0.9 && d < 2.5) }" # BAD
 '
 test_done
