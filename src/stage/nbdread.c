@@ -14,6 +14,7 @@
 
 #define WINDOW   ((uint64_t)1 << 30)    /* block status asked per request */
 #define CHUNK    ((size_t)4 << 20)      /* bytes per NBD read */
+#define ZBLOCK   ((size_t)64 << 10)    /* all-zero blocks of this size stay holes */
 #define ALLOC_CTX "base:allocation"
 
 struct extent {
@@ -99,6 +100,23 @@ static int punch(struct reader *r, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* One chunk read: blocks of zeros stay (or become) holes. */
+static int store(struct reader *r, uint64_t off, size_t n)
+{
+	for (size_t b = 0; b < n; b += ZBLOCK) {
+		size_t k = n - b < ZBLOCK ? n - b : ZBLOCK;
+		if (is_zero(r->buf + b, k)) {
+			if (punch(r, off + b, k) < 0)
+				return -1;
+		} else if (pwrite(r->fd, r->buf + b, k, (off_t)(off + b)) != (ssize_t)k) {
+			return cb_error_errno("cannot write '%s'", r->o->file);
+		} else {
+			r->st->written += k;
+		}
+	}
+	return 0;
+}
+
 static int copy_data(struct reader *r, uint64_t off, uint64_t len)
 {
 	while (len) {
@@ -106,14 +124,8 @@ static int copy_data(struct reader *r, uint64_t off, uint64_t len)
 		if (nbd_pread(r->h, r->buf, n, off, 0) < 0)
 			return nbd_fail("read");
 		r->st->read += n;
-		if (is_zero(r->buf, n)) {
-			if (punch(r, off, n) < 0)
-				return -1;
-		} else if (pwrite(r->fd, r->buf, n, (off_t)off) != (ssize_t)n) {
-			return cb_error_errno("cannot write '%s'", r->o->file);
-		} else {
-			r->st->written += n;
-		}
+		if (store(r, off, n) < 0)
+			return -1;
 		cb_throttle_account(&r->thr, n);
 		off += n;
 		len -= n;
