@@ -43,7 +43,32 @@ snap() { cp --sparse=always "$IMG/cur0.raw" "$IMG/exp0.raw" && cp --sparse=alway
 GUEST
 . "$SCRATCH/guest.sh"
 
-test_expect_success 'setup: a qcow2 over a backing file, a sparse raw, a hook' '
+# the hook: ACTIONs "PHASE:ACTION ..." in HOOK_ACTION, the phases in HOOKLOG
+cat >"$HOOK" <<"HOOK"
+#!/bin/bash
+. "$GUEST_SH"
+echo "$1" >>"$HOOKLOG"
+for a in $HOOK_ACTION; do
+	[ "${a%%:*}" = "$1" ] || continue
+	case ${a#*:} in
+	before)   # the last writes before the pause: in the snapshot
+		gw 0 0xb1 3M 128k && gw 1 0xb2 5M 64k && snap || exit 1 ;;
+	after)    # after the pause, before the read: over data, over holes
+		gw 0 0xc1 0 1M && gw 0 0xc2 20M 256k && gw 0 0xc3 24M 64k || exit 1
+		gw 1 0xc4 2M 512k && gw 1 0xc5 30M 64k || exit 1
+		# and on during the read, until the test stops it
+		setsid bash -c ". \"$GUEST_SH\"; i=0; while [ ! -e \"$IMG/stop-writer\" ]; do
+			gw \$((i % 2)) 0xd\$((i % 10)) \$(((i * 3) % 30))M 64k || break
+			i=\$((i + 1)); done; echo \$i >\"$IMG/writer-done\"" </dev/null >/dev/null 2>&1 & ;;
+	fill)     # 12 MiB over data: the fleecing image must take its old content
+		gw 0 0xe1 0 12M && touch "$IMG/fill-done" ;;
+	esac
+done
+exit 0
+HOOK
+chmod +x "$HOOK"
+
+test_expect_success 'setup: a qcow2 over a backing file, a sparse raw' '
 	mkdir "$IMG"
 	cd "$IMG"
 	qemu-img create -q -f qcow2 base.qcow2 32M
@@ -54,29 +79,6 @@ test_expect_success 'setup: a qcow2 over a backing file, a sparse raw, a hook' '
 	qemu-io -f raw -c "write -P 0x21 2M 2M" -c "write -P 0x22 16M 64k" d1.raw >/dev/null
 	qemu-img convert -f qcow2 -O raw d0.qcow2 cur0.raw
 	cp --sparse=always d1.raw cur1.raw
-	cat >"$HOOK" <<-"HOOK"
-	#!/bin/bash
-	. "$GUEST_SH"
-	echo "$1" >>"$HOOKLOG"
-	for a in $HOOK_ACTION; do
-		[ "${a%%:*}" = "$1" ] || continue
-		case ${a#*:} in
-		before)   # the last writes before the pause: in the snapshot
-			gw 0 0xb1 3M 128k && gw 1 0xb2 5M 64k && snap || exit 1 ;;
-		after)    # after the pause, before the read: over data, over holes
-			gw 0 0xc1 0 1M && gw 0 0xc2 20M 256k && gw 0 0xc3 24M 64k || exit 1
-			gw 1 0xc4 2M 512k && gw 1 0xc5 30M 64k || exit 1
-			# and on during the read, until the test stops it
-			setsid bash -c ". \"$GUEST_SH\"; i=0; while [ ! -e \"$IMG/stop-writer\" ]; do
-				gw \$((i % 2)) 0xd\$((i % 10)) \$(((i * 3) % 30))M 64k || break
-				i=\$((i + 1)); done; echo \$i >\"$IMG/writer-done\"" </dev/null >/dev/null 2>&1 & ;;
-		fill)     # 12 MiB over data: the fleecing image must take its old content
-			gw 0 0xe1 0 12M && touch "$IMG/fill-done" ;;
-		esac
-	done
-	exit 0
-	HOOK
-	chmod +x "$HOOK"
 '
 export GUEST_SH=$SCRATCH/guest.sh
 
