@@ -28,7 +28,12 @@ struct vmdisk {
 	char *device, *qdev, *node; /* query-block: device, qdev path, format node */
 	char *name;                 /* archived file name */
 	uint64_t size;              /* virtual size */
+	char *drv;                  /* format driver (persistent bitmaps: qcow2) */
+	int bm_state;               /* BM_*: the bitmap cbackup-ID on the node */
+	int incremental;            /* this run reads only the dirty extents */
 };
+
+enum { BM_NONE, BM_OK, BM_DISABLED, BM_INCONSISTENT };
 
 struct cb_vmcbw {
 	const struct cb_vmcbw_opts *o;
@@ -38,6 +43,7 @@ struct cb_vmcbw {
 	int major, minor, micro;
 	int was_paused;             /* paused before cbackup came: not resumed */
 	char *work_dir;             /* TMPDIR/cbackup/cbackup-ID.cbw: fleecing, socket */
+	char *bitmap;               /* keep-staging: cbackup-ID, else NULL */
 	pid_t wd_pid;
 	int wd_fd;                  /* commands to the watchdog, -1 when none */
 };
@@ -171,11 +177,63 @@ static int del_exports(struct cb_qmps *s, int *count)
 	return rc;
 }
 
+static int has_bitmap(const struct cb_json *inserted, const char *name)
+{
+	const struct cb_json *bm = cb_json_get(inserted, "dirty-bitmaps");
+
+	for (size_t k = 0; bm && k < bm->n; k++)
+		if (cb_json_str(bm->items[k], "name") && !strcmp(cb_json_str(bm->items[k], "name"), name))
+			return 1;
+	return 0;
+}
+
+/* A run that did not finish hands its snapshot's bitmap (BITMAP-t: the
+ * changes up to the pause) back to BITMAP (the changes since): BITMAP
+ * again covers everything since the last complete read. */
+static int merge_back(struct cb_qmps *s, const char *bitmap, int *count)
+{
+	struct cb_json *blocks = NULL;
+	const struct cb_json *list;
+	char t[300];
+	int rc = 0;
+
+	if (!bitmap)
+		return 0;
+	snprintf(t, sizeof(t), "%s-t", bitmap);
+	if (cb_qmps_exec(s, "query-block", NULL, &blocks) < 0)
+		return -1;
+	list = cb_json_get(blocks, "return");
+	for (size_t i = 0; list && i < list->n; i++) {
+		const struct cb_json *ins = cb_json_get(list->items[i], "inserted");
+		const char *node = cb_json_str(ins, "node-name");
+		char *qn, *qb, *qt;
+		if (!node || !has_bitmap(ins, t))
+			continue;
+		qn = cb_json_quote(node);
+		qb = cb_json_quote(bitmap);
+		qt = cb_json_quote(t);
+		if ((has_bitmap(ins, bitmap) &&
+		     cb_qmps_execf(s, NULL, "block-dirty-bitmap-merge",
+				   "{\"node\":%s,\"target\":%s,\"bitmaps\":[%s]}", qn, qb, qt) < 0) ||
+		    cb_qmps_execf(s, NULL, "block-dirty-bitmap-remove", "{\"node\":%s,\"name\":%s}",
+				  qn, qt) < 0)
+			rc = -1;
+		else
+			(*count)++;
+		free(qn);
+		free(qb);
+		free(qt);
+	}
+	cb_json_free(blocks);
+	return rc;
+}
+
 /* Everything named cbackup-* in QEMU's graph goes, in the order that frees
  * each thing before what it uses: exports, snapshot-access nodes, devices
- * back on their format nodes, filters, fleecing nodes. Goes on after an
- * error (each step undoes what it can); the first error is kept. */
-static int sweep(struct cb_qmps *s, int *count)
+ * back on their format nodes, filters, fleecing nodes; a snapshot bitmap
+ * goes back into BITMAP (may be NULL). Goes on after an error (each step
+ * undoes what it can); the first error is kept. */
+static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
 {
 	char first[1024] = "";
 	int rc = 0;
@@ -190,6 +248,8 @@ static int sweep(struct cb_qmps *s, int *count)
 	if (del_nodes(s, "cbw", count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
 	if (del_nodes(s, "fl", count) < 0 && !rc++)
+		snprintf(first, sizeof(first), "%s", cb_last_error());
+	if (merge_back(s, bitmap, count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
 	return rc ? cb_error("%s", first) : 0;
 }
@@ -246,7 +306,7 @@ static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_
 	}
 	if (paused)
 		cb_qmps_exec(&s, "cont", NULL, NULL);
-	sweep(&s, &count);
+	sweep(&s, v->bitmap, &count);
 	_exit(0);
 }
 
@@ -314,8 +374,23 @@ static int same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
+static int bitmap_state(const struct cb_json *inserted, const char *name)
+{
+	const struct cb_json *bm = cb_json_get(inserted, "dirty-bitmaps");
+
+	for (size_t k = 0; name && bm && k < bm->n; k++) {
+		const char *n = cb_json_str(bm->items[k], "name");
+		if (!n || strcmp(n, name))
+			continue;
+		if (cb_json_int(bm->items[k], "inconsistent", 0))
+			return BM_INCONSISTENT;
+		return cb_json_int(bm->items[k], "recording", 0) ? BM_OK : BM_DISABLED;
+	}
+	return BM_NONE;
+}
+
 /* The query-block entry of configured disk PATH, or why there is none. */
-static int map_disk(const struct cb_json *list, struct vmdisk *d)
+static int map_disk(const struct cb_json *list, struct vmdisk *d, const char *bitmap)
 {
 	const struct cb_json *hit = NULL;
 	const char *node, *qdev, *drv;
@@ -343,6 +418,8 @@ static int map_disk(const struct cb_json *list, struct vmdisk *d)
 	d->node = cb_xstrdup(node);
 	d->size = (uint64_t)cb_json_int(hit, "inserted.image.virtual-size", 0);
 	d->name = cb_vmcbw_archive_name(d->path);
+	d->drv = cb_xstrdup(drv ? drv : "");
+	d->bm_state = bitmap_state(cb_json_get(hit, "inserted"), bitmap);
 	return 0;
 }
 
@@ -357,7 +434,7 @@ static int map_disks(struct cb_vmcbw *v)
 	v->d = cb_xcalloc(v->n, sizeof(*v->d));
 	for (size_t i = 0; i < v->n && rc == 0; i++) {
 		v->d[i].path = v->o->disks->v[i];
-		rc = map_disk(cb_json_get(blocks, "return"), &v->d[i]);
+		rc = map_disk(cb_json_get(blocks, "return"), &v->d[i], v->bitmap);
 		for (size_t k = 0; k < i && rc == 0; k++)
 			if (!strcmp(v->d[k].node, v->d[i].node) || !strcmp(v->d[k].name, v->d[i].name))
 				rc = cb_error("disks '%s' and '%s': %s", v->d[k].path, v->d[i].path,
@@ -396,6 +473,7 @@ static void free_disks(struct cb_vmcbw *v)
 		free(v->d[i].qdev);
 		free(v->d[i].node);
 		free(v->d[i].name);
+		free(v->d[i].drv);
 	}
 	free(v->d);
 	v->d = NULL;
@@ -410,6 +488,7 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 	*out = NULL;
 	v->o = o;
 	v->wd_fd = -1;
+	v->bitmap = o->keep_staging ? cb_xasprintf(PREFIX "%s", o->id) : NULL;
 	if (cb_qmps_open(&v->s, o->qmp, QMP_TIMEOUT_MS) < 0 || query_version(v) < 0)
 		goto fail;
 	if (v->major < 7 || (v->major == 7 && v->minor < 1)) {
@@ -417,12 +496,13 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 			"the disk images are staged with the VM paused for the final sync",
 			v->major, v->minor, v->micro);
 		cb_qmps_close(&v->s);
+		free(v->bitmap);
 		free(v);
 		return 1;
 	}
 	cb_info(o->log, "QEMU %d.%d.%d: copy-before-write snapshot of %zu disk(s)", v->major,
 		v->minor, v->micro, o->disks->n);
-	if (sweep(&v->s, &count) < 0)
+	if (sweep(&v->s, v->bitmap, &count) < 0)
 		goto fail;
 	if (count)
 		cb_warn(o->log, "removed %d leftover(s) named " PREFIX "* of an earlier run from "
@@ -434,33 +514,48 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 fail:
 	free_disks(v);
 	cb_qmps_close(&v->s);
+	free(v->bitmap);
 	free(v);
 	return -1;
 }
 
 /* ---- run: fleecing, the pause, the read --------------------------------- */
 
-/* TMPDIR/cbackup/cbackup-ID.cbw, emptied: a killed run's files go. */
+/* Everything in DIR but the kept images' .state files (a killed run's
+ * fleecing images and socket among them). */
+static int clean_work_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!dir) {
+		if (fd >= 0)
+			close(fd);
+		return cb_error_errno("cannot read '%s'", path);
+	}
+	while ((e = readdir(dir))) {
+		size_t n = strlen(e->d_name);
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    (n < 6 || strcmp(e->d_name + n - 6, ".state")))
+			unlinkat(dirfd(dir), e->d_name, 0);
+	}
+	closedir(dir);
+	return 0;
+}
+
+/* TMPDIR/cbackup/cbackup-ID.cbw: private, cleaned. */
 static int open_work_dir(struct cb_vmcbw *v, const char *stage_dir)
 {
 	char *copy = cb_xstrdup(stage_dir);
 	int fd;
-	DIR *dir;
-	struct dirent *e;
 
 	v->work_dir = cb_xasprintf("%s/" PREFIX "%s.cbw", dirname(copy), v->o->id);
 	free(copy);
 	if ((fd = cb_private_dir_open(v->work_dir)) < 0)
 		return -1;
-	if (!(dir = fdopendir(fd))) {
-		close(fd);
-		return cb_error_errno("cannot read '%s'", v->work_dir);
-	}
-	while ((e = readdir(dir)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			unlinkat(dirfd(dir), e->d_name, 0);
-	closedir(dir);
-	return 0;
+	close(fd);
+	return clean_work_dir(v->work_dir);
 }
 
 /* A sparse file of the disk's size (O_EXCL in the private directory) as
@@ -503,6 +598,128 @@ static int insert_filter(struct cb_vmcbw *v, size_t i)
 	return rc;
 }
 
+/* ---- incrementals: the bitmap cbackup-ID and the kept image ------------ */
+
+/* WORK_DIR/NAME.state says the kept image NAME holds the disk as of the
+ * pause that cleared the bitmap: written after a complete read, removed
+ * before the next one begins. */
+static char *state_text(const struct vmdisk *d)
+{
+	return cb_xasprintf("%s %llu\n", d->path, (unsigned long long)d->size);
+}
+
+static int state_valid(struct cb_vmcbw *v, int wfd, const struct vmdisk *d)
+{
+	char name[PATH_MAX], buf[PATH_MAX + 64], *want = state_text(d);
+	int fd, ok = 0;
+	ssize_t n;
+
+	snprintf(name, sizeof(name), "%s.state", d->name);
+	fd = openat(wfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (n = read(fd, buf, sizeof(buf) - 1)) > 0) {
+		buf[n] = '\0';
+		ok = !strcmp(buf, want);
+	}
+	if (fd >= 0)
+		close(fd);
+	unlinkat(wfd, name, 0);
+	free(want);
+	(void)v;
+	return ok;
+}
+
+static void state_write(struct cb_vmcbw *v, const struct vmdisk *d)
+{
+	char *path = cb_xasprintf("%s/%s.state", v->work_dir, d->name), *text = state_text(d);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0 || cb_write_all(fd, text, strlen(text)) < 0)
+		cb_warn(v->o->log, "cannot record the kept image of '%s' (%s): the next run reads "
+			"it all", d->path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	free(text);
+}
+
+static int kept_image_fits(int dfd, const struct vmdisk *d)
+{
+	struct stat st;
+
+	return fstatat(dfd, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	       (uint64_t)st.st_size == d->size;
+}
+
+/* Which disks this run reads by their bitmap; the others in full, with a
+ * WARN saying why when a kept image was there to update. */
+static void choose_incrementals(struct cb_vmcbw *v, int dfd, int reused)
+{
+	static const char *const why[] = { "missing", "", "disabled", "inconsistent" };
+	int wfd = open(v->work_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	for (size_t i = 0; v->bitmap && i < v->n; i++) {
+		struct vmdisk *d = &v->d[i];
+		int state = wfd >= 0 && state_valid(v, wfd, d);
+		const char *reason = d->bm_state != BM_OK ? why[d->bm_state]
+				     : !state || !kept_image_fits(dfd, d) ? "no complete kept image"
+				     : NULL;
+		d->incremental = reused && !reason;
+		if (d->incremental)
+			cb_info(v->o->log, "disk '%s': only the extents bitmap '%s' marks dirty are read",
+				d->path, v->bitmap);
+		else if (reused)
+			cb_warn(v->o->log, "disk '%s': bitmap '%s' %s%s: the whole disk is read", d->path,
+				v->bitmap, d->bm_state != BM_OK ? "is " : "unusable: ", reason);
+	}
+	if (wfd >= 0)
+		close(wfd);
+}
+
+/* While paused: BITMAP-t takes what BITMAP recorded (the changes since the
+ * last complete read up to now) and BITMAP starts over; or, with no usable
+ * BITMAP, a new one starts recording. */
+static int bitmap_at_pause(struct cb_vmcbw *v, const struct vmdisk *d)
+{
+	char *qn = cb_json_quote(d->node), *qb = cb_json_quote(v->bitmap);
+	int persistent = !strcmp(d->drv, "qcow2"), rc;
+
+	if (d->bm_state == BM_OK)
+		rc = cb_qmps_execf(&v->s, NULL, "transaction", "{\"actions\":["
+			"{\"type\":\"block-dirty-bitmap-add\",\"data\":{\"node\":%s,\"name\":\"%s-t\","
+			"\"disabled\":true}},"
+			"{\"type\":\"block-dirty-bitmap-merge\",\"data\":{\"node\":%s,\"target\":\"%s-t\","
+			"\"bitmaps\":[%s]}},"
+			"{\"type\":\"block-dirty-bitmap-clear\",\"data\":{\"node\":%s,\"name\":%s}}]}",
+			qn, v->bitmap, qn, v->bitmap, qb, qn, qb);
+	else if (d->bm_state != BM_NONE &&
+		 cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-remove", "{\"node\":%s,\"name\":%s}",
+			       qn, qb) < 0)
+		rc = -1;
+	else
+		rc = cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-add",
+				   "{\"node\":%s,\"name\":%s,\"persistent\":%s}", qn, qb,
+				   persistent ? "true" : "false");
+	free(qn);
+	free(qb);
+	return rc;
+}
+
+/* After a complete read: the snapshot bitmaps go (BITMAP holds what
+ * changed since this pause); the exports first, they hold them. */
+static int hand_over(struct cb_vmcbw *v)
+{
+	int count, rc = del_exports(&v->s, &count);
+
+	for (size_t i = 0; rc == 0 && i < v->n; i++) {
+		char *qn = cb_json_quote(v->d[i].node);
+		if (v->d[i].incremental)
+			rc = cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-remove",
+					   "{\"node\":%s,\"name\":\"%s-t\"}", qn, v->bitmap);
+		free(qn);
+	}
+	return rc;
+}
+
 static int resume(struct cb_vmcbw *v)
 {
 	int rc = cb_qmps_exec(&v->s, "cont", NULL, NULL);
@@ -527,10 +744,12 @@ static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 	}
 	for (size_t i = 0; i < v->n && rc == 0; i++)
 		rc = insert_filter(v, i);
+	for (size_t i = 0; v->bitmap && i < v->n && rc == 0; i++)
+		rc = bitmap_at_pause(v, &v->d[i]);
 	if (rc < 0) {
 		char why[1024];
 		snprintf(why, sizeof(why), "%s", cb_last_error());
-		sweep(&v->s, &count);
+		sweep(&v->s, v->bitmap, &count);
 		cb_error("%s", why);
 	}
 	if (!v->was_paused && resume(v) < 0)
@@ -561,11 +780,18 @@ static int export_disks(struct cb_vmcbw *v, char **sock)
 	rc = cb_qmps_execf(&v->s, NULL, "nbd-server-start",
 			   "{\"addr\":{\"type\":\"unix\",\"data\":{\"path\":%s}}}", q);
 	free(q);
-	for (size_t i = 0; i < v->n && rc == 0; i++)
+	for (size_t i = 0; i < v->n && rc == 0; i++) {
+		char *bm = NULL, *qn = cb_json_quote(v->d[i].node);
+		if (v->d[i].incremental)
+			bm = cb_xasprintf(",\"bitmaps\":[{\"node\":%s,\"name\":\"%s-t\"}]", qn,
+					  v->bitmap);
 		rc = cb_qmps_execf(&v->s, NULL, "block-export-add",
 				   "{\"type\":\"nbd\",\"id\":\"" PREFIX "exp%zu\",\"node-name\":\""
-				   PREFIX "acc%zu\",\"name\":\"" PREFIX "%zu\",\"writable\":false}",
-				   i, i, i);
+				   PREFIX "acc%zu\",\"name\":\"" PREFIX "%zu\",\"writable\":false%s}",
+				   i, i, i, bm ? bm : "");
+		free(bm);
+		free(qn);
+	}
 	return rc;
 }
 
@@ -603,6 +829,9 @@ static int read_disks(struct cb_vmcbw *v, int dfd, const char *sock)
 			.socket = sock, .export_name = exp, .dir_fd = dfd, .file = v->d[i].name,
 			.bwlimit = v->o->bwlimit, .progress = v->o->progress,
 		};
+		char tname[300];
+		snprintf(tname, sizeof(tname), "%s-t", v->bitmap ? v->bitmap : "");
+		no.bitmap = v->d[i].incremental ? tname : NULL;
 		snprintf(exp, sizeof(exp), PREFIX "%zu", i);
 		cb_progress_start(v->o->progress, 1, "reading disk", v->d[i].size);
 		int rc = cb_nbdread(&no, &st, &no_bitmap);
@@ -613,6 +842,12 @@ static int read_disks(struct cb_vmcbw *v, int dfd, const char *sock)
 		cb_fmt_bytes(size, sizeof(size), st.size);
 		cb_info(v->o->log, "disk '%s' (drive '%s'): %s of %s read in %.2f s into '%s'",
 			v->d[i].path, v->d[i].device, got, size, st.seconds, v->d[i].name);
+		if (v->d[i].incremental) {
+			cb_fmt_bytes(got, sizeof(got), st.dirty);
+			cb_info(v->o->log, "disk '%s': %s dirty since the last backup", v->d[i].path, got);
+		}
+		if (v->bitmap)
+			state_write(v, &v->d[i]);
 	}
 	return 0;
 }
@@ -627,7 +862,6 @@ int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *
 	char *sock = NULL;
 	int dfd = -1, rc = -1;
 
-	(void)reused;
 	*pause_s = -1;
 	if (open_work_dir(v, stage_dir) < 0)
 		return -1;
@@ -638,6 +872,7 @@ int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *
 	}
 	if (prune_stage(v, dfd) < 0)
 		goto out;
+	choose_incrementals(v, dfd, reused);
 	for (size_t i = 0; i < v->n; i++)
 		if (add_fleecing(v, i) < 0)
 			goto out;
@@ -650,7 +885,8 @@ int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *
 			"copy-before-write filter(s)", *pause_s * 1000, v->n);
 	if (hook(v, "pre-restart") < 0 || hook(v, "post-restart") < 0)
 		goto out;
-	if (export_disks(v, &sock) < 0 || read_disks(v, dfd, sock) < 0)
+	if (export_disks(v, &sock) < 0 || read_disks(v, dfd, sock) < 0 ||
+	    (v->bitmap && hand_over(v) < 0))
 		goto out;
 	rc = 0;
 out:
@@ -666,14 +902,17 @@ int cb_vmcbw_close(struct cb_vmcbw *v)
 
 	if (!v)
 		return 0;
-	if (v->s.fd >= 0 && sweep(&v->s, &count) < 0)
+	if (v->s.fd >= 0 && sweep(&v->s, v->bitmap, &count) < 0)
 		rc = cb_error_prefix("restoring the VM's block graph");
 	watchdog_stop(v);
-	if (v->work_dir && cb_remove_tree(v->work_dir) < 0 && rc == 0)
+	if (v->work_dir && v->bitmap)
+		clean_work_dir(v->work_dir);
+	else if (v->work_dir && cb_remove_tree(v->work_dir) < 0 && rc == 0)
 		rc = -1;
 	cb_qmps_close(&v->s);
 	free_disks(v);
 	free(v->work_dir);
+	free(v->bitmap);
 	free(v);
 	return rc;
 }

@@ -39,6 +39,14 @@ gw() {
 	case $out in *rror*|*ailed*) echo "guest write failed: $out"; return 1 ;; esac
 	qemu-io -f raw -c "write -P $2 $3 $4" "$IMG/cur$1.raw" >/dev/null
 }
+# gz N OFFSET LENGTH: the guest writes zeros to disk N
+gz() {
+	local out
+	out=$("$QMP_PYTHON" "$QMP_PY" "$TSOCK" human-monitor-command \
+		"{\"command-line\": \"qemu-io drive$1 \\\"write -z $2 $3\\\"\"}") || return 1
+	case $out in *rror*|*ailed*) echo "guest write failed: $out"; return 1 ;; esac
+	qemu-io -f raw -c "write -z $2 $3" "$IMG/cur$1.raw" >/dev/null
+}
 snap() { cp --sparse=always "$IMG/cur0.raw" "$IMG/exp0.raw" && cp --sparse=always "$IMG/cur1.raw" "$IMG/exp1.raw"; }
 GUEST
 . "$SCRATCH/guest.sh"
@@ -216,6 +224,38 @@ test_expect_success 'watchdog killed too: the next run removes the leftovers, WA
 	grep -E "^WARN: removed [0-9]+ leftover\(s\) named cbackup-\* of an earlier run" "$CB_ERR"
 	archive_exact kill
 	graph_restored
+'
+
+test_expect_success 'keep-staging: a chain of 3 runs, the 2nd and 3rd read only the dirty extents' '
+	HOOK_ACTION="pre-stop:before" backup_vm 0 inc1 --keep-staging 1
+	archive_exact inc1
+	test_lacks "$CB_ERR" "^WARN"
+	qmp "$TSOCK" query-block | grep -q "\"name\": \"cbackup-320\""
+	gw 0 0x71 0 128k
+	gw 0 0x72 18M 64k
+	gz 0 8M 64k
+	gw 1 0x73 2M 64k
+	HOOK_ACTION="pre-stop:before post-restart:after" backup_vm 0 inc2 --keep-staging 1 \
+		--tmpdir "$SCRATCH/tmp-inc1"
+	stop_writer
+	grep -E "^INFO: disk .*d0.qcow2.: only the extents bitmap .cbackup-320. marks dirty are read" "$CB_ERR"
+	grep -E "^INFO: disk .*d0.qcow2. \(drive .drive0.\): [0-9.]+KiB of 32MiB read" "$CB_ERR"
+	archive_exact inc2
+	gz 0 0 1M
+	gw 1 0x74 20M 64k
+	HOOK_ACTION="pre-stop:before" backup_vm 0 inc3 --keep-staging 1 --tmpdir "$SCRATCH/tmp-inc1"
+	grep -E "^INFO: disk .*d1.raw.: only the extents bitmap .cbackup-320. marks dirty are read" "$CB_ERR"
+	archive_exact inc3
+	graph_restored
+'
+
+test_expect_success 'keep-staging with the bitmap gone: WARN, the whole disk read, exact' '
+	node=$(qmp "$TSOCK" query-block | grep -o "\"node-name\": \"#block[0-9]*\"" | head -1 | cut -d\" -f4)
+	qmp "$TSOCK" block-dirty-bitmap-remove "{\"node\": \"$node\", \"name\": \"cbackup-320\"}"
+	gw 0 0x75 4M 64k
+	HOOK_ACTION="pre-stop:before" backup_vm 0 inc4 --keep-staging 1 --tmpdir "$SCRATCH/tmp-inc1"
+	grep -E "^WARN: disk .*d0.qcow2.: bitmap .cbackup-320. is missing: the whole disk is read" "$CB_ERR"
+	archive_exact inc4
 '
 
 test_expect_success ROOT,TMPFS 'ENOSPC in the fleecing image: the backup fails, the guest writes on' '
