@@ -43,6 +43,7 @@ struct cb_vmcbw_opts {
 	long bwlimit;                /* KiB/s */
 	int keep_staging;            /* incrementals: read only dirty extents */
 	struct cb_progress *progress;
+	int show_progress;           /* not quiet */
 	struct cb_log *log;
 	/* hooks around the pause (vzdump's pre-stop / pre-restart), may be NULL */
 	int (*hook)(void *arg, const char *phase);

@@ -585,7 +585,8 @@ static int stage_vm_cbw(struct guest_run *r)
 	r->vm_opts = (struct cb_vmcbw_opts){
 		.qmp = r->opts.qmp, .id = r->opts.id, .disks = &r->opts.disks,
 		.max_freeze = r->opts.max_freeze, .cbw_timeout = 60, .bwlimit = r->opts.bwlimit,
-		.keep_staging = r->opts.keep_staging, .progress = &r->progress, .log = r->log,
+		.keep_staging = r->opts.keep_staging, .progress = &r->progress,
+		.show_progress = !r->opts.quiet, .log = r->log,
 		.hook = vm_hook, .hook_arg = r,
 	};
 	if ((rc = cb_vmcbw_open(&r->vm, &r->vm_opts)) != 0)

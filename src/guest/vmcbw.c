@@ -754,8 +754,10 @@ static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 	}
 	if (!v->was_paused && resume(v) < 0)
 		return -1;
-	if (v->was_paused)
+	if (v->was_paused) {
+		*pause_s = 0;   /* cbackup paused nothing */
 		return rc;
+	}
 	for (int t = 0; t < 20 && !v->s.resume_ts; t++)
 		cb_qmps_drain(&v->s, 50);
 	*pause_s = v->s.resume_ts && v->s.stop_ts ? v->s.resume_ts - v->s.stop_ts : -1;
@@ -833,11 +835,13 @@ static int read_disks(struct cb_vmcbw *v, int dfd, const char *sock)
 		snprintf(tname, sizeof(tname), "%s-t", v->bitmap ? v->bitmap : "");
 		no.bitmap = v->d[i].incremental ? tname : NULL;
 		snprintf(exp, sizeof(exp), PREFIX "%zu", i);
-		cb_progress_start(v->o->progress, 1, "reading disk", v->d[i].size);
+		cb_progress_start(v->o->progress, v->o->show_progress, "reading disk", v->d[i].size);
 		int rc = cb_nbdread(&no, &st, &no_bitmap);
 		cb_progress_end(v->o->progress);
 		if (rc < 0)
-			return cb_error_prefix("disk '%s' (drive '%s')", v->d[i].path, v->d[i].device);
+			return cb_error_prefix("reading the snapshot of disk '%s' (drive '%s'; a failed "
+					       "copy-before-write, such as a full tmpdir, breaks it)",
+					       v->d[i].path, v->d[i].device);
 		cb_fmt_bytes(got, sizeof(got), st.read);
 		cb_fmt_bytes(size, sizeof(size), st.size);
 		cb_info(v->o->log, "disk '%s' (drive '%s'): %s of %s read in %.2f s into '%s'",

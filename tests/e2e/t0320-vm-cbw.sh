@@ -264,7 +264,7 @@ test_expect_success ROOT,TMPFS 'ENOSPC in the fleecing image: the backup fails, 
 	cleanup_mount "$SCRATCH/tmp-full"
 	HOOK_ACTION="post-restart:fill" backup_vm 1 full
 	test -e "$IMG/fill-done"
-	error_names 320 "" "disk .*d0.qcow2"
+	error_names 320 "" "reading the snapshot of disk .*d0.qcow2"
 	graph_restored
 	qmp "$TSOCK" query-block >blocks
 	test_lacks blocks "\"io-status\": \"nospace\""
