@@ -488,6 +488,13 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 	*out = NULL;
 	v->o = o;
 	v->wd_fd = -1;
+	if (o->keep_staging && (!*o->id || strlen(o->id) > 64 ||
+				o->id[strspn(o->id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+						"0123456789._-")])) {
+		free(v);
+		return cb_error("guest ID '%s' cannot name a QEMU dirty bitmap (keep-staging): "
+				"letters, digits, '.', '_' and '-' only", o->id);
+	}
 	v->bitmap = o->keep_staging ? cb_xasprintf(PREFIX "%s", o->id) : NULL;
 	if (cb_qmps_open(&v->s, o->qmp, QMP_TIMEOUT_MS) < 0 || query_version(v) < 0)
 		goto fail;
@@ -712,7 +719,7 @@ static int hand_over(struct cb_vmcbw *v)
 
 	for (size_t i = 0; rc == 0 && i < v->n; i++) {
 		char *qn = cb_json_quote(v->d[i].node);
-		if (v->d[i].incremental)
+		if (v->d[i].bm_state == BM_OK)   /* BITMAP-t was made at the pause */
 			rc = cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-remove",
 					   "{\"node\":%s,\"name\":\"%s-t\"}", qn, v->bitmap);
 		free(qn);

@@ -132,6 +132,7 @@ graph_restored() {
 	qmp "$TSOCK" query-named-block-nodes | grep -o "\"node-name\": \"[^\"]*\"" >"$SCRATCH/nodes.now"
 	test_lacks "$SCRATCH/nodes.now" "\"cbackup-"
 	[ "$(qmp "$TSOCK" query-block-exports)" = "[]" ]
+	test_lacks "$SCRATCH/graph.now" "\"name\": \"cbackup-320-t\""
 }
 
 # archive_exact NAME: the archive holds d0.raw and d1.raw equal to exp0/exp1
