@@ -14,6 +14,7 @@
 
 #define WINDOW   ((uint64_t)1 << 30)    /* block status asked per request */
 #define CHUNK    ((size_t)4 << 20)      /* bytes per NBD read */
+#define INFLIGHT 4                      /* NBD reads in flight */
 #define ZBLOCK   ((size_t)64 << 10)    /* all-zero blocks of this size stay holes */
 #define ALLOC_CTX "base:allocation"
 
@@ -101,14 +102,14 @@ static int punch(struct reader *r, uint64_t off, uint64_t len)
 }
 
 /* One chunk read: blocks of zeros stay (or become) holes. */
-static int store(struct reader *r, uint64_t off, size_t n)
+static int store(struct reader *r, const char *buf, uint64_t off, size_t n)
 {
 	for (size_t b = 0; b < n; b += ZBLOCK) {
 		size_t k = n - b < ZBLOCK ? n - b : ZBLOCK;
-		if (is_zero(r->buf + b, k)) {
+		if (is_zero(buf + b, k)) {
 			if (punch(r, off + b, k) < 0)
 				return -1;
-		} else if (pwrite(r->fd, r->buf + b, k, (off_t)(off + b)) != (ssize_t)k) {
+		} else if (pwrite(r->fd, buf + b, k, (off_t)(off + b)) != (ssize_t)k) {
 			return cb_error_errno("cannot write '%s'", r->o->file);
 		} else {
 			r->st->written += k;
@@ -117,20 +118,41 @@ static int store(struct reader *r, uint64_t off, size_t n)
 	return 0;
 }
 
+/* INFLIGHT reads of CHUNK bytes at once (QEMU serves them concurrently),
+ * stored in order as they complete. */
 static int copy_data(struct reader *r, uint64_t off, uint64_t len)
 {
-	while (len) {
-		size_t n = len < CHUNK ? (size_t)len : CHUNK;
-		if (nbd_pread(r->h, r->buf, n, off, 0) < 0)
+	struct slot { uint64_t off; size_t n; int64_t cookie; } q[INFLIGHT];
+	size_t head = 0, count = 0;
+
+	while (len || count) {
+		while (len && count < INFLIGHT) {
+			struct slot *s = &q[(head + count) % INFLIGHT];
+			s->off = off;
+			s->n = len < CHUNK ? (size_t)len : CHUNK;
+			s->cookie = nbd_aio_pread(r->h, r->buf + ((head + count) % INFLIGHT) * CHUNK,
+						  s->n, off, NBD_NULL_COMPLETION, 0);
+			if (s->cookie < 0)
+				return nbd_fail("read");
+			off += s->n;
+			len -= s->n;
+			count++;
+		}
+		struct slot *s = &q[head];
+		int done;
+		while ((done = nbd_aio_command_completed(r->h, (uint64_t)s->cookie)) == 0)
+			if (nbd_poll(r->h, -1) < 0)
+				return nbd_fail("read");
+		if (done < 0)
 			return nbd_fail("read");
-		r->st->read += n;
-		if (store(r, off, n) < 0)
+		r->st->read += s->n;
+		if (store(r, r->buf + head * CHUNK, s->off, s->n) < 0)
 			return -1;
-		cb_throttle_account(&r->thr, n);
-		off += n;
-		len -= n;
-		r->done += n;
+		cb_throttle_account(&r->thr, s->n);
+		r->done += s->n;
 		cb_progress_update(r->o->progress, r->done);
+		head = (head + 1) % INFLIGHT;
+		count--;
 	}
 	return 0;
 }
@@ -230,7 +252,7 @@ int cb_nbdread(const struct cb_nbdread_opts *o, struct cb_nbdread_stats *st, int
 	cb_throttle_init(&r.thr, o->bwlimit);
 	if (connect_export(&r, no_bitmap) < 0 || open_file(&r) < 0)
 		goto out;
-	r.buf = cb_xmalloc(CHUNK);
+	r.buf = cb_xmalloc(CHUNK * INFLIGHT);
 	rc = o->bitmap ? copy_dirty(&r) : copy_range(&r, 0, st->size);
 	if (rc == 0 && fsync(r.fd) < 0)
 		rc = cb_error_errno("cannot write '%s'", o->file);
