@@ -41,6 +41,7 @@
 #include "cb_snapshot.h"
 #include "cb_stage.h"
 #include "cb_track.h"
+#include "cb_vmcbw.h"
 
 /* A container's extra volume (key mp): host SOURCE at TARGET in the guest. */
 struct mount_point {
@@ -64,6 +65,8 @@ struct guest_run {
 	struct cb_stage *stage;       /* ct: the file tree */
 	struct cb_track *track;       /* ct: changes from pass 1 to the freeze */
 	struct cb_imgstage *images;   /* vm: the disk images */
+	struct cb_vmcbw *vm;          /* vm: QEMU's copy-before-write snapshot */
+	struct cb_vmcbw_opts vm_opts;
 	int stage_created;
 	struct cb_progress progress; /* TTY progress of pass 1 and the archive */
 	char hostname[256];          /* the guest's, for hooks */
@@ -671,9 +674,47 @@ static int stop_mode_copy(struct guest_run *r)
 	return restart_guest(r, stopped_at, sync_pass(r, 0, 0));
 }
 
+static int vm_hook(void *arg, const char *phase)
+{
+	return guest_hook(arg, phase);
+}
+
+/* VM disks read from QEMU's copy-before-write snapshot (cb_vmcbw.h). 1:
+ * not so (no qmp, mode stop, vm-method stage, QEMU older than 7.1). */
+static int stage_vm_cbw(struct guest_run *r)
+{
+	int reused, rc;
+
+	if (r->opts.type != CB_GUEST_VM || !r->opts.qmp || r->mode == CB_MODE_STOP ||
+	    r->opts.vm_method == CB_VM_STAGE)
+		return 1;
+	r->vm_opts = (struct cb_vmcbw_opts){
+		.qmp = r->opts.qmp, .id = r->opts.id, .disks = &r->opts.disks,
+		.max_freeze = r->opts.max_freeze, .cbw_timeout = 60, .bwlimit = r->opts.bwlimit,
+		.keep_staging = r->opts.keep_staging, .progress = &r->progress,
+		.show_progress = !r->opts.quiet, .log = r->log,
+		.hook = vm_hook, .hook_arg = r,
+	};
+	if ((rc = cb_vmcbw_open(&r->vm, &r->vm_opts)) != 0)
+		return rc;
+	if (cb_stage_dir_prepare(r->opts.tmpdir, r->opts.id, r->opts.keep_staging, &r->stage_dir,
+				 &reused) < 0)
+		return -1;
+	r->stage_created = 1;
+	if (cb_vmcbw_run(r->vm, r->stage_dir, reused, &r->res->freeze) < 0)
+		return -1;
+	rc = cb_vmcbw_close(r->vm);
+	r->vm = NULL;
+	return rc;
+}
+
 /* Copy the guest into staging; the guest is frozen only for what must be. */
 static int stage_guest(struct guest_run *r)
 {
+	int rc;
+
+	if ((rc = stage_vm_cbw(r)) != 1)
+		return rc;
 	if (!r->stopped && r->mode != CB_MODE_STOP)
 		warn_no_freezer(r, "backing up while it runs");
 	if (open_stage(r) < 0)
@@ -831,14 +872,30 @@ static void remove_snapshots(struct guest_run *r)
 }
 
 /* The tree the archive reads (staging copy or snapshot) and where each
- * mount point's tree goes in it. */
-static const char *archive_tree(const struct guest_run *r, struct cb_archive_graft *grafts)
+ * mount point's tree goes in it. A snapshot is given by the fd opened when
+ * it was taken: its path (beside the volume, in a directory whose parent
+ * other users may write) is never looked up again. */
+static void archive_tree(const struct guest_run *r, struct cb_archive_graft *root,
+			 struct cb_archive_graft *grafts)
 {
-	for (size_t i = 0; i < r->n_mps; i++) {
-		grafts[i].name = r->mps[i].target;
-		grafts[i].tree = r->snaps ? cb_snapshot_path(&r->snaps[i + 1]) : r->mps[i].stage_dir;
+	for (size_t i = 0; i <= r->n_mps; i++) {
+		struct cb_archive_graft *g = i ? &grafts[i - 1] : root;
+
+		g->name = i ? r->mps[i - 1].target : "./";
+		g->tree = r->snaps ? cb_snapshot_path(&r->snaps[i])
+				   : i ? r->mps[i - 1].stage_dir : r->stage_dir;
+		g->by_fd = r->snaps != NULL;
+		g->fd = r->snaps ? cb_snapshot_fd(&r->snaps[i]) : -1;
 	}
-	return r->snaps ? cb_snapshot_path(&r->snaps[0]) : r->stage_dir;
+}
+
+/* Every snapshot directory is still the one cbackup made. */
+static int snapshots_intact(const struct guest_run *r)
+{
+	for (size_t i = 0; r->snaps && i <= r->n_mps; i++)
+		if (cb_snapshot_check(&r->snaps[i]) < 0)
+			return -1;
+	return 0;
 }
 
 static void log_archive_stats(struct guest_run *r, const struct cb_archive_stats *as,
@@ -947,8 +1004,7 @@ static int write_archive(struct guest_run *r)
 		r->opts.guest_config,
 	};
 	struct cb_archive_stats as = { 0 };
-	struct cb_archive_graft *grafts = cb_xcalloc(r->n_mps + 1, sizeof(*grafts));
-	const char *tree = archive_tree(r, grafts);
+	struct cb_archive_graft *grafts = cb_xcalloc(r->n_mps + 1, sizeof(*grafts)), root;
 	struct cb_codec_writer *codec = NULL;
 	struct cb_sink *sink = NULL;
 	struct cb_tarscan *scan = r->opts.to_stdout ? NULL : cb_tarscan_new();
@@ -956,6 +1012,9 @@ static int write_archive(struct guest_run *r)
 	double started = cb_now();
 	int ret = -1;
 
+	archive_tree(r, &root, grafts);
+	if (snapshots_intact(r) < 0)
+		goto out;
 	cb_codec_params_for(&r->opts, r->opts.compress, &cp);
 	cb_info(r->log, "creating archive '%s'", r->archive_path);
 	if ((r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
@@ -968,10 +1027,11 @@ static int write_archive(struct guest_run *r)
 	cb_codec_set_progress(codec, &r->progress);
 	if (scan)
 		cb_codec_set_tap(codec, cb_tarscan_feed, scan);
-	ret = cb_archive_write_grafted(tree, grafts, r->n_mps, &extra, r->opts.guest_config ? 1 : 0,
+	ret = cb_archive_write_grafted(root.tree ? &root : NULL, grafts, r->n_mps, &extra, r->opts.guest_config ? 1 : 0,
 				       codec, r->log, &as);
 	cb_progress_end(&r->progress);
-	if (ret < 0 || cb_codec_finish(codec) < 0 || cb_sink_prepare(sink) < 0) {
+	if (ret < 0 || snapshots_intact(r) < 0 || cb_codec_finish(codec) < 0 ||
+	    cb_sink_prepare(sink) < 0) {
 		ret = -1;
 		goto out;
 	}
@@ -1139,6 +1199,9 @@ static void remove_stage(struct guest_run *r)
 static void cleanup_run(struct guest_run *r)
 {
 	cb_guest_release(&r->guest);   /* thaws if an error left it frozen */
+	if (cb_vmcbw_close(r->vm) < 0)   /* the VM's graph as it was */
+		cb_warn(r->log, "%s", cb_last_error());
+	r->vm = NULL;
 	remove_snapshots(r);
 	cb_track_free(r->track);
 	cb_stage_free(r->stage);

@@ -11,7 +11,7 @@
 #include "cb_opts.h"
 
 /* Options that are not config keys. */
-enum cli_only { OPT_CONFIG, OPT_ALL, OPT_EXCLUDE, OPT_FORCE, OPT_PATH, OPT_JSON, OPT_HELP, OPT_VERSION,
+enum cli_only { OPT_CONFIG, OPT_ALL, OPT_EXCLUDE, OPT_FORCE, OPT_KEEP_OLD, OPT_PATH, OPT_JSON, OPT_HELP, OPT_VERSION,
 	       OPT_NONE };
 static const struct {
 	const char *name;
@@ -23,7 +23,9 @@ static const struct {
 	{ "config", OPT_CONFIG, 1, "configuration file (default /etc/cbackup.conf)", "FILE" },
 	{ "all", OPT_ALL, 0, "back up every guest of the configuration", NULL },
 	{ "exclude", OPT_EXCLUDE, 1, "with --all: skip these guest IDs (comma-separated)", "ID,..." },
-	{ "force", OPT_FORCE, 0, "restore: allow a non-empty destination", NULL },
+	{ "force", OPT_FORCE, 0, "restore: replace a non-empty destination", NULL },
+	{ "keep-old", OPT_KEEP_OLD, 0, "restore --force: keep the replaced tree as DESTDIR.old-TIME",
+	  NULL },
 	{ "path", OPT_PATH, 1, "restore: only this file or subtree of the archive (repeatable)",
 	  "PATH" },
 	{ "json", OPT_JSON, 0, "ls: one JSON object per entry", NULL },
@@ -113,7 +115,7 @@ static const struct {
 		    "compressed, seekable archive in dumpdir.", NULL },
 	{ "restore", "cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...] [--dry-run]\n"
 		     "Unpack an archive (or some of its paths) into DESTDIR.",
-	  (const char *const[]){ "force", "path", "dry-run", "help", NULL } },
+	  (const char *const[]){ "force", "keep-old", "path", "dry-run", "help", NULL } },
 	{ "ls", "cbackup ls ARCHIVE [PATH...] [--json]\nList an archive's entries from its catalog.",
 	  (const char *const[]){ "json", "help", NULL } },
 	{ "index", "cbackup index ARCHIVE [--dry-run]\n"
@@ -195,7 +197,7 @@ int cb_cli_command_usage(FILE *out, const char *name)
  * of restore, ls and prune alone. */
 static void all_options(FILE *out, int width, int backup_only)
 {
-	static const char not_backup[] = " force path json staging ";
+	static const char not_backup[] = " force keep-old path json staging ";
 	char word[64];
 
 	for (size_t i = 0; i < N_CLI_ONLY; i++) {
@@ -215,7 +217,7 @@ void cb_cli_usage(FILE *out)
 	fputs("usage: cbackup [backup] ID... | --all [--exclude ID,...]  [options]\n"
 	      "       cbackup backup --root DIR [--id ID] [--type ct]   [options]\n"
 	      "       cbackup backup --disk FILE [--disk FILE...] --id ID --type vm [options]\n"
-	      "       cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...] [--dry-run]\n"
+	      "       cbackup restore ARCHIVE DESTDIR [--force [--keep-old]] [--path PATH...] [--dry-run]\n"
 	      "       cbackup ls ARCHIVE [PATH...] [--json]\n"
 	      "       cbackup index ARCHIVE [--dry-run]\n"
 	      "       cbackup mount ARCHIVE MOUNTPOINT\n"
@@ -250,6 +252,7 @@ static int apply_cli_only(struct cb_cli *cli, enum cli_only id, const char *valu
 		break;
 	case OPT_ALL: cli->all = 1; break;
 	case OPT_FORCE: cli->force = 1; break;
+	case OPT_KEEP_OLD: cli->keep_old = 1; break;
 	case OPT_PATH: cb_strvec_push(&cli->paths, value); break;
 	case OPT_JSON: cli->json = 1; break;
 	case OPT_HELP: cli->help = 1; break;
