@@ -19,7 +19,8 @@
  * A symlink's target and a file's xattrs, ACLs and flags are not in the
  * index, but none changes without a new inode or a new ctime. Excluded
  * entries and sockets (never staged) are not counted; a directory on
- * another file system (a mount point) is compared, not entered.
+ * another file system (a mount point, kept empty) is compared, not
+ * entered.
  */
 #ifndef CB_AUDIT_H
 #define CB_AUDIT_H

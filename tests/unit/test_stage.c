@@ -765,6 +765,7 @@ static void test_audit(void **state)
 	assert_int_equal(unlink(pathf("%s/sub/gone", t->src)), 0);
 	put(pathf("%s/sub/new", t->src), "new\n");
 	put(pathf("%s/sub/skipped", t->src), "excluded\n");
+	make_socket(pathf("%s/sub/sock", t->src));   /* never staged */
 	/* made after the mark: a change of the running guest, not a miss */
 	assert_int_equal(cb_audit_run(st, &before, &a), 0);
 	assert_int_equal(a.missed, 0);
