@@ -40,6 +40,7 @@
 #include "cb_snapshot.h"
 #include "cb_stage.h"
 #include "cb_track.h"
+#include "cb_vmcbw.h"
 
 /* A container's extra volume (key mp): host SOURCE at TARGET in the guest. */
 struct mount_point {
@@ -65,6 +66,8 @@ struct guest_run {
 	struct timespec track_end;    /* ct: where tracking's view ended (cb_audit.h) */
 	int fullsync_pending;         /* ct: the last audit found a miss (cb_fullsync.h) */
 	struct cb_imgstage *images;   /* vm: the disk images */
+	struct cb_vmcbw *vm;          /* vm: QEMU's copy-before-write snapshot */
+	struct cb_vmcbw_opts vm_opts;
 	int stage_created;
 	struct cb_progress progress; /* TTY progress of pass 1 and the archive */
 	char hostname[256];          /* the guest's, for hooks */
@@ -584,11 +587,48 @@ static void start_tracking(struct guest_run *r)
 		cb_stage_set_dir_hook(r->stage, cb_track_ignore_dir, r->track);
 }
 
+static int vm_hook(void *arg, const char *phase)
+{
+	return guest_hook(arg, phase);
+}
+
+/* VM disks read from QEMU's copy-before-write snapshot (cb_vmcbw.h). 1:
+ * not so (no qmp, mode stop, vm-method stage, QEMU older than 7.1). */
+static int stage_vm_cbw(struct guest_run *r)
+{
+	int reused, rc;
+
+	if (r->opts.type != CB_GUEST_VM || !r->opts.qmp || r->mode == CB_MODE_STOP ||
+	    r->opts.vm_method == CB_VM_STAGE)
+		return 1;
+	r->vm_opts = (struct cb_vmcbw_opts){
+		.qmp = r->opts.qmp, .id = r->opts.id, .disks = &r->opts.disks,
+		.max_freeze = r->opts.max_freeze, .cbw_timeout = 60, .bwlimit = r->opts.bwlimit,
+		.keep_staging = r->opts.keep_staging, .progress = &r->progress,
+		.show_progress = !r->opts.quiet, .log = r->log,
+		.hook = vm_hook, .hook_arg = r,
+	};
+	if ((rc = cb_vmcbw_open(&r->vm, &r->vm_opts)) != 0)
+		return rc;
+	if (cb_stage_dir_prepare(r->opts.tmpdir, r->opts.id, r->opts.keep_staging, &r->stage_dir,
+				 &reused) < 0)
+		return -1;
+	r->stage_created = 1;
+	if (cb_vmcbw_run(r->vm, r->stage_dir, reused, &r->res->freeze) < 0)
+		return -1;
+	rc = cb_vmcbw_close(r->vm);
+	r->vm = NULL;
+	return rc;
+}
+
 /* Copy the guest into staging; the guest is frozen only for what must be. */
 static int stage_guest(struct guest_run *r)
 {
 	double frozen_at;
+	int rc;
 
+	if ((rc = stage_vm_cbw(r)) != 1)
+		return rc;
 	warn_no_freezer(r, "backing up while it runs");
 	if (open_stage(r) < 0)
 		return -1;
@@ -1023,6 +1063,9 @@ static void remove_stage(struct guest_run *r)
 static void cleanup_run(struct guest_run *r)
 {
 	cb_guest_release(&r->guest);   /* thaws if an error left it frozen */
+	if (cb_vmcbw_close(r->vm) < 0)   /* the VM's graph as it was */
+		cb_warn(r->log, "%s", cb_last_error());
+	r->vm = NULL;
 	remove_snapshots(r);
 	cb_track_free(r->track);
 	cb_stage_free(r->stage);
