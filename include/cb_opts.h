@@ -62,6 +62,7 @@ struct cb_opts {
 	int stage_workers;        /* pass 1 copy threads, 0 = online cores */
 	int prune_staging;        /* prune --staging: the kept staging copies */
 	enum cb_tracking change_tracking;  /* freeze window: fanotify (issue 16) */
+	int tracking_audit;       /* after a tracked final sync (issue 24) */
 
 	/* reporting (issue 19) */
 	char *mailto;             /* "a@x, b@y" or NULL: no mail */

@@ -20,9 +20,11 @@
 #include <syslog.h>
 
 #include "cb_archive.h"
+#include "cb_audit.h"
 #include "cb_catalog.h"
 #include "cb_backup.h"
 #include "cb_cleanup.h"
+#include "cb_fullsync.h"
 #include "cb_codec.h"
 #include "cb_index.h"
 #include "cb_exit.h"
@@ -64,6 +66,8 @@ struct guest_run {
 	struct cb_guest guest;
 	struct cb_stage *stage;       /* ct: the file tree */
 	struct cb_track *track;       /* ct: changes from pass 1 to the freeze */
+	struct timespec track_end;    /* ct: where tracking's view ended (cb_audit.h) */
+	int fullsync_pending;         /* ct: the last audit found a miss (cb_fullsync.h) */
 	struct cb_imgstage *images;   /* vm: the disk images */
 	struct cb_vmcbw *vm;          /* vm: QEMU's copy-before-write snapshot */
 	struct cb_vmcbw_opts vm_opts;
@@ -606,6 +610,8 @@ static int final_sync(struct guest_run *r)
 
 	/* frozen now: what tracking saw is complete (cb_track.h) */
 	if (r->track) {
+		/* frozen: a change with an earlier ctime has its event queued */
+		clock_gettime(CLOCK_REALTIME, &r->track_end);
 		cb_stage_set_dir_hook(r->stage, NULL, NULL);
 		cb_stage_set_changes(r->stage, cb_track_finish(r->track, &r->guest));
 	}
@@ -613,11 +619,24 @@ static int final_sync(struct guest_run *r)
 	return sync_pass(r, 1, tracked);
 }
 
+/* A flag that cannot be read is taken as set: the walk is never wrong. */
+static int fullsync_pending(struct guest_run *r)
+{
+	int ret = cb_fullsync_pending(r->opts.tmpdir, r->opts.id);
+
+	if (ret < 0)
+		cb_warn(r->log, "%s", cb_last_error());
+	return ret != 0;
+}
+
 /* Before pass 1: changes from now on are tracked (containers only). */
 static void start_tracking(struct guest_run *r)
 {
 	if (r->opts.change_tracking == CB_TRACKING_OFF)
 		cb_info(r->log, "change tracking is off: the final sync walks the whole tree");
+	else if (r->stage && (r->fullsync_pending = fullsync_pending(r)))
+		cb_info(r->log, "the last tracking audit found changes tracking missed: this final "
+			"sync walks the whole tree");
 	else if (r->stage && (r->track = cb_track_start(r->opts.root, r->log)))
 		cb_stage_set_dir_hook(r->stage, cb_track_ignore_dir, r->track);
 }
@@ -1141,6 +1160,55 @@ static void log_dry_run(struct guest_run *r)
 		r->log->warnings ? " with warnings (see WARN above)" : "");
 }
 
+/* The missed entries in the log (at most CB_AUDIT_NAMES) and the report. */
+static void audit_report(struct guest_run *r, struct cb_audit *a)
+{
+	struct cb_guest_result *res = r->res;
+
+	cb_warn(r->log, "tracking audit: %llu change(s) made before the freeze were missed by "
+		"change tracking: the archive may hold them as they were in the first sync; the "
+		"next backup of %s %s walks the whole tree in its final sync",
+		(unsigned long long)a->missed, type_upper(r), r->opts.id);
+	for (size_t i = 0; i < a->n_names; i++)
+		cb_warn(r->log, "tracking audit: missed '%s' (%s)", a->paths[i], a->whats[i]);
+	if (a->missed > a->n_names)
+		cb_warn(r->log, "tracking audit: ... and %llu more",
+			(unsigned long long)(a->missed - a->n_names));
+	res->audit_paths = a->paths;
+	res->audit_whats = a->whats;
+	res->n_audit_names = a->n_names;
+	a->paths = NULL;
+	a->whats = NULL;
+	a->n_names = 0;
+	if (cb_fullsync_set(r->opts.tmpdir, r->opts.id, "the tracking audit found changes "
+			    "change tracking missed") < 0)
+		cb_warn(r->log, "%s", cb_last_error());
+}
+
+/* After a tracked final sync, the guest running again: what tracking
+ * missed (cb_audit.h). Its own failure is a warning: the archive is not
+ * worse for it. */
+static void audit_guest(struct guest_run *r)
+{
+	struct cb_audit a;
+
+	if (!r->opts.tracking_audit || !r->stage || !cb_stage_final_tracked(r->stage) ||
+	    r->guest.kind == CB_FREEZER_NONE || !r->track_end.tv_sec)
+		return;
+	cb_info(r->log, "tracking audit: comparing the running guest with the staging index");
+	if (cb_audit_run(r->stage, &r->track_end, &a) < 0)
+		cb_warn(r->log, "tracking audit not done: %s", cb_last_error());
+	r->res->audited = 1;
+	r->res->audit_checked = a.checked;
+	r->res->audit_missed = a.missed;
+	r->res->audit_seconds = a.seconds;
+	cb_info(r->log, "tracking audit: %llu entries checked in %.2f s, %llu missed",
+		(unsigned long long)a.checked, a.seconds, (unsigned long long)a.missed);
+	if (a.missed)
+		audit_report(r, &a);
+	cb_audit_release(&a);
+}
+
 static int run_guest_phases(struct guest_run *r)
 {
 	warn_unimplemented(r);
@@ -1160,9 +1228,14 @@ static int run_guest_phases(struct guest_run *r)
 	    (r->mode == CB_MODE_SNAPSHOT ? snapshot_guest(r) : stage_guest(r)) < 0 ||
 	    (r->stage && cb_stage_save_index(r->stage) < 0))
 		return -1;
+	audit_guest(r);
 	release_indexes(r);
 	if (write_archive(r) < 0 || mark_archive(r) < 0)
 		return -1;
+	/* the walk the last audit asked for is done */
+	if (r->fullsync_pending && !cb_stage_final_tracked(r->stage) &&
+	    cb_fullsync_clear(r->opts.tmpdir, r->opts.id) < 0)
+		cb_warn(r->log, "%s", cb_last_error());
 	prune_old(r);
 	return guest_hook(r, "backup-end");
 }
@@ -1386,7 +1459,7 @@ static void report_result(struct guest_run *r, int ret)
 {
 	struct cb_guest_result *res = r->res;
 
-	res->result = ret < 0 ? CB_RESULT_FAILED : CB_RESULT_OK;
+	res->result = ret < 0 ? CB_RESULT_FAILED : res->audit_missed ? CB_RESULT_WARNING : CB_RESULT_OK;
 	res->error = ret < 0 ? cb_xstrdup(cb_last_error()) : NULL;
 	res->name = cb_xstrdup(r->hostname);
 	res->archive = r->opts.dry_run ? NULL : cb_xstrdup(r->archive_path);

@@ -429,10 +429,13 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 		status = abort_job(&job_opts, log, &js);
 		goto out;
 	}
-	cb_info(log, "Backup job finished %s", failed ? "with errors" : "successfully");
-	cb_log_syslog(failed ? LOG_ERR : LOG_INFO, "Backup job finished %s (%zu of %zu guests failed)",
-		      failed ? "with errors" : "successfully", failed, n);
-	status = misconfigured ? CB_EXIT_USAGE : failed ? CB_EXIT_FAILED : CB_EXIT_OK;
+	cb_info(log, "Backup job finished %s", failed ? "with errors" :
+		cb_jobstatus_failed(&js) ? "with warnings" : "successfully");
+	cb_log_syslog(cb_jobstatus_failed(&js) ? LOG_ERR : LOG_INFO,
+		      "Backup job finished %s (%zu of %zu guests failed)", failed ? "with errors" :
+		      cb_jobstatus_failed(&js) ? "with warnings" : "successfully", failed, n);
+	/* a warning (cb_jobstatus.h) is loud too: the archive may be stale */
+	status = misconfigured ? CB_EXIT_USAGE : cb_jobstatus_failed(&js) ? CB_EXIT_FAILED : CB_EXIT_OK;
 out:
 	cb_lock_release(&lock);   /* the next job need not wait for the mail */
 	report_job(&js, &job_opts, status, log);

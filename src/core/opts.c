@@ -245,6 +245,22 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  ".B off\n"
 	  "always does. See \"THE FREEZE WINDOW\" in\n"
 	  ".BR cbackup (8)." },
+	{ "tracking-audit", CB_OPT_BOOL, "1", G | U | C, "0|1",
+	  "after a tracked final sync, compare the running guest with what was archived and "
+	  "warn about changes tracking missed", 0, OFF(tracking_audit), 0, 1, NULL,
+	  "Runs only when the final sync was tracked (a full walk needs no audit)\n"
+	  "and the guest was frozen, after the thaw, before the archive is written:\n"
+	  "a stat walk of the guest's tree against the staging index (what the\n"
+	  "archive holds), as long as a full walk of the final sync but with the\n"
+	  "guest running. An entry that differs and whose ctime is settled before\n"
+	  "the freeze is a change tracking missed: the log names the entries\n"
+	  "(at most 20, and a count), the guest's result is\n"
+	  ".B warning\n"
+	  "(the archive is kept; the job exits 1 and mails with\n"
+	  ".BR \"mailnotification failure\" ),\n"
+	  "and the guest's next run walks the whole tree in its final sync. See\n"
+	  "\"THE FREEZE WINDOW\" in\n"
+	  ".BR cbackup (8)." },
 	{ "freeze-cgroup", CB_OPT_STRING, NULL, U | C, "PATH",
 	  "cgroup (v2 cgroup.freeze or v1 freezer) holding the guest's processes", 0,
 	  OFF(freeze_cgroup), 0, 0, NULL, NULL },
