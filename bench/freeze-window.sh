@@ -6,7 +6,9 @@
 # serial walk; RUNS picks some of these); prints the log's
 # "final sync finished (N seconds)" and the path pass 2 took. The tree and
 # the staging copies live under DIR (default /var/tmp/cbackup-bench-fw) and
-# are removed at the end. Needs root (fanotify).
+# are removed at the end. Needs root (fanotify). FW_TREE=DIR copies that
+# tree (a distro root: bench/nightly.sh's DISTROOT) instead, and changes 10
+# of its files spread over it.
 set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 K=${1:-1000}
@@ -14,6 +16,11 @@ DIR=${2:-/var/tmp/cbackup-bench-fw}
 CB=${CB:-$TOP/cbackup}  # a copy, to go on building while it runs
 trap 'rm -rf "$DIR"' EXIT
 mkdir -p "$DIR/tmp" "$DIR/dump"
+if [ -n "${FW_TREE:-}" ]; then
+	cp -a "$FW_TREE" "$DIR/src"
+	find "$DIR/src" -type f -size +0 -perm -u+w | awk '{ a[NR] = $0 } END {
+		for (i = 1; i <= 10; i++) print a[int(NR * i / 11)] }' >"$DIR/changed"
+else
 python3 - "$DIR/src" "$K" <<'PY'
 import os, sys
 root, k = sys.argv[1], int(sys.argv[2])
@@ -26,16 +33,21 @@ for d in range(k):
         os.write(fd, b"x")
         os.close(fd)
 PY
+for i in 1 2 3 4 5 6 7 8 9 10; do
+	printf "$DIR/src/d%04d/f%04d\n" $((i * 37 % K)) $i
+done >"$DIR/changed"
+fi
 cat >"$DIR/hook.sh" <<HOOK
 #!/bin/bash
 [ "\$1" = pre-stop ] || exit 0
-for i in 1 2 3 4 5 6 7 8 9 10; do
-	echo changed >>"\$(printf "$DIR/src/d%04d/f%04d" \$((i * 37 % $K)) \$i)"
-done
+while read -r f; do echo changed >>"\$f"; done <"$DIR/changed"
 HOOK
 chmod +x "$DIR/hook.sh"
 entries=$(find "$DIR/src" | wc -l)
 echo "tree: $entries entries"
+# CBS="A B": several binaries (before/after a change), each run in turn
+for round in $(seq 1 "${ROUNDS:-1}"); do
+for CB in ${CBS:-$CB}; do
 for run in ${RUNS:-auto off off-1-thread}; do
 	tracking=${run%%-*}
 	threads=; [ "$run" = off-1-thread ] && threads=1
@@ -47,6 +59,8 @@ for run in ${RUNS:-auto off off-1-thread}; do
 	p1=$(sed -nE "s/.*first sync finished \(([0-9.]+) seconds\).*/\1/p" "$DIR/log")
 	p2=$(sed -nE "s/.*final sync took ([0-9.]+) ms.*/\1/p" "$DIR/log")
 	frozen=$(sed -nE "s/.*online again after ([0-9.]+) seconds.*/\1/p" "$DIR/log")
-	echo "$run: pass 1 ${p1}s, pass 2 ${p2} ms, frozen ${frozen}s ($way)"
-	grep -E "change tracking: [0-9]+ (events|inodes)" "$DIR/log" || :
+	echo "$CB $run: pass 1 ${p1}s, pass 2 ${p2} ms, frozen ${frozen}s ($way), load $(cut -d' ' -f1 /proc/loadavg)"
+	grep -E "change tracking: [0-9]+ (events|inodes)|change tracking is not exact" "$DIR/log" || :
+done
+done
 done
