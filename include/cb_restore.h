@@ -20,6 +20,7 @@ struct cb_restore_opts {
 	int force;
 	char *const *paths;   /* --path: only these entries and subtrees (n_paths 0: all) */
 	size_t n_paths;
+	int dry_run;          /* check and say what would be restored; write nothing */
 };
 
 struct cb_restore_stats {
