@@ -28,7 +28,7 @@
  * guest's processes). cbackup's own opens are dropped by pid. */
 #define OPEN_MASK (FAN_OPEN | FAN_CLOSE_NOWRITE)
 #define EVENT_MASK (FAN_MODIFY | FAN_ATTRIB | FAN_CLOSE_WRITE | FAN_CREATE | FAN_DELETE | \
-		    FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ONDIR | OPEN_MASK)
+		    FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ONDIR)
 #define READ_BUF (64 << 10)
 /* Events that change an entry but not the directory's list of names. */
 #define NAME_ONLY_MASK (FAN_MODIFY | FAN_ATTRIB | FAN_CLOSE_WRITE | OPEN_MASK)
@@ -70,6 +70,10 @@ struct cb_track {
 	dev_t dev;
 	ino_t root_ino;
 	int fan_fd, mount_fd, stop_fd;
+	/* OPEN_MASK in a group of its own, its queue unlimited: every read
+	 * of the file system (the host's too) raises these, and their volume
+	 * must not overflow the queue of the events that change the tree */
+	int open_fd;
 	pthread_t reader;
 	int reader_running;
 	pthread_mutex_t lock;       /* the set and the flags below */
@@ -527,10 +531,10 @@ static void note_event(struct cb_track *t, const struct fanotify_event_metadata 
 		t->over_cap = 1;
 }
 
-/* Events of one read(): 0, or -1 when the queue is empty. */
-static int read_events(struct cb_track *t)
+/* Events of one read() of group fd: 0, or -1 when the queue is empty. */
+static int read_group(struct cb_track *t, int fd)
 {
-	ssize_t n = read(t->fan_fd, t->buf, READ_BUF);
+	ssize_t n = read(fd, t->buf, READ_BUF);
 	const char *p = (const char *)t->buf;
 	struct fanotify_event_metadata m;
 
@@ -555,23 +559,40 @@ static int read_events(struct cb_track *t)
 	return 0;
 }
 
+/* Both groups until both are empty: 0, or -1 (errno) if a read failed. */
+static int read_events(struct cb_track *t)
+{
+	int ret = 0, err = EAGAIN;
+
+	for (int i = 0, fd[2] = { t->fan_fd, t->open_fd }; i < 2; i++) {
+		while (read_group(t, fd[i]) == 0)
+			;
+		if (errno != EAGAIN) {
+			ret = -1;
+			err = errno;
+		}
+	}
+	errno = err;
+	return ret;
+}
+
 static void *reader_main(void *arg)
 {
 	struct cb_track *t = arg;
-	struct pollfd p[2] = { { t->fan_fd, POLLIN, 0 }, { t->stop_fd, POLLIN, 0 } };
+	struct pollfd p[3] = { { t->fan_fd, POLLIN, 0 }, { t->open_fd, POLLIN, 0 },
+			       { t->stop_fd, POLLIN, 0 } };
 	/* tests: a reader that waits for the end lets the queue overflow */
 	int stall = getenv("CB_TRACK_STALL") != NULL;
 
 	if (stall)
-		p[0].fd = -1;  /* poll() skips it */
+		p[0].fd = p[1].fd = -1;  /* poll() skips them */
 	for (;;) {
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		if (poll(p, 3, -1) < 0 && errno != EINTR)
 			break;
-		if (p[1].revents)
+		if (p[2].revents)
 			break;
-		if (p[0].revents)
-			while (read_events(t) == 0)
-				;
+		if (p[0].revents || p[1].revents)
+			read_events(t);
 	}
 	return NULL;
 }
@@ -680,7 +701,7 @@ struct cb_track *cb_track_start(const char *root, struct cb_log *log)
 	struct stat sb;
 
 	t->log = log;
-	t->fan_fd = t->mount_fd = t->stop_fd = -1;
+	t->fan_fd = t->open_fd = t->mount_fd = t->stop_fd = -1;
 	t->max = env_max("CB_TRACK_MAX", CB_TRACK_MAX);
 	t->max_names = env_max("CB_TRACK_NAMES", CB_TRACK_NAMES);
 	pthread_mutex_init(&t->lock, NULL);
@@ -696,10 +717,14 @@ struct cb_track *cb_track_start(const char *root, struct cb_log *log)
 	 * disconnected dentry) is reported only with its own handle */
 	t->fan_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_REPORT_FID |
 				  FAN_NONBLOCK | FAN_CLOEXEC, O_RDONLY | O_CLOEXEC);
-	if (t->mount_fd < 0 || t->fan_fd < 0)
+	t->open_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_REPORT_FID |
+				   FAN_UNLIMITED_QUEUE | FAN_NONBLOCK | FAN_CLOEXEC, O_RDONLY | O_CLOEXEC);
+	if (t->mount_fd < 0 || t->fan_fd < 0 || t->open_fd < 0)
 		return start_fail(t, "fanotify_init"), NULL;
 	if (fanotify_mark(t->fan_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, EVENT_MASK, t->mount_fd,
-			  NULL) < 0)
+			  NULL) < 0 ||
+	    (OPEN_MASK && fanotify_mark(t->open_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
+					OPEN_MASK | FAN_ONDIR, t->mount_fd, NULL) < 0))
 		return start_fail(t, "fanotify_mark"), NULL;
 	if (t->mount_fd >= 0)
 		t->mounts = mounts_under(t, add_mount);
@@ -723,7 +748,9 @@ void cb_track_ignore_dir(void *arg, int fd)
 	    sb.st_dev != t->dev)
 		return;
 	if (fanotify_mark(t->fan_fd, FAN_MARK_ADD | FAN_MARK_IGNORE_SURV,
-			  EVENT_MASK | FAN_EVENT_ON_CHILD, fd, NULL) == 0)
+			  EVENT_MASK | FAN_EVENT_ON_CHILD, fd, NULL) == 0 &&
+	    fanotify_mark(t->open_fd, FAN_MARK_ADD | FAN_MARK_IGNORE_SURV,
+			  OPEN_MASK | FAN_ONDIR | FAN_EVENT_ON_CHILD, fd, NULL) == 0)
 		t->n_ignored++;
 	else  /* an older kernel: the events are read and dropped, as before */
 		t->ignore_failed = 1;
@@ -744,6 +771,8 @@ void cb_track_free(struct cb_track *t)
 	}
 	if (t->fan_fd >= 0)
 		close(t->fan_fd);
+	if (t->open_fd >= 0)
+		close(t->open_fd);
 	if (t->mount_fd >= 0)
 		close(t->mount_fd);
 	if (t->stop_fd >= 0)
@@ -1156,9 +1185,7 @@ struct cb_changes *cb_track_finish(struct cb_track *t, const struct cb_guest *g)
 		return finish_fail(t, c, "cannot stop the event reader");
 	pthread_join(t->reader, NULL);
 	t->reader_running = 0;
-	while (read_events(t) == 0)
-		;
-	if (errno != EAGAIN)
+	if (read_events(t) < 0)
 		return finish_fail(t, c, "reading the event queue failed");
 	if (t->overflow)
 		return finish_fail(t, c, "the event queue overflowed");
