@@ -173,6 +173,9 @@ struct cb_codec_rops {
  * every byte, stored ones included. */
 uint32_t cb_crc32(uint32_t crc, const void *buf, size_t len);
 
+/* XXH64 with seed 0 (xxh64.c): the zstd content checksum is its low 32 bits. */
+uint64_t cb_xxh64(const void *buf, size_t len);
+
 int cb_codec_zstd_writer(void **st, const struct cb_codec_wops **ops,
 			 const struct cb_codec_params *p, struct cb_codec_out *o);
 int cb_codec_lzo_writer(void **st, const struct cb_codec_wops **ops,
