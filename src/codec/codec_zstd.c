@@ -401,8 +401,8 @@ static ssize_t zstd_read(void *st, void *buf, size_t len)
 			}
 		}
 		z->started = 1;
-		if (z->last == 0)
-			cb_codec_in_unit(in, ob.pos);
+		if (z->last == 0 && cb_codec_in_unit(in, ob.pos) < 0)
+			return -1;
 		ib = (ZSTD_inBuffer){ in->buf, in->len, in->pos };
 		z->last = ZSTD_decompressStream(z->dctx, &ob, &ib);
 		in->pos = ib.pos;
