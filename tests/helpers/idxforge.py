@@ -8,6 +8,7 @@ the loader's bounds stand in the way). Reads the layout of cbackup-idx(5).
   unit-coff N VALUE      unit N's compressed offset
   unit-uoff N VALUE      unit N's uncompressed offset
   tar-size VALUE         the header's tar stream size
+  rehash                 only the trailer (after a patch made by other means)
 """
 import hashlib
 import struct
@@ -47,6 +48,8 @@ elif what == 'unit-uoff':
     struct.pack_into('<Q', d, units + ulen * int(sys.argv[3]), int(sys.argv[4]))
 elif what == 'tar-size':
     struct.pack_into('<Q', d, 40, int(sys.argv[3]))
+elif what == 'rehash':
+    pass
 else:
     sys.exit('idxforge.py: unknown forgery %r' % what)
 d[-32:] = hashlib.sha256(bytes(d[:-32])).digest()
