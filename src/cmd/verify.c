@@ -155,6 +155,8 @@ static void name_members(const char *archive, uint64_t unit, char *msg, size_t l
 			cb_idx_entry(&x, v[i], &e);
 			at += (size_t)snprintf(msg + at, len - at, "%s'%s'", i ? ", " : "; members in it: ",
 					       e.path);
+			if (at >= len)
+				break;
 			if (i == 15 && n > 16) {
 				snprintf(msg + at, len - at, " and %llu more", (unsigned long long)(n - 16));
 				break;
