@@ -18,7 +18,9 @@ OLD=${OLD:?OLD=cbackup binary before}
 NEW=${NEW:-./cbackup}
 COMPRESS=${COMPRESS:-zstd}
 rm -rf "$WORK"
-mkdir -p "$WORK/src" "$WORK/tmp"
+mkdir -p "$WORK/src" "$WORK/tmp" "$WORK/locks"
+# its own locks: another backup on this host does not hold the bench up
+export CBACKUP_LOCK_DIR="$WORK/locks"
 trap 'rm -rf "$WORK"' EXIT
 head -c "${SIZE}M" /dev/urandom >"$WORK/src/random.bin"
 
