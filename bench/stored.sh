@@ -18,7 +18,8 @@ OLD=${OLD:?OLD=cbackup binary before}
 NEW=${NEW:-./cbackup}
 COMPRESS=${COMPRESS:-zstd}
 rm -rf "$WORK"
-mkdir -p "$WORK/src" "$WORK/tmp" "$WORK/locks"
+mkdir -p "$WORK/src" "$WORK/tmp"
+mkdir -m 700 "$WORK/locks"
 # its own locks: another backup on this host does not hold the bench up
 export CBACKUP_LOCK_DIR="$WORK/locks"
 trap 'rm -rf "$WORK"' EXIT
@@ -28,7 +29,7 @@ run() {  # BIN LABEL: seconds of one backup, appended to WORK/LABEL.{wall,cpu}
 	rm -rf "$WORK/dump"
 	mkdir "$WORK/dump"
 	/usr/bin/time -f "%e %U %S" -o "$WORK/time" "$1" backup --root "$WORK/src" --id 1 \
-		--compress "$COMPRESS" --dumpdir "$WORK/dump" --tmpdir "$WORK/tmp" 2>"$WORK/log"
+		--compress "$COMPRESS" --dumpdir "$WORK/dump" --tmpdir "$WORK/tmp" 2>"$WORK/log" || { cat "$WORK/log" >&2; exit 1; }
 	awk '{ print $1 }' "$WORK/time" >>"$WORK/$2.wall"
 	awk '{ printf "%.2f\n", $2 + $3 }' "$WORK/time" >>"$WORK/$2.cpu"
 	sed -n 's/.*Total bytes written: .*, \(.*\)).*/\1/p' "$WORK/log" >>"$WORK/$2.rate"

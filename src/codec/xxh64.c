@@ -5,6 +5,7 @@
  * check stored units too. libzstd keeps its copy private. Written from the
  * xxHash specification (doc/xxhash_spec.md).
  */
+#include <endian.h>
 #include <string.h>
 
 #include "codec_int.h"
@@ -20,16 +21,18 @@ static uint64_t rotl(uint64_t x, int r) { return x << r | x >> (64 - r); }
 /* little-endian loads (the format's byte order, whatever the host's) */
 static uint64_t le64(const unsigned char *p)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
+	memcpy(&v, p, 8);   /* one load; the byte loop was not fused into one */
+	return le64toh(v);
 }
 
 static uint32_t le32(const unsigned char *p)
 {
-	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return le32toh(v);
 }
 
 static uint64_t round64(uint64_t acc, uint64_t in)
