@@ -2,7 +2,7 @@
 PREFIX  ?= /usr/local
 DESTDIR ?=
 CC      ?= cc
-PKGS    := libarchive libzstd lzo2 zlib libcrypto libisal fuse3
+PKGS    := libarchive libzstd lzo2 zlib libcrypto libisal fuse3 libnbd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 VERSION := 0.1.0

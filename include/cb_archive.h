@@ -41,10 +41,14 @@ int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, si
  */
 struct cb_archive_graft {
 	const char *name;   /* "./srv/data" */
-	const char *tree;   /* directory on disk */
+	const char *tree;   /* directory on disk (for messages when by_fd) */
+	int by_fd;          /* the tree is fd (a snapshot cbackup opened), not */
+	int fd;             /* looked up by the name tree */
 };
 
-int cb_archive_write_grafted(const char *tree, const struct cb_archive_graft *grafts,
+/* root: the main tree (its name is "./"), NULL for extras only. */
+int cb_archive_write_grafted(const struct cb_archive_graft *root,
+			     const struct cb_archive_graft *grafts,
 			     size_t n_grafts, const struct cb_archive_extra *extras, size_t n_extras,
 			     struct cb_codec_writer *codec, struct cb_log *log,
 			     struct cb_archive_stats *stats);

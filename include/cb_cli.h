@@ -25,6 +25,7 @@ struct cb_cli {
 	struct cb_strvec exclude_ids; /* --exclude ID,... */
 	int force;                    /* restore --force */
 	int ignore_checksum;          /* restore --ignore-checksum */
+	int keep_old;                 /* restore --keep-old */
 	struct cb_strvec paths;       /* restore --path P (repeatable) */
 	int json;                     /* ls --json */
 	int dry_run;                  /* --dry-run (also in kv, for the commands with a config) */

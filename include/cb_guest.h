@@ -27,6 +27,7 @@
 #ifndef CB_GUEST_H
 #define CB_GUEST_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <sys/types.h>
 #include "cb_log.h"
@@ -56,6 +57,13 @@ struct cb_guest {
 	char rep_buf[2048];    /* a report line being read */
 	size_t rep_len;
 	int cleanup_handle;    /* cb_cleanup handle of the thaw action, -1 */
+	/* while frozen, a thread of cbackup's watches the watchdog (pings it,
+	 * sees its pipe close) and thaws the guest itself if it is gone */
+	pthread_t monitor;
+	int monitor_on;
+	int monitor_stop[2];   /* a byte (or EOF) here ends the monitor */
+	int watchdog_lost;     /* the monitor found the watchdog gone */
+	char lost_msg[512];    /* what it found and what it did */
 };
 
 /* Configuration check only (no system access): at most one backend, and

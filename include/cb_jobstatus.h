@@ -14,7 +14,9 @@
 #include "cb_opts.h"
 #include "cb_text.h"
 
-enum cb_result { CB_RESULT_OK, CB_RESULT_FAILED, CB_RESULT_SKIPPED };
+/* WARNING: backed up, archive kept, but the tracking audit found changes
+ * the tracker missed (cb_audit.h): it may hold them as they were before. */
+enum cb_result { CB_RESULT_OK, CB_RESULT_FAILED, CB_RESULT_SKIPPED, CB_RESULT_WARNING };
 
 /* One guest. Durations < 0: the phase did not run (JSON null). */
 struct cb_guest_result {
@@ -31,6 +33,13 @@ struct cb_guest_result {
 	double seconds;          /* the whole guest */
 	double first_sync, final_sync, archive_seconds, freeze;
 	struct cb_trash *trash;  /* its staging copy still being removed, or NULL */
+	/* the tracking audit (cb_audit.h): audited 0 if it did not run */
+	int audited;
+	uint64_t audit_checked, audit_missed;
+	char **audit_paths;      /* the first missed entries (owned), and how */
+	const char **audit_whats;   /* each differs (static strings) */
+	size_t n_audit_names;
+	double audit_seconds;
 };
 
 struct cb_job_status {
@@ -49,9 +58,11 @@ void cb_jobstatus_release(struct cb_job_status *js);
 struct cb_guest_result *cb_jobstatus_add(struct cb_job_status *js, const char *id,
 					 enum cb_guest_type type);
 void cb_jobstatus_set_error(struct cb_job_status *js, const char *msg);
-/* Any guest not ok, or a job error. */
+/* Any guest not ok (a warning too), or a job error. */
 int cb_jobstatus_failed(const struct cb_job_status *js);
-const char *cb_result_name(enum cb_result r);   /* "ok", "failed", "skipped" */
+const char *cb_result_name(enum cb_result r);   /* "ok", "failed", "skipped", "warning" */
+/* The guest has an archive to report (ok, warning). */
+int cb_result_archived(enum cb_result r);
 
 /* The document, pretty-printed, ending with a new line. */
 void cb_jobstatus_json(const struct cb_job_status *js, FILE *out);

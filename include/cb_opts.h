@@ -17,6 +17,7 @@ enum cb_mode { CB_MODE_SUSPEND, CB_MODE_STOP, CB_MODE_SNAPSHOT };
 enum cb_compress { CB_COMPRESS_NONE, CB_COMPRESS_LZO, CB_COMPRESS_GZIP, CB_COMPRESS_ZSTD };
 enum cb_policy { CB_POLICY_AUTO, CB_POLICY_ALWAYS };
 enum cb_tracking { CB_TRACKING_AUTO, CB_TRACKING_OFF };
+enum cb_vm_method { CB_VM_AUTO, CB_VM_STAGE };
 enum cb_guest_type { CB_GUEST_CT, CB_GUEST_VM };
 enum cb_mailnotification { CB_MAIL_ALWAYS, CB_MAIL_FAILURE };
 enum cb_output_format { CB_OUTPUT_TEXT, CB_OUTPUT_JSON };
@@ -61,6 +62,7 @@ struct cb_opts {
 	int stage_workers;        /* pass 1 copy threads, 0 = online cores */
 	int prune_staging;        /* prune --staging: the kept staging copies */
 	enum cb_tracking change_tracking;  /* freeze window: fanotify (issue 16) */
+	int tracking_audit;       /* after a tracked final sync (issue 24) */
 
 	/* reporting (issue 19) */
 	char *mailto;             /* "a@x, b@y" or NULL: no mail */
@@ -78,6 +80,7 @@ struct cb_opts {
 	char *freeze_cmd;
 	char *thaw_cmd;
 	char *qmp;
+	enum cb_vm_method vm_method;  /* VM disks: QEMU copy-before-write or staging (issue 26) */
 };
 
 /* Where a key may appear in the config file (bit set). */

@@ -17,7 +17,8 @@
 struct cb_restore_opts {
 	const char *archive;
 	const char *destdir;
-	int force;
+	int force;            /* a non-empty DESTDIR is replaced (with --path: those paths) */
+	int keep_old;         /* --keep-old: the replaced tree is kept as DESTDIR.old-TIME */
 	char *const *paths;   /* --path: only these entries and subtrees (n_paths 0: all) */
 	size_t n_paths;
 	int ignore_checksum;  /* a .sha256 that does not match is no error */

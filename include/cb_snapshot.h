@@ -48,6 +48,7 @@ struct cb_snapshot {
 	char dir_name[300];      /* in parent_fd; fixed-size for the signal path */
 	char name[256];          /* in dir_fd */
 	int parent_fd, dir_fd, vol_fd;
+	int snap_fd;             /* the snapshot's root, opened in dir_fd */
 	volatile sig_atomic_t exists;   /* the snapshot is there */
 	volatile sig_atomic_t has_dir;  /* our directory is there */
 	int cleanup_handle;
@@ -64,6 +65,14 @@ int cb_snapshot_prepare(struct cb_snapshot *s, const struct cb_snap_backend *be,
 			const char *volume, const char *id, unsigned index, struct cb_log *log);
 int cb_snapshot_create(struct cb_snapshot *s);
 const char *cb_snapshot_path(const struct cb_snapshot *s);
+/* The snapshot's root directory, opened when it was taken (O_NOFOLLOW, in
+ * the directory cbackup made): the archive walks from this fd and never
+ * looks the path up again. */
+int cb_snapshot_fd(const struct cb_snapshot *s);
+/* 0 if the snapshot directory's name still leads to the directory
+ * cbackup made; else -1 with an error naming it (someone who can write
+ * the volume's parent renamed it aside, put something in its place). */
+int cb_snapshot_check(const struct cb_snapshot *s);
 /* Removes the snapshot and its directory (either may be gone already):
  * 1 if a snapshot was removed, 0 if there was none, -1 on error (it stays
  * for the next run to remove). */

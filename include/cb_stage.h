@@ -86,6 +86,8 @@ int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats);
  * names, and walks the whole tree if c is NULL. Takes c. */
 struct cb_changes;
 void cb_stage_set_changes(struct cb_stage *st, struct cb_changes *c);
+/* The last pass 2 looked only at what tracking saw (no full walk). */
+int cb_stage_final_tracked(const struct cb_stage *st);
 /* After pass 1, before the freeze: note the tree's inode numbers (8 to 16
  * bytes an entry), so that the tracked pass 2 tells at once whether an
  * inode reported outside the root (another name of it) is in the tree,

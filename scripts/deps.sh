@@ -14,7 +14,7 @@ set -e
 PKGS="build-essential pkg-config libarchive-dev libzstd-dev liblzo2-dev zlib1g-dev
       libiniparser-dev libssl-dev libcmocka-dev libisal-dev libfuse3-dev fuse3
       tar gzip zstd lzop pigz libarchive-tools acl attr rsync e2fsprogs util-linux procps
-      qemu-utils qemu-system-x86 groff-base python3 btrfs-progs xfsprogs"
+      qemu-utils qemu-system-x86 groff-base python3 btrfs-progs xfsprogs libnbd-dev"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -486,7 +486,7 @@ static int open_entry(int dfd, const char *name, const char *arcname, int *fd, s
 }
 
 static int walk(struct arch *c, const char *arcname);
-static int open_tree_root(struct arch *c, const char *tree, struct stat *st);
+static int open_tree_root(struct arch *c, const struct cb_archive_graft *g, struct stat *st);
 
 static const struct cb_archive_graft *graft_at(const struct arch *c, const char *name)
 {
@@ -505,7 +505,7 @@ static int add_graft(struct arch *c, const struct cb_archive_graft *g)
 	struct stat st;
 
 	c->grafted[g - c->grafts] = 1;
-	fd = open_tree_root(c, g->tree, &st);
+	fd = open_tree_root(c, g, &st);
 	if (fd < 0)
 		return -1;
 	ret = add_tree_entry(c, -1, NULL, g->name, fd, &st);
@@ -582,13 +582,34 @@ static int walk(struct arch *c, const char *arcname)
 	return ret;
 }
 
+/* A tree the caller opened (a snapshot): that very directory, whatever
+ * its name leads to now; a snapshot has no side store. */
+static int dup_tree_root(struct arch *c, const struct cb_archive_graft *g, struct stat *st)
+{
+	int fd = fcntl(g->fd, F_DUPFD_CLOEXEC, 0);
+
+	if (fd < 0 || fstat(fd, st) < 0 || !S_ISDIR(st->st_mode)) {
+		if (fd >= 0)
+			close(fd);
+		return cb_error_errno("cannot use the directory of '%s'", g->tree);
+	}
+	c->root_dev = st->st_dev;
+	c->side_fd = -1;
+	return fd;
+}
+
 /* The staging root itself is opened without following a symlink too. */
 /* Open a tree's root (never through a symlink) and its side store of big
  * xattrs; the tree's device becomes the walk's. The fd or -1. */
-static int open_tree_root(struct arch *c, const char *tree, struct stat *st)
+static int open_tree_root(struct arch *c, const struct cb_archive_graft *g, struct stat *st)
 {
-	int fd = open(tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	const char *tree = g->tree;
+	int fd;
 	char *side;
+
+	if (g->by_fd)
+		return dup_tree_root(c, g, st);
+	fd = open(tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
 	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && lstat(tree, st) == 0 &&
 	    S_ISLNK(st->st_mode))
@@ -606,10 +627,10 @@ static int open_tree_root(struct arch *c, const char *tree, struct stat *st)
 	return fd;
 }
 
-static int add_tree(struct arch *c, const char *tree)
+static int add_tree(struct arch *c, const struct cb_archive_graft *root)
 {
 	struct stat st;
-	int fd = open_tree_root(c, tree, &st), ret;
+	int fd = open_tree_root(c, root, &st), ret;
 
 	if (fd < 0)
 		return -1;
@@ -733,10 +754,13 @@ static int add_left_grafts(struct arch *c)
 int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, size_t n_extras,
 		     struct cb_codec_writer *codec, struct cb_log *log, struct cb_archive_stats *stats)
 {
-	return cb_archive_write_grafted(tree, NULL, 0, extras, n_extras, codec, log, stats);
+	struct cb_archive_graft root = { "./", tree, 0, -1 };
+
+	return cb_archive_write_grafted(tree ? &root : NULL, NULL, 0, extras, n_extras, codec, log,
+					stats);
 }
 
-static int write_grafted(const char *tree, const struct cb_archive_graft *grafts,
+static int write_grafted(const struct cb_archive_graft *tree, const struct cb_archive_graft *grafts,
 			 size_t n_grafts, const struct cb_archive_extra *extras, size_t n_extras,
 			 struct cb_codec_writer *codec, struct cb_log *log,
 			 struct cb_archive_stats *stats)
@@ -777,7 +801,7 @@ out:
 /* The walk recurses once per directory level: on a deep stack
  * (cb_call_deep), as the staging engine's. */
 struct write_call {
-	const char *tree;
+	const struct cb_archive_graft *tree;
 	const struct cb_archive_graft *grafts;
 	size_t n_grafts;
 	const struct cb_archive_extra *extras;
@@ -795,7 +819,8 @@ static int write_call(void *arg)
 			     c->log, c->stats);
 }
 
-int cb_archive_write_grafted(const char *tree, const struct cb_archive_graft *grafts,
+int cb_archive_write_grafted(const struct cb_archive_graft *tree,
+			     const struct cb_archive_graft *grafts,
 			     size_t n_grafts, const struct cb_archive_extra *extras, size_t n_extras,
 			     struct cb_codec_writer *codec, struct cb_log *log,
 			     struct cb_archive_stats *stats)

@@ -48,28 +48,6 @@ static int dir_is_empty(const char *path)
 	return empty;
 }
 
-static int mkdir_p(const char *path)
-{
-	char *p = cb_xstrdup(path);
-	int ret = 0;
-
-	for (char *s = p + 1; ; s++) {
-		if (*s && *s != '/')
-			continue;
-		char c = *s;
-		*s = '\0';
-		if (mkdir(p, 0755) < 0 && errno != EEXIST) {
-			ret = cb_error_errno("cannot create directory '%s'", p);
-			break;
-		}
-		*s = c;
-		if (!c)
-			break;
-	}
-	free(p);
-	return ret;
-}
-
 /* A dry run creates no DESTDIR: its space is that of the nearest
  * directory above it that exists. */
 static int dry_dest(struct rst *r, const char *destdir)
@@ -84,8 +62,8 @@ static int dry_dest(struct rst *r, const char *destdir)
 	return r->dest ? 0 : cb_error_errno("cannot resolve '%s'", destdir);
 }
 
-/* Check or create DESTDIR and resolve it to a symlink-free absolute path. */
-int cb_rst_prepare_dest(struct rst *r, const struct cb_restore_opts *o)
+/* --dry-run: the checks restore_dest.c makes on DESTDIR, and nothing made. */
+static int dry_prepare_dest(struct rst *r, const struct cb_restore_opts *o)
 {
 	struct stat st;
 	int empty;
@@ -93,10 +71,7 @@ int cb_rst_prepare_dest(struct rst *r, const struct cb_restore_opts *o)
 	if (stat(o->destdir, &st) < 0) {
 		if (errno != ENOENT)
 			return cb_error_errno("cannot stat '%s'", o->destdir);
-		if (o->dry_run)
-			return dry_dest(r, o->destdir);
-		if (mkdir_p(o->destdir) < 0)
-			return -1;
+		return dry_dest(r, o->destdir);
 	} else if (!S_ISDIR(st.st_mode)) {
 		return cb_error("destination '%s' is not a directory", o->destdir);
 	} else {
@@ -146,34 +121,16 @@ static int is_root_name(const char *name)
 	return 1;
 }
 
-static char *under_dest(const struct rst *r, const char *name)
-{
-	size_t dl = strlen(r->dest);
-
-	if (is_root_name(name))
-		return cb_xstrdup(r->dest);
-
-	return cb_xasprintf("%s%s%s", r->dest, dl && r->dest[dl - 1] == '/' ? "" : "/", name);
-}
-
-/* Check the names of an entry and move them below DESTDIR. */
-static int relocate(struct rst *r, struct archive_entry *e, const char *name)
+/* Check the names of an entry: they stay relative, resolved by libarchive
+ * from the working directory, the private directory restore_dest.c made. */
+static int check_names(struct archive_entry *e, const char *name)
 {
 	const char *link = archive_entry_hardlink(e);
-	char *p;
 
 	if (!name_is_safe(name))
 		return cb_error("refusing unsafe path '%s' in archive", name ? name : "");
 	if (link && !name_is_safe(link))
 		return cb_error("refusing hardlink '%s' to unsafe target '%s'", name, link);
-	if (link) {
-		p = under_dest(r, link);
-		archive_entry_copy_hardlink(e, p);
-		free(p);
-	}
-	p = under_dest(r, name);
-	archive_entry_copy_pathname(e, p);
-	free(p);
 	return 0;
 }
 
@@ -238,14 +195,28 @@ static int keep_root(struct rst *r, struct archive_entry *e)
 	return 0;
 }
 
-int cb_rst_apply_root(struct rst *r)
+/* The root entry on directory dirfd, through a disk writer of its own
+ * (closed at once: nothing of it is left for later). */
+int cb_rst_apply_root(struct rst *r, int dirfd)
 {
+	struct archive *w;
+	int ret = -1;
+
 	if (!r->root)
 		return 0;
-	if (la_check(r, r->out, archive_write_header(r->out, r->root), "./") < 0 ||
-	    la_check(r, r->out, archive_write_finish_entry(r->out), "./") < 0)
-		return -1;
-	return 0;
+	if (fchdir(dirfd) < 0)
+		return cb_error_errno("cannot enter '%s'", r->dest);
+	w = archive_write_disk_new();
+	if (!w)
+		return cb_error("cannot initialise libarchive");
+	archive_write_disk_set_options(w, EXTRACT_FLAGS);
+	archive_entry_copy_pathname(r->root, ".");
+	if (la_check(r, w, archive_write_header(w, r->root), "./") == 0 &&
+	    la_check(r, w, archive_write_finish_entry(w), "./") == 0 &&
+	    la_check(r, w, archive_write_close(w), "./") == 0)
+		ret = 0;
+	archive_write_free(w);
+	return ret;
 }
 
 static int hexval(char c)
@@ -387,7 +358,7 @@ int cb_rst_entry(struct rst *r, struct archive_entry *e)
 	char *name = cb_xstrdup(archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
 	int ret = -1;
 
-	if (relocate(r, e, name) < 0)
+	if (check_names(e, name) < 0)
 		goto out;
 	fix_entry(r, e);
 	if (is_root_name(name)) {
@@ -424,7 +395,7 @@ static int restore_all(struct rst *r)
 		rc = archive_read_next_header(r->tr.a, &e);
 		/* the stream's end, and the .sha256, checked before success */
 		if (rc == ARCHIVE_EOF)
-			return cb_tarread_end(&r->tr) < 0 ? -1 : cb_rst_apply_root(r);
+			return cb_tarread_end(&r->tr);
 		if (rc < ARCHIVE_WARN) {
 			if (r->tr.codec_failed)
 				return -1;
@@ -486,8 +457,8 @@ out:
  * The archive has no size totals of its own: a first pass reads its tar
  * headers (decompressing it once without writing anything) and sums what
  * the entries take, then statvfs(DESTDIR) says whether it fits, in blocks
- * and in inodes. With --force files replaced in place may free space, so a
- * shortfall is only a warning there.
+ * and in inodes. With --force a shortfall is only a warning (the estimate
+ * is rough; the old tree stays until the new one is complete).
  */
 int cb_rst_space_check(struct rst *r, const struct cb_restore_opts *o, const struct cb_rst_need *n)
 {
@@ -495,7 +466,7 @@ int cb_rst_space_check(struct rst *r, const struct cb_restore_opts *o, const str
 	char need_s[32], avail_s[32];
 	uint64_t avail;
 
-	if (statvfs(r->dest, &vfs) < 0)
+	if (cb_rst_statvfs(r, &vfs) < 0)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
 	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	cb_fmt_bytes(need_s, sizeof(need_s), n->bytes);
@@ -515,7 +486,7 @@ int cb_rst_space_check(struct rst *r, const struct cb_restore_opts *o, const str
 			 (unsigned long long)vfs.f_favail);
 	if (!o->force)
 		return -1;
-	cb_warn(r->log, "%s (going on: --force may replace files in place)", cb_last_error());
+	cb_warn(r->log, "%s (going on: --force)", cb_last_error());
 	return 0;
 }
 
@@ -524,7 +495,7 @@ static int check_space(struct rst *r, const struct cb_restore_opts *o)
 	struct statvfs vfs;
 	struct cb_rst_need n = { 0, 0 };
 
-	if (statvfs(r->dest, &vfs) < 0)
+	if (cb_rst_statvfs(r, &vfs) < 0)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
 	if (count_archive(o->archive, vfs.f_frsize ? vfs.f_frsize : 4096, &n) < 0)
 		return -1;
@@ -561,13 +532,17 @@ void cb_rst_release(struct rst *r)
 		archive_write_free(r->out);
 	archive_entry_free(r->root);
 	set_dir_acls(r);
+	cb_rst_dest_release(r);
 	free(r->dest);
 }
 
 int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct cb_restore_stats *st)
 {
-	struct rst r = { .log = log, .st = st, .tr = { .fd = -1, .file_fd = -1 } };
-	char size[32];
+	struct rst r = { .log = log, .st = st, .tr = { .fd = -1, .file_fd = -1 }, .parent_fd = -1,
+			 .dest_fd = -1, .stage_fd = -1, .stage_dir_fd = -1, .cwd_fd = -1 };
+	/* the archive by its absolute name: the working directory changes */
+	char *archive = realpath(o->archive, NULL), size[32];
+	struct cb_restore_opts ao = *o;
 	int ret = -1;
 
 	memset(st, 0, sizeof(*st));
@@ -575,22 +550,28 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 		goto out;
 	if (o->dry_run) {
 		/* the checks of a restore, then the counting pass: nothing else */
-		ret = cb_rst_prepare_dest(&r, o) < 0 ? -1
+		ret = dry_prepare_dest(&r, o) < 0 ? -1
 		      : o->n_paths > 0 ? cb_restore_paths(&r, o) : check_space(&r, o);
 		goto out;
 	}
-	if (o->n_paths > 0) {
-		if (cb_rst_prepare_dest(&r, o) < 0 || cb_restore_paths(&r, o) < 0 || cb_rst_close(&r) < 0)
-			goto out;
-	} else if (cb_tarread_open_checked(&r.tr, o->archive, o->ignore_checksum) < 0 ||
-		   cb_rst_prepare_dest(&r, o) < 0 ||
-		   check_space(&r, o) < 0 || restore_all(&r) < 0 || cb_rst_close(&r) < 0) {
+	if (!archive) {
+		cb_error_errno("cannot open '%s'", o->archive);
 		goto out;
 	}
+	ao.archive = archive;
+	if ((!o->n_paths && cb_tarread_open_checked(&r.tr, archive, o->ignore_checksum) < 0) ||
+	    cb_rst_dest_open(&r, &ao) < 0)
+		goto out;
+	if (o->n_paths > 0 ? cb_restore_paths(&r, &ao) < 0
+			   : check_space(&r, &ao) < 0 || restore_all(&r) < 0)
+		goto out;
+	if (cb_rst_close(&r) < 0 || cb_rst_dest_finish(&r, &ao) < 0)
+		goto out;
 	cb_fmt_bytes(size, sizeof(size), st->bytes);
 	cb_info(log, "restored %llu entries, %s", (unsigned long long)st->entries, size);
 	ret = 0;
 out:
 	cb_rst_release(&r);
+	free(archive);
 	return ret;
 }

@@ -8,6 +8,7 @@
 #define CB_RESTORE_INT_H
 
 #include <archive.h>
+#include <sys/statvfs.h>
 #include "cb_restore.h"
 #include "cb_tarread.h"
 
@@ -21,7 +22,19 @@ struct rst {
 	struct archive *out;        /* disk writer */
 	struct cb_log *log;
 	struct cb_restore_stats *st;
-	char *dest;                 /* canonical destination directory */
+	char *dest;                 /* canonical destination directory (messages) */
+	/* restore_dest.c: the tree is made in a fresh private directory,
+	 * the working directory while libarchive writes, and takes DESTDIR's
+	 * place when complete */
+	int parent_fd;              /* DESTDIR's parent */
+	char *dest_name;            /* DESTDIR's name in it */
+	int dest_fd;                /* DESTDIR; -1 while it does not exist */
+	int dest_empty;
+	int in_dest;                /* DESTDIR is a mount point: stage inside */
+	int stage_dir_fd;           /* where the stage is: parent_fd or dest_fd */
+	int stage_fd;
+	char stage_name[80];        /* "" once it took DESTDIR's place */
+	int cwd_fd;                 /* cbackup's working directory */
 	struct archive_entry *root; /* the "./" entry, applied last */
 	/* the entry's raw system.posix_acl_access/default, set after it */
 	void *acl[2];
@@ -36,16 +49,28 @@ struct rst {
 	size_t n_dir_acls;
 };
 
-/* Check or create DESTDIR and resolve it to a symlink-free absolute path. */
-int cb_rst_prepare_dest(struct rst *r, const struct cb_restore_opts *o);
+/* Open DESTDIR's parent and DESTDIR (never through a symlink; a non-empty
+ * one needs --force), make the private directory and enter it. */
+int cb_rst_dest_open(struct rst *r, const struct cb_restore_opts *o);
+/* The complete tree in DESTDIR's place (with --path into a non-empty
+ * DESTDIR: the chosen paths only), the root entry applied, the old tree
+ * removed or kept. */
+int cb_rst_dest_finish(struct rst *r, const struct cb_restore_opts *o);
+/* Back to the working directory; what is left of the private directory
+ * (after a failure: the whole new tree) removed. */
+void cb_rst_dest_release(struct rst *r);
 /* Extract the entry just read from r->tr (names checked, moved below DESTDIR). */
 int cb_rst_entry(struct rst *r, struct archive_entry *e);
-/* The root entry's metadata, after every other entry. */
-int cb_rst_apply_root(struct rst *r);
+/* The root entry's metadata on directory dirfd, after every other entry. */
+int cb_rst_apply_root(struct rst *r, int dirfd);
 int cb_rst_close(struct rst *r);
 void cb_rst_release(struct rst *r);
 
 int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o);
+
+/* DESTDIR's file system: the private directory's, or with --dry-run (none
+ * made) DESTDIR's or the nearest directory above it. */
+int cb_rst_statvfs(struct rst *r, struct statvfs *v);
 
 /* What a restore needs in DESTDIR's file system: bytes of blocks, inodes. */
 struct cb_rst_need {

@@ -233,7 +233,7 @@ static int restore_picked(struct rst *r, const struct cb_idx *x, const struct pi
 				return -1;
 		k = last + 1;
 	}
-	return cb_rst_apply_root(r);
+	return 0;
 }
 
 /* What the selection takes, from the catalog: each file's size rounded up
@@ -246,7 +246,7 @@ static int check_space(struct rst *r, const struct cb_restore_opts *o, const str
 	struct statvfs vfs;
 	uint64_t bs;
 
-	if (statvfs(r->dest, &vfs) < 0)
+	if (cb_rst_statvfs(r, &vfs) < 0)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
 	bs = vfs.f_frsize ? vfs.f_frsize : 4096;
 	for (uint64_t k = 0; k < p->n; k++) {

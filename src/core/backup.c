@@ -19,9 +19,11 @@
 #include <sys/syscall.h>
 
 #include "cb_archive.h"
+#include "cb_audit.h"
 #include "cb_catalog.h"
 #include "cb_backup.h"
 #include "cb_cleanup.h"
+#include "cb_fullsync.h"
 #include "cb_codec.h"
 #include "cb_index.h"
 #include "cb_exit.h"
@@ -38,6 +40,7 @@
 #include "cb_snapshot.h"
 #include "cb_stage.h"
 #include "cb_track.h"
+#include "cb_vmcbw.h"
 
 /* A container's extra volume (key mp): host SOURCE at TARGET in the guest. */
 struct mount_point {
@@ -60,7 +63,11 @@ struct guest_run {
 	struct cb_guest guest;
 	struct cb_stage *stage;       /* ct: the file tree */
 	struct cb_track *track;       /* ct: changes from pass 1 to the freeze */
+	struct timespec track_end;    /* ct: where tracking's view ended (cb_audit.h) */
+	int fullsync_pending;         /* ct: the last audit found a miss (cb_fullsync.h) */
 	struct cb_imgstage *images;   /* vm: the disk images */
+	struct cb_vmcbw *vm;          /* vm: QEMU's copy-before-write snapshot */
+	struct cb_vmcbw_opts vm_opts;
 	int stage_created;
 	struct cb_progress progress; /* TTY progress of pass 1 and the archive */
 	char hostname[256];          /* the guest's, for hooks */
@@ -549,6 +556,8 @@ static int final_sync(struct guest_run *r)
 {
 	/* frozen now: what tracking saw is complete (cb_track.h) */
 	if (r->track) {
+		/* frozen: a change with an earlier ctime has its event queued */
+		clock_gettime(CLOCK_REALTIME, &r->track_end);
 		cb_stage_set_dir_hook(r->stage, NULL, NULL);
 		cb_stage_set_changes(r->stage, cb_track_finish(r->track, &r->guest));
 	}
@@ -556,20 +565,70 @@ static int final_sync(struct guest_run *r)
 	return sync_pass(r, 1);
 }
 
+/* A flag that cannot be read is taken as set: the walk is never wrong. */
+static int fullsync_pending(struct guest_run *r)
+{
+	int ret = cb_fullsync_pending(r->opts.tmpdir, r->opts.id);
+
+	if (ret < 0)
+		cb_warn(r->log, "%s", cb_last_error());
+	return ret != 0;
+}
+
 /* Before pass 1: changes from now on are tracked (containers only). */
 static void start_tracking(struct guest_run *r)
 {
 	if (r->opts.change_tracking == CB_TRACKING_OFF)
 		cb_info(r->log, "change tracking is off: the final sync walks the whole tree");
+	else if (r->stage && (r->fullsync_pending = fullsync_pending(r)))
+		cb_info(r->log, "the last tracking audit found changes tracking missed: this final "
+			"sync walks the whole tree");
 	else if (r->stage && (r->track = cb_track_start(r->opts.root, r->log)))
 		cb_stage_set_dir_hook(r->stage, cb_track_ignore_dir, r->track);
+}
+
+static int vm_hook(void *arg, const char *phase)
+{
+	return guest_hook(arg, phase);
+}
+
+/* VM disks read from QEMU's copy-before-write snapshot (cb_vmcbw.h). 1:
+ * not so (no qmp, mode stop, vm-method stage, QEMU older than 7.1). */
+static int stage_vm_cbw(struct guest_run *r)
+{
+	int reused, rc;
+
+	if (r->opts.type != CB_GUEST_VM || !r->opts.qmp || r->mode == CB_MODE_STOP ||
+	    r->opts.vm_method == CB_VM_STAGE)
+		return 1;
+	r->vm_opts = (struct cb_vmcbw_opts){
+		.qmp = r->opts.qmp, .id = r->opts.id, .disks = &r->opts.disks,
+		.max_freeze = r->opts.max_freeze, .cbw_timeout = 60, .bwlimit = r->opts.bwlimit,
+		.keep_staging = r->opts.keep_staging, .progress = &r->progress,
+		.show_progress = !r->opts.quiet, .log = r->log,
+		.hook = vm_hook, .hook_arg = r,
+	};
+	if ((rc = cb_vmcbw_open(&r->vm, &r->vm_opts)) != 0)
+		return rc;
+	if (cb_stage_dir_prepare(r->opts.tmpdir, r->opts.id, r->opts.keep_staging, &r->stage_dir,
+				 &reused) < 0)
+		return -1;
+	r->stage_created = 1;
+	if (cb_vmcbw_run(r->vm, r->stage_dir, reused, &r->res->freeze) < 0)
+		return -1;
+	rc = cb_vmcbw_close(r->vm);
+	r->vm = NULL;
+	return rc;
 }
 
 /* Copy the guest into staging; the guest is frozen only for what must be. */
 static int stage_guest(struct guest_run *r)
 {
 	double frozen_at;
+	int rc;
 
+	if ((rc = stage_vm_cbw(r)) != 1)
+		return rc;
 	warn_no_freezer(r, "backing up while it runs");
 	if (open_stage(r) < 0)
 		return -1;
@@ -670,14 +729,30 @@ static void remove_snapshots(struct guest_run *r)
 }
 
 /* The tree the archive reads (staging copy or snapshot) and where each
- * mount point's tree goes in it. */
-static const char *archive_tree(const struct guest_run *r, struct cb_archive_graft *grafts)
+ * mount point's tree goes in it. A snapshot is given by the fd opened when
+ * it was taken: its path (beside the volume, in a directory whose parent
+ * other users may write) is never looked up again. */
+static void archive_tree(const struct guest_run *r, struct cb_archive_graft *root,
+			 struct cb_archive_graft *grafts)
 {
-	for (size_t i = 0; i < r->n_mps; i++) {
-		grafts[i].name = r->mps[i].target;
-		grafts[i].tree = r->snaps ? cb_snapshot_path(&r->snaps[i + 1]) : r->mps[i].stage_dir;
+	for (size_t i = 0; i <= r->n_mps; i++) {
+		struct cb_archive_graft *g = i ? &grafts[i - 1] : root;
+
+		g->name = i ? r->mps[i - 1].target : "./";
+		g->tree = r->snaps ? cb_snapshot_path(&r->snaps[i])
+				   : i ? r->mps[i - 1].stage_dir : r->stage_dir;
+		g->by_fd = r->snaps != NULL;
+		g->fd = r->snaps ? cb_snapshot_fd(&r->snaps[i]) : -1;
 	}
-	return r->snaps ? cb_snapshot_path(&r->snaps[0]) : r->stage_dir;
+}
+
+/* Every snapshot directory is still the one cbackup made. */
+static int snapshots_intact(const struct guest_run *r)
+{
+	for (size_t i = 0; r->snaps && i <= r->n_mps; i++)
+		if (cb_snapshot_check(&r->snaps[i]) < 0)
+			return -1;
+	return 0;
 }
 
 static void log_archive_stats(struct guest_run *r, const struct cb_archive_stats *as,
@@ -780,8 +855,7 @@ static int write_archive(struct guest_run *r)
 		r->opts.guest_config,
 	};
 	struct cb_archive_stats as = { 0 };
-	struct cb_archive_graft *grafts = cb_xcalloc(r->n_mps + 1, sizeof(*grafts));
-	const char *tree = archive_tree(r, grafts);
+	struct cb_archive_graft *grafts = cb_xcalloc(r->n_mps + 1, sizeof(*grafts)), root;
 	struct cb_codec_writer *codec = NULL;
 	struct cb_sink *sink = NULL;
 	struct cb_tarscan *scan = r->opts.to_stdout ? NULL : cb_tarscan_new();
@@ -789,6 +863,9 @@ static int write_archive(struct guest_run *r)
 	double started = cb_now();
 	int ret = -1;
 
+	archive_tree(r, &root, grafts);
+	if (snapshots_intact(r) < 0)
+		goto out;
 	cb_codec_params_for(&r->opts, r->opts.compress, &cp);
 	cb_info(r->log, "creating archive '%s'", r->archive_path);
 	if ((r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
@@ -801,10 +878,11 @@ static int write_archive(struct guest_run *r)
 	cb_codec_set_progress(codec, &r->progress);
 	if (scan)
 		cb_codec_set_tap(codec, cb_tarscan_feed, scan);
-	ret = cb_archive_write_grafted(tree, grafts, r->n_mps, &extra, r->opts.guest_config ? 1 : 0,
+	ret = cb_archive_write_grafted(root.tree ? &root : NULL, grafts, r->n_mps, &extra, r->opts.guest_config ? 1 : 0,
 				       codec, r->log, &as);
 	cb_progress_end(&r->progress);
-	if (ret < 0 || cb_codec_finish(codec) < 0 || cb_sink_prepare(sink) < 0) {
+	if (ret < 0 || snapshots_intact(r) < 0 || cb_codec_finish(codec) < 0 ||
+	    cb_sink_prepare(sink) < 0) {
 		ret = -1;
 		goto out;
 	}
@@ -892,6 +970,55 @@ static int mark_archive(struct guest_run *r)
 	return 0;
 }
 
+/* The missed entries in the log (at most CB_AUDIT_NAMES) and the report. */
+static void audit_report(struct guest_run *r, struct cb_audit *a)
+{
+	struct cb_guest_result *res = r->res;
+
+	cb_warn(r->log, "tracking audit: %llu change(s) made before the freeze were missed by "
+		"change tracking: the archive may hold them as they were in the first sync; the "
+		"next backup of %s %s walks the whole tree in its final sync",
+		(unsigned long long)a->missed, type_upper(r), r->opts.id);
+	for (size_t i = 0; i < a->n_names; i++)
+		cb_warn(r->log, "tracking audit: missed '%s' (%s)", a->paths[i], a->whats[i]);
+	if (a->missed > a->n_names)
+		cb_warn(r->log, "tracking audit: ... and %llu more",
+			(unsigned long long)(a->missed - a->n_names));
+	res->audit_paths = a->paths;
+	res->audit_whats = a->whats;
+	res->n_audit_names = a->n_names;
+	a->paths = NULL;
+	a->whats = NULL;
+	a->n_names = 0;
+	if (cb_fullsync_set(r->opts.tmpdir, r->opts.id, "the tracking audit found changes "
+			    "change tracking missed") < 0)
+		cb_warn(r->log, "%s", cb_last_error());
+}
+
+/* After a tracked final sync, the guest running again: what tracking
+ * missed (cb_audit.h). Its own failure is a warning: the archive is not
+ * worse for it. */
+static void audit_guest(struct guest_run *r)
+{
+	struct cb_audit a;
+
+	if (!r->opts.tracking_audit || !r->stage || !cb_stage_final_tracked(r->stage) ||
+	    r->guest.kind == CB_FREEZER_NONE || !r->track_end.tv_sec)
+		return;
+	cb_info(r->log, "tracking audit: comparing the running guest with the staging index");
+	if (cb_audit_run(r->stage, &r->track_end, &a) < 0)
+		cb_warn(r->log, "tracking audit not done: %s", cb_last_error());
+	r->res->audited = 1;
+	r->res->audit_checked = a.checked;
+	r->res->audit_missed = a.missed;
+	r->res->audit_seconds = a.seconds;
+	cb_info(r->log, "tracking audit: %llu entries checked in %.2f s, %llu missed",
+		(unsigned long long)a.checked, a.seconds, (unsigned long long)a.missed);
+	if (a.missed)
+		audit_report(r, &a);
+	cb_audit_release(&a);
+}
+
 static int run_guest_phases(struct guest_run *r)
 {
 	warn_unimplemented(r);
@@ -911,9 +1038,14 @@ static int run_guest_phases(struct guest_run *r)
 	    (r->mode == CB_MODE_SNAPSHOT ? snapshot_guest(r) : stage_guest(r)) < 0 ||
 	    (r->stage && cb_stage_save_index(r->stage) < 0))
 		return -1;
+	audit_guest(r);
 	release_indexes(r);
 	if (write_archive(r) < 0 || mark_archive(r) < 0)
 		return -1;
+	/* the walk the last audit asked for is done */
+	if (r->fullsync_pending && !cb_stage_final_tracked(r->stage) &&
+	    cb_fullsync_clear(r->opts.tmpdir, r->opts.id) < 0)
+		cb_warn(r->log, "%s", cb_last_error());
 	prune_old(r);
 	return guest_hook(r, "backup-end");
 }
@@ -950,6 +1082,9 @@ static void remove_stage(struct guest_run *r)
 static void cleanup_run(struct guest_run *r)
 {
 	cb_guest_release(&r->guest);   /* thaws if an error left it frozen */
+	if (cb_vmcbw_close(r->vm) < 0)   /* the VM's graph as it was */
+		cb_warn(r->log, "%s", cb_last_error());
+	r->vm = NULL;
 	remove_snapshots(r);
 	cb_track_free(r->track);
 	cb_stage_free(r->stage);
@@ -1097,7 +1232,7 @@ static void report_result(struct guest_run *r, int ret)
 {
 	struct cb_guest_result *res = r->res;
 
-	res->result = ret < 0 ? CB_RESULT_FAILED : CB_RESULT_OK;
+	res->result = ret < 0 ? CB_RESULT_FAILED : res->audit_missed ? CB_RESULT_WARNING : CB_RESULT_OK;
 	res->error = ret < 0 ? cb_xstrdup(cb_last_error()) : NULL;
 	res->name = cb_xstrdup(r->hostname);
 	res->archive = r->opts.dry_run ? NULL : cb_xstrdup(r->archive_path);

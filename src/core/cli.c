@@ -8,7 +8,7 @@
 #include "cb_opts.h"
 
 /* Options that are not config keys. */
-enum cli_only { OPT_CONFIG, OPT_ALL, OPT_EXCLUDE, OPT_FORCE, OPT_PATH, OPT_JSON, OPT_HELP, OPT_VERSION,
+enum cli_only { OPT_CONFIG, OPT_ALL, OPT_EXCLUDE, OPT_FORCE, OPT_KEEP_OLD, OPT_PATH, OPT_JSON, OPT_HELP, OPT_VERSION,
 	       OPT_IGNORE_CHECKSUM, OPT_NONE };
 static const struct {
 	const char *name;
@@ -19,7 +19,8 @@ static const struct {
 	{ "config", OPT_CONFIG, 1, "configuration file (default /etc/cbackup.conf)" },
 	{ "all", OPT_ALL, 0, "back up every guest of the configuration" },
 	{ "exclude", OPT_EXCLUDE, 1, "with --all: skip these guest IDs (comma-separated)" },
-	{ "force", OPT_FORCE, 0, "restore: allow a non-empty destination" },
+	{ "force", OPT_FORCE, 0, "restore: replace a non-empty destination" },
+	{ "keep-old", OPT_KEEP_OLD, 0, "restore --force: keep the replaced tree as DESTDIR.old-TIME" },
 	{ "path", OPT_PATH, 1, "restore: only this file or subtree of the archive (repeatable)" },
 	{ "ignore-checksum", OPT_IGNORE_CHECKSUM, 0,
 	  "restore: go on when the archive does not match its .sha256" },
@@ -34,7 +35,7 @@ void cb_cli_usage(FILE *out)
 	fputs("usage: cbackup [backup] ID... | --all [--exclude ID,...]  [options]\n"
 	      "       cbackup backup --root DIR [--id ID] [--type ct]   [options]\n"
 	      "       cbackup backup --disk FILE [--disk FILE...] --id ID --type vm [options]\n"
-	      "       cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...] [--dry-run]\n"
+	      "       cbackup restore ARCHIVE DESTDIR [--force [--keep-old]] [--path PATH...] [--dry-run]\n"
 	      "                       [--ignore-checksum]\n"
 	      "       cbackup ls ARCHIVE [PATH...] [--json]\n"
 	      "       cbackup index ARCHIVE [--dry-run]\n"
@@ -77,6 +78,7 @@ static int apply_cli_only(struct cb_cli *cli, enum cli_only id, const char *valu
 	case OPT_ALL: cli->all = 1; break;
 	case OPT_FORCE: cli->force = 1; break;
 	case OPT_IGNORE_CHECKSUM: cli->ignore_checksum = 1; break;
+	case OPT_KEEP_OLD: cli->keep_old = 1; break;
 	case OPT_PATH: cb_strvec_push(&cli->paths, value); break;
 	case OPT_JSON: cli->json = 1; break;
 	case OPT_HELP: cli->help = 1; break;

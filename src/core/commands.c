@@ -55,8 +55,10 @@ const struct cb_command_def *cb_command_get(enum cb_command id)
 
 int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
-	struct cb_restore_opts ro = { cli->args.v[0], cli->args.v[1], cli->force,
-				      cli->paths.v, cli->paths.n, cli->ignore_checksum, cli->dry_run };
+	struct cb_restore_opts ro = { .archive = cli->args.v[0], .destdir = cli->args.v[1],
+				      .force = cli->force, .keep_old = cli->keep_old,
+				      .paths = cli->paths.v, .n_paths = cli->paths.n,
+				      .dry_run = cli->dry_run, .ignore_checksum = cli->ignore_checksum };
 	struct cb_restore_stats st = { 0 };
 
 	(void)cfg;   /* restore reads no configuration */

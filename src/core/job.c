@@ -288,8 +288,10 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 		status = abort_job(&job_opts, log, &js);
 		goto out;
 	}
-	cb_info(log, "Backup job finished %s", failed ? "with errors" : "successfully");
-	status = failed ? CB_EXIT_FAILED : CB_EXIT_OK;
+	cb_info(log, "Backup job finished %s", failed ? "with errors" :
+		cb_jobstatus_failed(&js) ? "with warnings" : "successfully");
+	/* a warning (cb_jobstatus.h) is loud too: the archive may be stale */
+	status = cb_jobstatus_failed(&js) ? CB_EXIT_FAILED : CB_EXIT_OK;
 out:
 	cb_lock_release(&lock);   /* the next job need not wait for the mail */
 	report_job(&js, &job_opts, status, log);

@@ -28,6 +28,10 @@ void cb_jobstatus_release(struct cb_job_status *js)
 		free(g->error);
 		free(g->archive);
 		free(g->log_path);
+		for (size_t k = 0; k < g->n_audit_names; k++)
+			free(g->audit_paths[k]);
+		free(g->audit_paths);
+		free(g->audit_whats);
 	}
 	free(js->guests);
 	free(js->cmdline);
@@ -68,8 +72,13 @@ int cb_jobstatus_failed(const struct cb_job_status *js)
 
 const char *cb_result_name(enum cb_result r)
 {
-	static const char *const names[] = { "ok", "failed", "skipped" };
+	static const char *const names[] = { "ok", "failed", "skipped", "warning" };
 	return names[r];
+}
+
+int cb_result_archived(enum cb_result r)
+{
+	return r == CB_RESULT_OK || r == CB_RESULT_WARNING;
 }
 
 /* ---- JSON ---- */
@@ -99,9 +108,33 @@ static void json_field(FILE *out, const char *key, const char *value)
 	fputs(",\n", out);
 }
 
+/* "tracking_audit": null when it did not run */
+static void json_audit(FILE *out, const struct cb_guest_result *g)
+{
+	if (!g->audited) {
+		fputs("      \"tracking_audit\": null,\n", out);
+		return;
+	}
+	fprintf(out, "      \"tracking_audit\": {\n        \"checked\": %llu,\n"
+		"        \"missed\": %llu,\n        \"seconds\": %.3f,\n        \"missed_entries\": [",
+		(unsigned long long)g->audit_checked, (unsigned long long)g->audit_missed,
+		g->audit_seconds);
+	/* a path that is not UTF-8 gets path_b64 too (cb_text.h) */
+	for (size_t i = 0; i < g->n_audit_names; i++) {
+		fputs(i ? ",\n          { " : "\n          { ", out);
+		cb_json_member(out, "", "path", g->audit_paths[i], "");
+		fputs(", ", out);
+		cb_json_member(out, "", "change", g->audit_whats[i], "");
+		fputs(" }", out);
+	}
+	if (g->n_audit_names)
+		fputs("\n        ", out);
+	fputs("]\n      },\n", out);
+}
+
 static void json_guest(FILE *out, const struct cb_guest_result *g, int last)
 {
-	int has_archive = g->archive && g->result == CB_RESULT_OK;
+	int has_archive = g->archive && cb_result_archived(g->result);
 
 	fputs("    {\n", out);
 	json_field(out, "id", g->id);
@@ -121,11 +154,27 @@ static void json_guest(FILE *out, const struct cb_guest_result *g, int last)
 	json_seconds(out, "final_sync_seconds", g->final_sync, ",");
 	json_seconds(out, "freeze_seconds", g->freeze, ",");
 	json_seconds(out, "archive_seconds", g->archive_seconds, ",");
+	json_audit(out, g);
 	if (has_archive)
 		fprintf(out, "      \"stored_raw_bytes\": %llu\n", (unsigned long long)g->stored_raw);
 	else
 		fputs("      \"stored_raw_bytes\": null\n", out);
 	fprintf(out, "    }%s\n", last ? "" : ",");
+}
+
+/* "ok", "warning" (every guest archived, one with a warning), "failed" */
+static const char *job_status_name(const struct cb_job_status *js)
+{
+	int warned = 0;
+
+	for (size_t i = 0; i < js->n; i++) {
+		if (js->guests[i].result != CB_RESULT_OK && js->guests[i].result != CB_RESULT_WARNING)
+			return "failed";
+		warned |= js->guests[i].result == CB_RESULT_WARNING;
+	}
+	if (js->exit_status != CB_EXIT_OK && (!warned || js->error))
+		return "failed";
+	return warned ? "warning" : "ok";
 }
 
 void cb_jobstatus_json(const struct cb_job_status *js, FILE *out)
@@ -140,7 +189,7 @@ void cb_jobstatus_json(const struct cb_job_status *js, FILE *out)
 	cb_json_time(out, js->end);
 	fprintf(out, ",\n  \"end_epoch\": %lld,\n  \"exit_status\": %d,\n", (long long)js->end,
 		js->exit_status);
-	fprintf(out, "  \"status\": \"%s\",\n", js->exit_status == CB_EXIT_OK ? "ok" : "failed");
+	fprintf(out, "  \"status\": \"%s\",\n", job_status_name(js));
 	cb_json_member(out, "  ", "error", js->error, "\n");
 	fputs(",\n  \"guests\": [\n", out);
 	for (size_t i = 0; i < js->n; i++)

@@ -55,11 +55,11 @@ static void print_recipients(FILE *out, const char *mailto)
 static void print_row(FILE *out, const struct cb_guest_result *g)
 {
 	char time[16] = "-", size[32] = "-";
-	const char *what = g->result == CB_RESULT_OK ? g->archive : g->error;
+	const char *what = cb_result_archived(g->result) ? g->archive : g->error;
 
 	if (g->seconds >= 0)
 		cb_fmt_hms(time, sizeof(time), g->seconds);
-	if (g->result == CB_RESULT_OK && g->archive)
+	if (cb_result_archived(g->result) && g->archive)
 		cb_fmt_vzsize(size, sizeof(size), g->size);
 	fprintf(out, "%-8s %-20s %-8s %-9s %-9s %s\n", g->id, g->name ? g->name : "-",
 		cb_result_name(g->result), time, size, what ? what : "-");
@@ -78,7 +78,7 @@ static void print_table(FILE *out, const struct cb_job_status *js)
 		const struct cb_guest_result *g = &js->guests[i];
 		print_row(out, g);
 		seconds += g->seconds > 0 ? g->seconds : 0;
-		bytes += g->result == CB_RESULT_OK ? g->size : 0;
+		bytes += cb_result_archived(g->result) ? g->size : 0;
 		failed += g->result != CB_RESULT_OK;
 	}
 	cb_fmt_hms(time, sizeof(time), seconds);
@@ -115,12 +115,23 @@ static void print_log(FILE *out, const struct cb_guest_result *g)
 	fclose(in);
 }
 
+/* Every guest archived, some with a warning (cb_jobstatus.h), no job error. */
+static int only_warnings(const struct cb_job_status *js)
+{
+	if (js->error)
+		return 0;
+	for (size_t i = 0; i < js->n; i++)
+		if (!cb_result_archived(js->guests[i].result))
+			return 0;
+	return 1;
+}
+
 static void print_headers(FILE *out, const struct cb_job_status *js, const char *mailto)
 {
 	fputs("To: ", out);
 	print_recipients(out, mailto);
 	fprintf(out, "\nSubject: cbackup backup status (%s): backup %s\n", js->host,
-		cb_jobstatus_failed(js) ? "failed" : "successful");
+		!cb_jobstatus_failed(js) ? "successful" : only_warnings(js) ? "with warnings" : "failed");
 	fputs("MIME-Version: 1.0\nContent-Type: text/plain; charset=UTF-8\n"
 	      "Content-Transfer-Encoding: 8bit\nAuto-Submitted: auto-generated\n\n", out);
 }

@@ -36,6 +36,9 @@ static const struct cb_enum_name policy_names[] = {
 static const struct cb_enum_name tracking_names[] = {
 	{ "auto", CB_TRACKING_AUTO }, { "off", CB_TRACKING_OFF }, { NULL, 0 }
 };
+static const struct cb_enum_name vm_method_names[] = {
+	{ "auto", CB_VM_AUTO }, { "stage", CB_VM_STAGE }, { NULL, 0 }
+};
 static const struct cb_enum_name mailnotification_names[] = {
 	{ "always", CB_MAIL_ALWAYS }, { "failure", CB_MAIL_FAILURE }, { NULL, 0 }
 };
@@ -231,6 +234,22 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  ".B off\n"
 	  "always does. See \"THE FREEZE WINDOW\" in\n"
 	  ".BR cbackup (8)." },
+	{ "tracking-audit", CB_OPT_BOOL, "1", G | U | C, "0|1",
+	  "after a tracked final sync, compare the running guest with what was archived and "
+	  "warn about changes tracking missed", 0, OFF(tracking_audit), 0, 1, NULL,
+	  "Runs only when the final sync was tracked (a full walk needs no audit)\n"
+	  "and the guest was frozen, after the thaw, before the archive is written:\n"
+	  "a stat walk of the guest's tree against the staging index (what the\n"
+	  "archive holds), as long as a full walk of the final sync but with the\n"
+	  "guest running. An entry that differs and whose ctime is settled before\n"
+	  "the freeze is a change tracking missed: the log names the entries\n"
+	  "(at most 20, and a count), the guest's result is\n"
+	  ".B warning\n"
+	  "(the archive is kept; the job exits 1 and mails with\n"
+	  ".BR \"mailnotification failure\" ),\n"
+	  "and the guest's next run walks the whole tree in its final sync. See\n"
+	  "\"THE FREEZE WINDOW\" in\n"
+	  ".BR cbackup (8)." },
 	{ "freeze-cgroup", CB_OPT_STRING, NULL, U | C, "PATH",
 	  "cgroup (v2 cgroup.freeze or v1 freezer) holding the guest's processes", 0,
 	  OFF(freeze_cgroup), 0, 0, NULL, NULL },
@@ -243,6 +262,25 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "command that thaws the guest", 0, OFF(thaw_cmd), 0, 0, NULL, NULL },
 	{ "qmp", CB_OPT_STRING, NULL, U | C, "SOCKET",
 	  "QEMU QMP socket: stop/cont the VM", 0, OFF(qmp), 0, 0, NULL, NULL },
+	{ "vm-method", CB_OPT_ENUM, "auto", G | U | C, "auto|stage",
+	  "how VM disks are read: auto = QEMU's copy-before-write snapshot where QEMU has it",
+	  0, OFF(vm_method), 0, 0, vm_method_names,
+	  "With\n"
+	  ".B auto\n"
+	  "and a\n"
+	  ".B qmp\n"
+	  "socket, a VM on QEMU 7.1 or later is paused only while a copy-before-write\n"
+	  "filter goes in front of each disk (milliseconds, whatever the disk size),\n"
+	  "and the disks are read over NBD from QEMU itself while the VM runs; each\n"
+	  "is archived as a sparse raw image\n"
+	  ".IB NAME .raw\n"
+	  "(the guest-visible content, backing chains included). An older QEMU, mode\n"
+	  ".BR stop ,\n"
+	  "or\n"
+	  ".B stage\n"
+	  "copy the image files in two passes with the VM paused for the second (a\n"
+	  "WARN names an older QEMU's version). See \"VM DISK IMAGES\" in\n"
+	  ".BR cbackup (8)." },
 	{ "root", CB_OPT_STRING, NULL, U | C, "DIR",
 	  "container root file system", 0, OFF(root), 0, 0, NULL, NULL },
 	{ "config", CB_OPT_STRING, NULL, U, "FILE",

@@ -6,6 +6,9 @@
  * back ("O", "W why", "G why", "X"). So one piece of code retries a failed
  * thaw, whoever asked; a signal handler only writes one byte to a pipe; and
  * the deadline holds while the main process is stopped, stuck or dead.
+ * And the other way round: while the guest is frozen a thread of cbackup's
+ * pings the watchdog; its pipe closed (SIGKILL, the OOM killer) or no
+ * answer in time (SIGSTOP) and cbackup thaws the guest itself.
  * The fork happens while cbackup has no helper thread (staging runs on the
  * main thread, the archive's threads start after the thaw), so the child
  * may use the whole library.
@@ -503,6 +506,8 @@ static void wdog_loop(struct wdog *w)
 			w->frozen_seen = 1;
 		else if (c == 'T')
 			wdog_thaw(w);
+		else if (c == 'P')
+			report(w, 'P', NULL);   /* cbackup's ping: still here */
 		else if (c == 'D')
 			return;
 	}
@@ -713,6 +718,133 @@ static int await_thaw(struct cb_guest *g, int timeout_ms)
 	}
 }
 
+/* ---- cbackup watches the watchdog ------------------------------------- */
+
+/* A ping every PING_MS; no answer for ANSWER_MS means the watchdog is
+ * stopped (or starved): it could not hold the deadline any more. Once it
+ * reported the deadline ('X') it is busy thawing (a retry may sleep 2 s):
+ * from then on only its pipe closing counts. */
+#define PING_MS 200
+#define ANSWER_MS 1000
+
+/* Take the watchdog's answers to pings ('P' lines) out of the report
+ * buffer, leaving the other lines for await_thaw(). 1 if there was one;
+ * *busy set when the deadline line 'X' is in it. */
+static int take_pongs(struct cb_guest *g, int *busy)
+{
+	size_t i = 0, o = 0;
+	int seen = 0;
+
+	while (i < g->rep_len) {
+		char *nl = memchr(g->rep_buf + i, '\n', g->rep_len - i);
+		size_t l = nl ? (size_t)(nl - (g->rep_buf + i)) + 1 : g->rep_len - i;
+
+		if (nl && g->rep_buf[i] == 'P') {
+			seen = 1;
+		} else {
+			*busy |= nl && g->rep_buf[i] == 'X';
+			memmove(g->rep_buf + o, g->rep_buf + i, l);
+			o += l;
+		}
+		i += l;
+	}
+	g->rep_len = o;
+	return seen;
+}
+
+/* The watchdog is gone or stuck: end it (it cannot be trusted to thaw or
+ * hold the deadline any more) and thaw the guest from here, retrying as
+ * it would have. */
+static void monitor_takeover(struct cb_guest *g, const char *what)
+{
+	double give_up = cb_now() + g->thaw_timeout_ms / 1000.0, pause = RETRY_FIRST_S;
+	int ok;
+
+	kill(g->watchdog, SIGKILL);
+	while (!(ok = (thaw_once(g) == 0)) && cb_now() + pause <= give_up) {
+		sleep_s(pause);
+		pause = pause * 2 < RETRY_MAX_S ? pause * 2 : RETRY_MAX_S;
+	}
+	snprintf(g->lost_msg, sizeof(g->lost_msg), "the freeze watchdog (pid %d) %s while the guest "
+		 "was frozen: %s%s", (int)g->watchdog, what,
+		 ok ? "cbackup thawed the guest itself" : "cbackup could not thaw the guest: ",
+		 ok ? "" : cb_last_error());
+	g->watchdog_lost = 1;
+	if (g->log)
+		cb_warn(g->log, "%s", g->lost_msg);
+}
+
+static void *monitor_main(void *arg)
+{
+	struct cb_guest *g = arg;
+	double last = cb_now(), prev = last, next_ping = 0;
+	int busy = 0;
+
+	for (;;) {
+		struct pollfd pf[2] = { { g->monitor_stop[0], POLLIN, 0 }, { g->report_fd, POLLIN, 0 } };
+		double now = cb_now();
+		ssize_t n;
+
+		/* cbackup itself was stopped (SIGSTOP) or starved: the silence
+		 * is ours, not the watchdog's; it gets its full time again */
+		if (now - prev > 2.0 * PING_MS / 1000.0)
+			last = now;
+		prev = now;
+
+		if (now >= next_ping) {
+			watchdog_send(g, 'P');
+			next_ping = now + PING_MS / 1000.0;
+		}
+		if (!busy && now - last > ANSWER_MS / 1000.0) {
+			monitor_takeover(g, "did not answer for 1 s (stopped?)");
+			return NULL;
+		}
+		if (poll(pf, 2, PING_MS) < 0)
+			continue;
+		if (pf[0].revents)
+			return NULL;
+		if (!pf[1].revents)
+			continue;
+		if (g->rep_len == sizeof(g->rep_buf))
+			g->rep_len = 0;   /* a line that long is no report */
+		n = read(g->report_fd, g->rep_buf + g->rep_len, sizeof(g->rep_buf) - g->rep_len);
+		if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+			monitor_takeover(g, "ended (killed?)");
+			return NULL;
+		}
+		if (n > 0)
+			g->rep_len += (size_t)n;
+		if (take_pongs(g, &busy))
+			last = cb_now();
+	}
+}
+
+static int monitor_start(struct cb_guest *g)
+{
+	g->watchdog_lost = 0;
+	g->lost_msg[0] = '\0';
+	if (pipe2(g->monitor_stop, O_CLOEXEC) < 0)
+		return cb_error_errno("watchdog monitor pipe");
+	if (cb_thread_start(&g->monitor, monitor_main, g) != 0) {
+		close(g->monitor_stop[0]);
+		close(g->monitor_stop[1]);
+		return cb_error("cannot start the thread that watches the freeze watchdog");
+	}
+	g->monitor_on = 1;
+	return 0;
+}
+
+/* Before cbackup reads the watchdog's reports itself. */
+static void monitor_stop(struct cb_guest *g)
+{
+	if (!g->monitor_on)
+		return;
+	close(g->monitor_stop[1]);
+	pthread_join(g->monitor, NULL);
+	close(g->monitor_stop[0]);
+	g->monitor_on = 0;
+}
+
 /* ---- freeze / thaw ---------------------------------------------------- */
 
 static int freeze_cmd(struct cb_guest *g, int wait_ms)
@@ -831,7 +963,8 @@ int cb_guest_freeze(struct cb_guest *g, int wait_ms, int max_ms)
 	g->thaw_asked = 0;
 	t0 = g->frozen_since = cb_now();
 	/* the watchdog's own bound on the wait: the main process's plus 1 s */
-	if (watchdog_start(g, t0 + wait_ms / 1000.0 + 1, max_ms > 0 ? t0 + max_ms / 1000.0 : 0) < 0) {
+	if (watchdog_start(g, t0 + wait_ms / 1000.0 + 1, max_ms > 0 ? t0 + max_ms / 1000.0 : 0) < 0 ||
+	    monitor_start(g) < 0) {
 		watchdog_dismiss(g);
 		return -1;
 	}
@@ -854,7 +987,11 @@ int cb_guest_thaw(struct cb_guest *g)
 
 	if (!g->frozen && !g->watchdog)
 		return 0;
-	if (g->watchdog) {
+	monitor_stop(g);
+	if (g->watchdog && g->watchdog_lost) {
+		ret = cb_error("%s", g->lost_msg);
+		watchdog_dismiss(g);   /* killed by the monitor: reaped here */
+	} else if (g->watchdog) {
 		ask_thaw(g);
 		ret = await_thaw(g, g->thaw_timeout_ms < THAW_FOREGROUND_MS ? g->thaw_timeout_ms
 									   : THAW_FOREGROUND_MS);

@@ -263,7 +263,7 @@ int cb_snapshot_prepare(struct cb_snapshot *s, const struct cb_snap_backend *be,
 {
 	memset(s, 0, sizeof(*s));
 	s->be = be;
-	s->parent_fd = s->dir_fd = s->vol_fd = s->cleanup_handle = -1;
+	s->parent_fd = s->dir_fd = s->vol_fd = s->snap_fd = s->cleanup_handle = -1;
 	name_paths(s, volume, id, index);
 	if (open_parent(s) < 0 || remove_stale(s, log) < 0)
 		return -1;
@@ -278,11 +278,47 @@ int cb_snapshot_prepare(struct cb_snapshot *s, const struct cb_snap_backend *be,
 	return 0;
 }
 
+/* The snapshot just made, by its name in our own directory's fd: the
+ * root of a subvolume on the volume's file system, or refused. */
+static int open_snapshot(struct cb_snapshot *s)
+{
+	struct stat st;
+
+	s->snap_fd = openat(s->dir_fd, s->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (s->snap_fd < 0)
+		return cb_error_errno("cannot open snapshot '%s'", s->path);
+	if (fstat(s->snap_fd, &st) < 0 || st.st_ino != BTRFS_SUBVOL_ROOT_INO)
+		return cb_error("'%s' is not the snapshot cbackup made", s->path);
+	return 0;
+}
+
 int cb_snapshot_create(struct cb_snapshot *s)
 {
 	if (s->be->create(s) < 0)
 		return -1;
 	s->exists = 1;
+	return open_snapshot(s);
+}
+
+int cb_snapshot_fd(const struct cb_snapshot *s)
+{
+	return s->snap_fd;
+}
+
+int cb_snapshot_check(const struct cb_snapshot *s)
+{
+	struct stat now, ours;
+
+	if (fstat(s->dir_fd, &ours) < 0)
+		return cb_error_errno("cannot stat snapshot directory '%s'", s->dir);
+	if (fstatat(s->parent_fd, s->dir_name, &now, AT_SYMLINK_NOFOLLOW) < 0)
+		return cb_error_errno("snapshot directory '%s' was replaced while the backup ran",
+				      s->dir);
+	if (now.st_dev != ours.st_dev || now.st_ino != ours.st_ino)
+		return cb_error("snapshot directory '%s' was replaced while the backup ran (it is "
+				"now %s): the backup is refused", s->dir,
+				S_ISLNK(now.st_mode) ? "a symlink" : S_ISDIR(now.st_mode) ?
+				"another directory" : "another file");
 	return 0;
 }
 
@@ -315,11 +351,12 @@ void cb_snapshot_release(struct cb_snapshot *s)
 	close_fd(&s->parent_fd);
 	close_fd(&s->dir_fd);
 	close_fd(&s->vol_fd);
+	close_fd(&s->snap_fd);
 	free(s->volume);
 	free(s->dir);
 	free(s->path);
 	memset(s, 0, sizeof(*s));
-	s->parent_fd = s->dir_fd = s->vol_fd = s->cleanup_handle = -1;
+	s->parent_fd = s->dir_fd = s->vol_fd = s->snap_fd = s->cleanup_handle = -1;
 }
 
 /* ---- reflink staging ---- */

@@ -1219,6 +1219,7 @@ static int pass2(struct cb_stage *st, struct cb_stage_stats *stats)
 	st->hold_ok = !stage_dir_find(st->root, STAGE_HOLD_NAME);
 	st->p2pool = p2_pool_new();
 	ret = st->changes ? stage_p2_tracked(st, sfd, &dirty) : 1;
+	st->final_tracked = ret == 0;
 	if (ret == 1) {
 		cb_info(st->log, "pass 2: full walk");
 		paths_at(st, sfd, st->dst_fd);
@@ -1248,6 +1249,11 @@ void cb_stage_set_dir_hook(struct cb_stage *st, void (*fn)(void *arg, int fd), v
 {
 	st->dir_hook = fn;
 	st->dir_hook_arg = arg;
+}
+
+int cb_stage_final_tracked(const struct cb_stage *st)
+{
+	return st->final_tracked;
 }
 
 void cb_stage_set_changes(struct cb_stage *st, struct cb_changes *c)

@@ -123,6 +123,7 @@ struct cb_stage {
 	struct p2_pool *p2pool;     /* pass 2: lstat workers (NULL: one core) */
 	uint64_t *tree_inos;        /* cb_stage_note_inodes: open addressing, 0 = empty */
 	size_t tree_inos_cap;
+	int final_tracked;          /* the last pass 2 went by tracking alone */
 	int shallow;                /* pass 2 over tracked directories: an unchanged
 				     * subdirectory (same inode) is not entered */
 };

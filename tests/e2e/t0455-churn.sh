@@ -53,7 +53,7 @@ test_expect_success ROOT,CGROUP2 'setup: a churning guest in a cgroup' '
 	cg=$(make_cgroup v2)
 	echo "$cg" >"$SCRATCH/cg"
 	start_guest "$cg" python3 "$SCRATCH/churn.py" "$SRC/churn"
-	wait_for 30 test -e "$SRC/churn/t1"   # python starting on a loaded machine
+	wait_for 120 test -e "$SRC/churn/t1"   # python starting on a loaded machine (30 s was short at load 30)
 '
 
 test_expect_success ROOT,CGROUP2 '5 backups of the churning guest all succeed and restore as at the freeze' '

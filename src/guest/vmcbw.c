@@ -1,0 +1,929 @@
+/* cb_vmcbw: VM disks through QEMU's copy-before-write filter. See include/cb_vmcbw.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cb_json.h"
+#include "cb_nbdread.h"
+#include "cb_private.h"
+#include "cb_qmpsess.h"
+#include "cb_vmcbw.h"
+
+#define PREFIX "cbackup-"
+#define QMP_TIMEOUT_MS 30000
+
+struct vmdisk {
+	const char *path;           /* as configured */
+	char *device, *qdev, *node; /* query-block: device, qdev path, format node */
+	char *name;                 /* archived file name */
+	uint64_t size;              /* virtual size */
+	char *drv;                  /* format driver (persistent bitmaps: qcow2) */
+	int bm_state;               /* BM_*: the bitmap cbackup-ID on the node */
+	int incremental;            /* this run reads only the dirty extents */
+};
+
+enum { BM_NONE, BM_OK, BM_DISABLED, BM_INCONSISTENT };
+
+struct cb_vmcbw {
+	const struct cb_vmcbw_opts *o;
+	struct cb_qmps s;
+	struct vmdisk *d;
+	size_t n;
+	int major, minor, micro;
+	int was_paused;             /* paused before cbackup came: not resumed */
+	char *work_dir;             /* TMPDIR/cbackup/cbackup-ID.cbw: fleecing, socket */
+	char *bitmap;               /* keep-staging: cbackup-ID, else NULL */
+	pid_t wd_pid;
+	int wd_fd;                  /* commands to the watchdog, -1 when none */
+};
+
+/* ---- the block graph: leftovers and teardown -------------------------- */
+
+static int has_prefix(const char *s, const char *what)
+{
+	char p[32];
+
+	snprintf(p, sizeof(p), PREFIX "%s", what);
+	return s && !strncmp(s, p, strlen(p));
+}
+
+/* The node name of the "file" child of node NAME, from the graph. */
+static char *file_child(const struct cb_json *graph, const char *name)
+{
+	const struct cb_json *nodes = cb_json_get(graph, "return.nodes");
+	const struct cb_json *edges = cb_json_get(graph, "return.edges");
+	long long id = -1;
+
+	for (size_t i = 0; nodes && i < nodes->n && id < 0; i++)
+		if (cb_json_str(nodes->items[i], "name") &&
+		    !strcmp(cb_json_str(nodes->items[i], "name"), name))
+			id = cb_json_int(nodes->items[i], "id", -1);
+	for (size_t i = 0; edges && id >= 0 && i < edges->n; i++) {
+		const struct cb_json *e = edges->items[i];
+		const char *en = cb_json_str(e, "name");
+		if (cb_json_int(e, "parent", -2) != id || !en || strcmp(en, "file"))
+			continue;
+		long long child = cb_json_int(e, "child", -1);
+		for (size_t k = 0; k < nodes->n; k++)
+			if (cb_json_int(nodes->items[k], "id", -3) == child)
+				return cb_json_str(nodes->items[k], "name")
+					       ? cb_xstrdup(cb_json_str(nodes->items[k], "name")) : NULL;
+	}
+	return NULL;
+}
+
+/* Every device whose medium is a cbackup filter goes back on the node
+ * under it. */
+static int restore_devices(struct cb_qmps *s, int *count)
+{
+	struct cb_json *blocks = NULL, *graph = NULL;
+	const struct cb_json *list;
+	int rc = 0;
+
+	if (cb_qmps_exec(s, "query-block", NULL, &blocks) < 0)
+		return -1;
+	list = cb_json_get(blocks, "return");
+	for (size_t i = 0; list && i < list->n; i++) {
+		const char *node = cb_json_str(list->items[i], "inserted.node-name");
+		const char *qdev = cb_json_str(list->items[i], "qdev");
+		char *orig, *q1, *q2;
+		if (!has_prefix(node, "cbw") || !qdev)
+			continue;
+		if (!graph && cb_qmps_exec(s, "x-debug-query-block-graph", NULL, &graph) < 0) {
+			rc = -1;
+			break;
+		}
+		if (!(orig = file_child(graph, node))) {
+			rc = cb_error("no node under filter '%s'", node);
+			continue;
+		}
+		q1 = cb_json_quote(qdev);
+		q2 = cb_json_quote(orig);
+		if (cb_qmps_execf(s, NULL, "qom-set", "{\"path\":%s,\"property\":\"drive\",\"value\":%s}",
+				  q1, q2) < 0)
+			rc = -1;
+		else
+			(*count)++;
+		free(q1);
+		free(q2);
+		free(orig);
+	}
+	cb_json_free(blocks);
+	cb_json_free(graph);
+	return rc;
+}
+
+/* blockdev-del of every node named cbackup-KIND*; an export still
+ * closing holds its node a moment: retried for up to 5 s. */
+static int del_nodes(struct cb_qmps *s, const char *kind, int *count)
+{
+	for (int tries = 0;; tries++) {
+		struct cb_json *nodes = NULL;
+		const struct cb_json *list;
+		int rc = 0, busy = 0;
+		if (cb_qmps_execf(s, &nodes, "query-named-block-nodes", "{\"flat\":true}") < 0)
+			return -1;
+		list = cb_json_get(nodes, "return");
+		for (size_t i = 0; list && i < list->n; i++) {
+			const char *name = cb_json_str(list->items[i], "node-name");
+			if (!has_prefix(name, kind))
+				continue;
+			if (cb_qmps_execf(s, NULL, "blockdev-del", "{\"node-name\":\"%s\"}", name) == 0)
+				(*count)++;
+			else
+				busy = rc = -1;
+		}
+		cb_json_free(nodes);
+		if (!busy || tries >= 50)
+			return rc;
+		cb_qmps_drain(s, 100);
+	}
+}
+
+static int del_exports(struct cb_qmps *s, int *count)
+{
+	struct cb_json *ex = NULL;
+	const struct cb_json *list;
+	int rc = 0, found = 0;
+
+	if (cb_qmps_exec(s, "query-block-exports", NULL, &ex) < 0)
+		return -1;
+	list = cb_json_get(ex, "return");
+	for (size_t i = 0; list && i < list->n; i++) {
+		const char *id = cb_json_str(list->items[i], "id");
+		if (!has_prefix(id, "exp"))
+			continue;
+		found = 1;
+		if (cb_qmps_execf(s, NULL, "block-export-del", "{\"id\":\"%s\",\"mode\":\"hard\"}", id) < 0)
+			rc = -1;
+		else
+			(*count)++;
+	}
+	cb_json_free(ex);
+	/* the NBD server of a run that had exports was cbackup's own */
+	if (found)
+		cb_qmps_exec(s, "nbd-server-stop", NULL, NULL);
+	return rc;
+}
+
+static int has_bitmap(const struct cb_json *inserted, const char *name)
+{
+	const struct cb_json *bm = cb_json_get(inserted, "dirty-bitmaps");
+
+	for (size_t k = 0; bm && k < bm->n; k++)
+		if (cb_json_str(bm->items[k], "name") && !strcmp(cb_json_str(bm->items[k], "name"), name))
+			return 1;
+	return 0;
+}
+
+/* A run that did not finish hands its snapshot's bitmap (BITMAP-t: the
+ * changes up to the pause) back to BITMAP (the changes since): BITMAP
+ * again covers everything since the last complete read. */
+static int merge_back(struct cb_qmps *s, const char *bitmap, int *count)
+{
+	struct cb_json *blocks = NULL;
+	const struct cb_json *list;
+	char t[300];
+	int rc = 0;
+
+	if (!bitmap)
+		return 0;
+	snprintf(t, sizeof(t), "%s-t", bitmap);
+	if (cb_qmps_exec(s, "query-block", NULL, &blocks) < 0)
+		return -1;
+	list = cb_json_get(blocks, "return");
+	for (size_t i = 0; list && i < list->n; i++) {
+		const struct cb_json *ins = cb_json_get(list->items[i], "inserted");
+		const char *node = cb_json_str(ins, "node-name");
+		char *qn, *qb, *qt;
+		if (!node || !has_bitmap(ins, t))
+			continue;
+		qn = cb_json_quote(node);
+		qb = cb_json_quote(bitmap);
+		qt = cb_json_quote(t);
+		if ((has_bitmap(ins, bitmap) &&
+		     cb_qmps_execf(s, NULL, "block-dirty-bitmap-merge",
+				   "{\"node\":%s,\"target\":%s,\"bitmaps\":[%s]}", qn, qb, qt) < 0) ||
+		    cb_qmps_execf(s, NULL, "block-dirty-bitmap-remove", "{\"node\":%s,\"name\":%s}",
+				  qn, qt) < 0)
+			rc = -1;
+		else
+			(*count)++;
+		free(qn);
+		free(qb);
+		free(qt);
+	}
+	cb_json_free(blocks);
+	return rc;
+}
+
+/* Everything named cbackup-* in QEMU's graph goes, in the order that frees
+ * each thing before what it uses: exports, snapshot-access nodes, devices
+ * back on their format nodes, filters, fleecing nodes; a snapshot bitmap
+ * goes back into BITMAP (may be NULL). Goes on after an error (each step
+ * undoes what it can); the first error is kept. */
+static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
+{
+	char first[1024] = "";
+	int rc = 0;
+
+	*count = 0;
+	if (del_exports(s, count) < 0 && !rc++)
+		snprintf(first, sizeof(first), "%s", cb_last_error());
+	if (del_nodes(s, "acc", count) < 0 && !rc++)
+		snprintf(first, sizeof(first), "%s", cb_last_error());
+	if (restore_devices(s, count) < 0 && !rc++)
+		snprintf(first, sizeof(first), "%s", cb_last_error());
+	if (del_nodes(s, "cbw", count) < 0 && !rc++)
+		snprintf(first, sizeof(first), "%s", cb_last_error());
+	if (del_nodes(s, "fl", count) < 0 && !rc++)
+		snprintf(first, sizeof(first), "%s", cb_last_error());
+	if (merge_back(s, bitmap, count) < 0 && !rc++)
+		snprintf(first, sizeof(first), "%s", cb_last_error());
+	return rc ? cb_error("%s", first) : 0;
+}
+
+/* ---- the watchdog ------------------------------------------------------ */
+
+/* 'P': the VM is paused by cbackup (resume it at max-freeze); 'R': running
+ * again; 'D': done, the graph is cbackup's again. EOF without 'D' (cbackup
+ * died, even by SIGKILL): resume the VM and sweep the graph. */
+static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_fd)
+{
+	int qfd = v->s.fd, paused = 0, lo = qfd < cmd_fd ? qfd : cmd_fd, hi = qfd ^ cmd_fd ^ lo;
+	double deadline = 0;
+	struct cb_qmps s;
+	int count;
+
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	setsid();
+	prctl(PR_SET_NAME, "cbackup-vmwdog", 0, 0, 0);
+	close_range(0, (unsigned)lo - 1, 0);
+	close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
+	close_range((unsigned)hi + 1, ~0U, 0);
+	cb_qmps_adopt(&s, qfd, "wd", 10000);
+	for (;;) {
+		struct pollfd p = { cmd_fd, POLLIN, 0 };
+		int ms = paused ? (int)((deadline - cb_now()) * 1000) : -1;
+		char c;
+		if (paused && ms <= 0) {
+			/* fire and forget: cbackup reads the replies while alive */
+			static const char cont[] = "{\"execute\":\"cont\",\"id\":\"wd-cont\"}\n";
+			if (write(qfd, cont, sizeof(cont) - 1) < 0)
+				break;
+			paused = 0;
+			continue;
+		}
+		if (poll(&p, 1, ms < 0 ? -1 : ms) == 0)
+			continue;
+		ssize_t r = read(cmd_fd, &c, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		if (c == 'P') {
+			paused = 1;
+			deadline = cb_now() + (v->o->max_freeze > 0 ? v->o->max_freeze : 1e9);
+		} else if (c == 'R') {
+			paused = 0;
+		} else if (c == 'D') {
+			_exit(0);
+		}
+	}
+	if (paused)
+		cb_qmps_exec(&s, "cont", NULL, NULL);
+	sweep(&s, v->bitmap, &count);
+	_exit(0);
+}
+
+static int watchdog_start(struct cb_vmcbw *v)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return cb_error_errno("watchdog pipe");
+	v->wd_pid = fork();
+	if (v->wd_pid == 0) {
+		close(p[1]);
+		watchdog_main(v, p[0]);
+	}
+	close(p[0]);
+	if (v->wd_pid < 0) {
+		close(p[1]);
+		return cb_error_errno("cannot fork the VM watchdog");
+	}
+	v->wd_fd = p[1];
+	return 0;
+}
+
+static void watchdog_send(struct cb_vmcbw *v, char c)
+{
+	sigset_t set, old;
+
+	if (v->wd_fd < 0)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &set, &old);
+	if (write(v->wd_fd, &c, 1) < 0 && errno == EPIPE)
+		sigtimedwait(&set, NULL, &(struct timespec){ 0, 0 });
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static void watchdog_stop(struct cb_vmcbw *v)
+{
+	if (v->wd_fd < 0)
+		return;
+	watchdog_send(v, 'D');
+	close(v->wd_fd);
+	v->wd_fd = -1;
+	while (waitpid(v->wd_pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* ---- open: version, disks, leftovers ---------------------------------- */
+
+char *cb_vmcbw_archive_name(const char *disk)
+{
+	const char *base = strrchr(disk, '/') ? strrchr(disk, '/') + 1 : disk;
+	const char *dot = strrchr(base, '.');
+	size_t n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
+
+	return cb_xasprintf("%.*s.raw", (int)n, base);
+}
+
+static int same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+	       sa.st_ino == sb.st_ino;
+}
+
+static int bitmap_state(const struct cb_json *inserted, const char *name)
+{
+	const struct cb_json *bm = cb_json_get(inserted, "dirty-bitmaps");
+
+	for (size_t k = 0; name && bm && k < bm->n; k++) {
+		const char *n = cb_json_str(bm->items[k], "name");
+		if (!n || strcmp(n, name))
+			continue;
+		if (cb_json_int(bm->items[k], "inconsistent", 0))
+			return BM_INCONSISTENT;
+		return cb_json_int(bm->items[k], "recording", 0) ? BM_OK : BM_DISABLED;
+	}
+	return BM_NONE;
+}
+
+/* The query-block entry of configured disk PATH, or why there is none. */
+static int map_disk(const struct cb_json *list, struct vmdisk *d, const char *bitmap)
+{
+	const struct cb_json *hit = NULL;
+	const char *node, *qdev, *drv;
+
+	for (size_t i = 0; list && i < list->n && !hit; i++)
+		if (same_file(d->path, cb_json_str(list->items[i], "inserted.file")) ||
+		    same_file(d->path, cb_json_str(list->items[i], "inserted.image.filename")))
+			hit = list->items[i];
+	if (!hit)
+		return cb_error("disk '%s': no drive of the VM has it open (query-block)", d->path);
+	node = cb_json_str(hit, "inserted.node-name");
+	qdev = cb_json_str(hit, "qdev");
+	drv = cb_json_str(hit, "inserted.drv");
+	d->device = cb_xstrdup(cb_json_str(hit, "device") ? cb_json_str(hit, "device") : "");
+	if (!qdev || !*qdev)
+		return cb_error("disk '%s' (drive '%s'): not attached to a guest device: "
+				"no filter can be put in front of it", d->path, d->device);
+	if (!node || !*node)
+		return cb_error("disk '%s' (drive '%s'): its format node has no name", d->path,
+				d->device);
+	if (drv && (!strcmp(drv, "copy-before-write") || !strncmp(node, PREFIX, strlen(PREFIX))))
+		return cb_error("disk '%s' (drive '%s'): a copy-before-write filter (%s) is there "
+				"already: another backup runs", d->path, d->device, node);
+	d->qdev = cb_xstrdup(qdev);
+	d->node = cb_xstrdup(node);
+	d->size = (uint64_t)cb_json_int(hit, "inserted.image.virtual-size", 0);
+	d->name = cb_vmcbw_archive_name(d->path);
+	d->drv = cb_xstrdup(drv ? drv : "");
+	d->bm_state = bitmap_state(cb_json_get(hit, "inserted"), bitmap);
+	return 0;
+}
+
+static int map_disks(struct cb_vmcbw *v)
+{
+	struct cb_json *blocks = NULL;
+	int rc = 0;
+
+	if (cb_qmps_exec(&v->s, "query-block", NULL, &blocks) < 0)
+		return -1;
+	v->n = v->o->disks->n;
+	v->d = cb_xcalloc(v->n, sizeof(*v->d));
+	for (size_t i = 0; i < v->n && rc == 0; i++) {
+		v->d[i].path = v->o->disks->v[i];
+		rc = map_disk(cb_json_get(blocks, "return"), &v->d[i], v->bitmap);
+		for (size_t k = 0; k < i && rc == 0; k++)
+			if (!strcmp(v->d[k].node, v->d[i].node) || !strcmp(v->d[k].name, v->d[i].name))
+				rc = cb_error("disks '%s' and '%s': %s", v->d[k].path, v->d[i].path,
+					      strcmp(v->d[k].node, v->d[i].node)
+						      ? "the same archive name: rename one"
+						      : "the same drive");
+	}
+	cb_json_free(blocks);
+	return rc;
+}
+
+static int query_version(struct cb_vmcbw *v)
+{
+	struct cb_json *ver = NULL, *st = NULL;
+	const char *status;
+
+	if (cb_qmps_exec(&v->s, "query-version", NULL, &ver) < 0 ||
+	    cb_qmps_exec(&v->s, "query-status", NULL, &st) < 0) {
+		cb_json_free(ver);
+		return -1;
+	}
+	v->major = (int)cb_json_int(ver, "return.qemu.major", 0);
+	v->minor = (int)cb_json_int(ver, "return.qemu.minor", 0);
+	v->micro = (int)cb_json_int(ver, "return.qemu.micro", 0);
+	status = cb_json_str(st, "return.status");
+	v->was_paused = status && strcmp(status, "running");
+	cb_json_free(ver);
+	cb_json_free(st);
+	return 0;
+}
+
+static void free_disks(struct cb_vmcbw *v)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		free(v->d[i].device);
+		free(v->d[i].qdev);
+		free(v->d[i].node);
+		free(v->d[i].name);
+		free(v->d[i].drv);
+	}
+	free(v->d);
+	v->d = NULL;
+	v->n = 0;
+}
+
+int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
+{
+	struct cb_vmcbw *v = cb_xcalloc(1, sizeof(*v));
+	int count;
+
+	*out = NULL;
+	v->o = o;
+	v->wd_fd = -1;
+	if (o->keep_staging && (!*o->id || strlen(o->id) > 64 ||
+				o->id[strspn(o->id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+						"0123456789._-")])) {
+		free(v);
+		return cb_error("guest ID '%s' cannot name a QEMU dirty bitmap (keep-staging): "
+				"letters, digits, '.', '_' and '-' only", o->id);
+	}
+	v->bitmap = o->keep_staging ? cb_xasprintf(PREFIX "%s", o->id) : NULL;
+	if (cb_qmps_open(&v->s, o->qmp, QMP_TIMEOUT_MS) < 0 || query_version(v) < 0)
+		goto fail;
+	if (v->major < 7 || (v->major == 7 && v->minor < 1)) {
+		cb_warn(o->log, "QEMU %d.%d.%d has no copy-before-write snapshot (7.1 or later): "
+			"the disk images are staged with the VM paused for the final sync",
+			v->major, v->minor, v->micro);
+		cb_qmps_close(&v->s);
+		free(v->bitmap);
+		free(v);
+		return 1;
+	}
+	cb_info(o->log, "QEMU %d.%d.%d: copy-before-write snapshot of %zu disk(s)", v->major,
+		v->minor, v->micro, o->disks->n);
+	if (sweep(&v->s, v->bitmap, &count) < 0)
+		goto fail;
+	if (count)
+		cb_warn(o->log, "removed %d leftover(s) named " PREFIX "* of an earlier run from "
+			"the VM's block graph", count);
+	if (map_disks(v) < 0 || watchdog_start(v) < 0)
+		goto fail;
+	*out = v;
+	return 0;
+fail:
+	free_disks(v);
+	cb_qmps_close(&v->s);
+	free(v->bitmap);
+	free(v);
+	return -1;
+}
+
+/* ---- run: fleecing, the pause, the read --------------------------------- */
+
+/* Everything in DIR but the kept images' .state files (a killed run's
+ * fleecing images and socket among them). */
+static int clean_work_dir(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!dir) {
+		if (fd >= 0)
+			close(fd);
+		return cb_error_errno("cannot read '%s'", path);
+	}
+	while ((e = readdir(dir))) {
+		size_t n = strlen(e->d_name);
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+		    (n < 6 || strcmp(e->d_name + n - 6, ".state")))
+			unlinkat(dirfd(dir), e->d_name, 0);
+	}
+	closedir(dir);
+	return 0;
+}
+
+/* TMPDIR/cbackup/cbackup-ID.cbw: private, cleaned. */
+static int open_work_dir(struct cb_vmcbw *v, const char *stage_dir)
+{
+	char *copy = cb_xstrdup(stage_dir);
+	int fd;
+
+	v->work_dir = cb_xasprintf("%s/" PREFIX "%s.cbw", dirname(copy), v->o->id);
+	free(copy);
+	if ((fd = cb_private_dir_open(v->work_dir)) < 0)
+		return -1;
+	close(fd);
+	return clean_work_dir(v->work_dir);
+}
+
+/* A sparse file of the disk's size (O_EXCL in the private directory) as
+ * the filter's target: it holds only what the guest overwrites while the
+ * backup reads. */
+static int add_fleecing(struct cb_vmcbw *v, size_t i)
+{
+	char *path = cb_xasprintf("%s/fleece-%zu.raw", v->work_dir, i), *q = cb_json_quote(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), rc = -1;
+
+	if (fd < 0 || ftruncate(fd, (off_t)v->d[i].size) < 0)
+		cb_error_errno("fleecing image '%s'", path);
+	else
+		rc = cb_qmps_execf(&v->s, NULL, "blockdev-add",
+				   "{\"driver\":\"raw\",\"node-name\":\"" PREFIX "fl%zu\","
+				   "\"file\":{\"driver\":\"file\",\"filename\":%s}}", i, q);
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	free(q);
+	return rc;
+}
+
+/* While paused: filter over the format node, device on the filter. */
+static int insert_filter(struct cb_vmcbw *v, size_t i)
+{
+	char *node = cb_json_quote(v->d[i].node), *qdev = cb_json_quote(v->d[i].qdev);
+	int rc = cb_qmps_execf(&v->s, NULL, "blockdev-add",
+			       "{\"driver\":\"copy-before-write\",\"node-name\":\"" PREFIX "cbw%zu\","
+			       "\"file\":%s,\"target\":\"" PREFIX "fl%zu\","
+			       "\"on-cbw-error\":\"break-snapshot\",\"cbw-timeout\":%d}",
+			       i, node, i, v->o->cbw_timeout);
+
+	if (rc == 0)
+		rc = cb_qmps_execf(&v->s, NULL, "qom-set",
+				   "{\"path\":%s,\"property\":\"drive\",\"value\":\"" PREFIX "cbw%zu\"}",
+				   qdev, i);
+	free(node);
+	free(qdev);
+	return rc;
+}
+
+/* ---- incrementals: the bitmap cbackup-ID and the kept image ------------ */
+
+/* WORK_DIR/NAME.state says the kept image NAME holds the disk as of the
+ * pause that cleared the bitmap: written after a complete read, removed
+ * before the next one begins. */
+static char *state_text(const struct vmdisk *d)
+{
+	return cb_xasprintf("%s %llu\n", d->path, (unsigned long long)d->size);
+}
+
+static int state_valid(struct cb_vmcbw *v, int wfd, const struct vmdisk *d)
+{
+	char name[PATH_MAX], buf[PATH_MAX + 64], *want = state_text(d);
+	int fd, ok = 0;
+	ssize_t n;
+
+	snprintf(name, sizeof(name), "%s.state", d->name);
+	fd = openat(wfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && (n = read(fd, buf, sizeof(buf) - 1)) > 0) {
+		buf[n] = '\0';
+		ok = !strcmp(buf, want);
+	}
+	if (fd >= 0)
+		close(fd);
+	unlinkat(wfd, name, 0);
+	free(want);
+	(void)v;
+	return ok;
+}
+
+static void state_write(struct cb_vmcbw *v, const struct vmdisk *d)
+{
+	char *path = cb_xasprintf("%s/%s.state", v->work_dir, d->name), *text = state_text(d);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0 || cb_write_all(fd, text, strlen(text)) < 0)
+		cb_warn(v->o->log, "cannot record the kept image of '%s' (%s): the next run reads "
+			"it all", d->path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	free(text);
+}
+
+static int kept_image_fits(int dfd, const struct vmdisk *d)
+{
+	struct stat st;
+
+	return fstatat(dfd, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	       (uint64_t)st.st_size == d->size;
+}
+
+/* Which disks this run reads by their bitmap; the others in full, with a
+ * WARN saying why when a kept image was there to update. */
+static void choose_incrementals(struct cb_vmcbw *v, int dfd, int reused)
+{
+	static const char *const why[] = { "missing", "", "disabled", "inconsistent" };
+	int wfd = open(v->work_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	for (size_t i = 0; v->bitmap && i < v->n; i++) {
+		struct vmdisk *d = &v->d[i];
+		int state = wfd >= 0 && state_valid(v, wfd, d);
+		const char *reason = d->bm_state != BM_OK ? why[d->bm_state]
+				     : !state || !kept_image_fits(dfd, d) ? "no complete kept image"
+				     : NULL;
+		d->incremental = reused && !reason;
+		if (d->incremental)
+			cb_info(v->o->log, "disk '%s': only the extents bitmap '%s' marks dirty are read",
+				d->path, v->bitmap);
+		else if (reused)
+			cb_warn(v->o->log, "disk '%s': bitmap '%s' %s%s: the whole disk is read", d->path,
+				v->bitmap, d->bm_state != BM_OK ? "is " : "unusable: ", reason);
+	}
+	if (wfd >= 0)
+		close(wfd);
+}
+
+/* While paused: BITMAP-t takes what BITMAP recorded (the changes since the
+ * last complete read up to now) and BITMAP starts over; or, with no usable
+ * BITMAP, a new one starts recording. */
+static int bitmap_at_pause(struct cb_vmcbw *v, const struct vmdisk *d)
+{
+	char *qn = cb_json_quote(d->node), *qb = cb_json_quote(v->bitmap);
+	int persistent = !strcmp(d->drv, "qcow2"), rc;
+
+	if (d->bm_state == BM_OK)
+		rc = cb_qmps_execf(&v->s, NULL, "transaction", "{\"actions\":["
+			"{\"type\":\"block-dirty-bitmap-add\",\"data\":{\"node\":%s,\"name\":\"%s-t\","
+			"\"disabled\":true}},"
+			"{\"type\":\"block-dirty-bitmap-merge\",\"data\":{\"node\":%s,\"target\":\"%s-t\","
+			"\"bitmaps\":[%s]}},"
+			"{\"type\":\"block-dirty-bitmap-clear\",\"data\":{\"node\":%s,\"name\":%s}}]}",
+			qn, v->bitmap, qn, v->bitmap, qb, qn, qb);
+	else if (d->bm_state != BM_NONE &&
+		 cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-remove", "{\"node\":%s,\"name\":%s}",
+			       qn, qb) < 0)
+		rc = -1;
+	else
+		rc = cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-add",
+				   "{\"node\":%s,\"name\":%s,\"persistent\":%s}", qn, qb,
+				   persistent ? "true" : "false");
+	free(qn);
+	free(qb);
+	return rc;
+}
+
+/* After a complete read: the snapshot bitmaps go (BITMAP holds what
+ * changed since this pause); the exports first, they hold them. */
+static int hand_over(struct cb_vmcbw *v)
+{
+	int count, rc = del_exports(&v->s, &count);
+
+	for (size_t i = 0; rc == 0 && i < v->n; i++) {
+		char *qn = cb_json_quote(v->d[i].node);
+		if (v->d[i].bm_state == BM_OK)   /* BITMAP-t was made at the pause */
+			rc = cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-remove",
+					   "{\"node\":%s,\"name\":\"%s-t\"}", qn, v->bitmap);
+		free(qn);
+	}
+	return rc;
+}
+
+static int resume(struct cb_vmcbw *v)
+{
+	int rc = cb_qmps_exec(&v->s, "cont", NULL, NULL);
+
+	watchdog_send(v, 'R');
+	return rc;
+}
+
+/* stop, the filters, cont: the VM's only pause. A failure in between
+ * takes the filters out again before the VM runs on. */
+static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
+{
+	int rc = 0, count;
+
+	v->s.stop_ts = v->s.resume_ts = 0;
+	if (!v->was_paused) {
+		watchdog_send(v, 'P');
+		if (cb_qmps_exec(&v->s, "stop", NULL, NULL) < 0) {
+			resume(v);
+			return -1;
+		}
+	}
+	for (size_t i = 0; i < v->n && rc == 0; i++)
+		rc = insert_filter(v, i);
+	for (size_t i = 0; v->bitmap && i < v->n && rc == 0; i++)
+		rc = bitmap_at_pause(v, &v->d[i]);
+	if (rc < 0) {
+		char why[1024];
+		snprintf(why, sizeof(why), "%s", cb_last_error());
+		sweep(&v->s, v->bitmap, &count);
+		cb_error("%s", why);
+	}
+	if (!v->was_paused && resume(v) < 0)
+		return -1;
+	if (v->was_paused) {
+		*pause_s = 0;   /* cbackup paused nothing */
+		return rc;
+	}
+	for (int t = 0; t < 20 && !v->s.resume_ts; t++)
+		cb_qmps_drain(&v->s, 50);
+	*pause_s = v->s.resume_ts && v->s.stop_ts ? v->s.resume_ts - v->s.stop_ts : -1;
+	return rc;
+}
+
+static int export_disks(struct cb_vmcbw *v, char **sock)
+{
+	char *q;
+	int rc;
+
+	*sock = cb_xasprintf("%s/nbd.sock", v->work_dir);
+	if (strlen(*sock) >= 108)
+		return cb_error("NBD socket path '%s' too long for a unix socket: use a shorter "
+				"tmpdir", *sock);
+	for (size_t i = 0; i < v->n; i++)
+		if (cb_qmps_execf(&v->s, NULL, "blockdev-add",
+				  "{\"driver\":\"snapshot-access\",\"node-name\":\"" PREFIX "acc%zu\","
+				  "\"file\":\"" PREFIX "cbw%zu\"}", i, i) < 0)
+			return -1;
+	q = cb_json_quote(*sock);
+	rc = cb_qmps_execf(&v->s, NULL, "nbd-server-start",
+			   "{\"addr\":{\"type\":\"unix\",\"data\":{\"path\":%s}}}", q);
+	free(q);
+	for (size_t i = 0; i < v->n && rc == 0; i++) {
+		char *bm = NULL, *qn = cb_json_quote(v->d[i].node);
+		if (v->d[i].incremental)
+			bm = cb_xasprintf(",\"bitmaps\":[{\"node\":%s,\"name\":\"%s-t\"}]", qn,
+					  v->bitmap);
+		rc = cb_qmps_execf(&v->s, NULL, "block-export-add",
+				   "{\"type\":\"nbd\",\"id\":\"" PREFIX "exp%zu\",\"node-name\":\""
+				   PREFIX "acc%zu\",\"name\":\"" PREFIX "%zu\",\"writable\":false%s}",
+				   i, i, i, bm ? bm : "");
+		free(bm);
+		free(qn);
+	}
+	return rc;
+}
+
+/* Files in the staging directory that are not this run's images (a kept
+ * copy of the staging path, a disk no longer configured) would be
+ * archived: they go. */
+static int prune_stage(struct cb_vmcbw *v, int dfd)
+{
+	int fd = dup(dfd);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!dir)
+		return cb_error_errno("cannot read the staging directory");
+	while ((e = readdir(dir))) {
+		int ours = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+		for (size_t i = 0; i < v->n && !ours; i++)
+			ours = !strcmp(e->d_name, v->d[i].name);
+		if (!ours && unlinkat(dirfd(dir), e->d_name, 0) < 0 && errno != ENOENT) {
+			closedir(dir);
+			return cb_error_errno("cannot remove '%s' from the staging directory", e->d_name);
+		}
+	}
+	closedir(dir);
+	return 0;
+}
+
+static int read_disks(struct cb_vmcbw *v, int dfd, const char *sock)
+{
+	for (size_t i = 0; i < v->n; i++) {
+		char exp[64], got[32], size[32];
+		struct cb_nbdread_stats st;
+		int no_bitmap;
+		struct cb_nbdread_opts no = {
+			.socket = sock, .export_name = exp, .dir_fd = dfd, .file = v->d[i].name,
+			.bwlimit = v->o->bwlimit, .progress = v->o->progress,
+		};
+		char tname[300];
+		snprintf(tname, sizeof(tname), "%s-t", v->bitmap ? v->bitmap : "");
+		no.bitmap = v->d[i].incremental ? tname : NULL;
+		snprintf(exp, sizeof(exp), PREFIX "%zu", i);
+		cb_progress_start(v->o->progress, v->o->show_progress, "reading disk", v->d[i].size);
+		int rc = cb_nbdread(&no, &st, &no_bitmap);
+		cb_progress_end(v->o->progress);
+		if (rc < 0)
+			return cb_error_prefix("reading the snapshot of disk '%s' (drive '%s'; a failed "
+					       "copy-before-write, such as a full tmpdir, breaks it)",
+					       v->d[i].path, v->d[i].device);
+		cb_fmt_bytes(got, sizeof(got), st.read);
+		cb_fmt_bytes(size, sizeof(size), st.size);
+		cb_info(v->o->log, "disk '%s' (drive '%s'): %s of %s read in %.2f s into '%s'",
+			v->d[i].path, v->d[i].device, got, size, st.seconds, v->d[i].name);
+		if (v->d[i].incremental) {
+			cb_fmt_bytes(got, sizeof(got), st.dirty);
+			cb_info(v->o->log, "disk '%s': %s dirty since the last backup", v->d[i].path, got);
+		}
+		if (v->bitmap)
+			state_write(v, &v->d[i]);
+	}
+	return 0;
+}
+
+static int hook(struct cb_vmcbw *v, const char *phase)
+{
+	return v->o->hook ? v->o->hook(v->o->hook_arg, phase) : 0;
+}
+
+int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *pause_s)
+{
+	char *sock = NULL;
+	int dfd = -1, rc = -1;
+
+	*pause_s = -1;
+	if (open_work_dir(v, stage_dir) < 0)
+		return -1;
+	dfd = open(stage_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0) {
+		cb_error_errno("cannot open the staging directory '%s'", stage_dir);
+		goto out;
+	}
+	if (prune_stage(v, dfd) < 0)
+		goto out;
+	choose_incrementals(v, dfd, reused);
+	for (size_t i = 0; i < v->n; i++)
+		if (add_fleecing(v, i) < 0)
+			goto out;
+	if (hook(v, "pre-stop") < 0 || pause_and_insert(v, pause_s) < 0)
+		goto out;
+	if (v->was_paused)
+		cb_info(v->o->log, "VM was paused already: filters inserted, it stays paused");
+	else
+		cb_info(v->o->log, "VM paused %.1f ms (QEMU's STOP to RESUME) to insert %zu "
+			"copy-before-write filter(s)", *pause_s * 1000, v->n);
+	if (hook(v, "pre-restart") < 0 || hook(v, "post-restart") < 0)
+		goto out;
+	if (export_disks(v, &sock) < 0 || read_disks(v, dfd, sock) < 0 ||
+	    (v->bitmap && hand_over(v) < 0))
+		goto out;
+	rc = 0;
+out:
+	if (dfd >= 0)
+		close(dfd);
+	free(sock);
+	return rc;
+}
+
+int cb_vmcbw_close(struct cb_vmcbw *v)
+{
+	int rc = 0, count;
+
+	if (!v)
+		return 0;
+	if (v->s.fd >= 0 && sweep(&v->s, v->bitmap, &count) < 0)
+		rc = cb_error_prefix("restoring the VM's block graph");
+	watchdog_stop(v);
+	if (v->work_dir && v->bitmap)
+		clean_work_dir(v->work_dir);
+	else if (v->work_dir && cb_remove_tree(v->work_dir) < 0 && rc == 0)
+		rc = -1;
+	cb_qmps_close(&v->s);
+	free_disks(v);
+	free(v->work_dir);
+	free(v->bitmap);
+	free(v);
+	return rc;
+}
