@@ -393,8 +393,9 @@ static int restore_all(struct rst *r)
 		if (cb_check_interrupt() < 0)
 			return -1;
 		rc = archive_read_next_header(r->tr.a, &e);
+		/* the stream's end, and the .sha256, checked before success */
 		if (rc == ARCHIVE_EOF)
-			return 0;
+			return cb_tarread_end(&r->tr);
 		if (rc < ARCHIVE_WARN) {
 			if (r->tr.codec_failed)
 				return -1;
@@ -558,7 +559,8 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 		goto out;
 	}
 	ao.archive = archive;
-	if ((!o->n_paths && cb_tarread_open(&r.tr, archive, 0) < 0) || cb_rst_dest_open(&r, &ao) < 0)
+	if ((!o->n_paths && cb_tarread_open_checked(&r.tr, archive, o->ignore_checksum) < 0) ||
+	    cb_rst_dest_open(&r, &ao) < 0)
 		goto out;
 	if (o->n_paths > 0 ? cb_restore_paths(&r, &ao) < 0
 			   : check_space(&r, &ao) < 0 || restore_all(&r) < 0)

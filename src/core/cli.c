@@ -12,7 +12,7 @@
 
 /* Options that are not config keys. */
 enum cli_only { OPT_CONFIG, OPT_ALL, OPT_EXCLUDE, OPT_FORCE, OPT_KEEP_OLD, OPT_PATH, OPT_JSON, OPT_HELP, OPT_VERSION,
-	       OPT_NONE };
+	       OPT_IGNORE_CHECKSUM, OPT_NONE };
 static const struct {
 	const char *name;
 	enum cli_only id;
@@ -28,6 +28,8 @@ static const struct {
 	  NULL },
 	{ "path", OPT_PATH, 1, "restore: only this file or subtree of the archive (repeatable)",
 	  "PATH" },
+	{ "ignore-checksum", OPT_IGNORE_CHECKSUM, 0,
+	  "restore: go on when the archive does not match its .sha256", NULL },
 	{ "json", OPT_JSON, 0, "ls: one JSON object per entry", NULL },
 	{ "help", OPT_HELP, 0, "show this help (after a command: that command's)", NULL },
 	{ "version", OPT_VERSION, 0, "show the version", NULL },
@@ -114,8 +116,10 @@ static const struct {
 		    "Back up guests: a staging copy, the guest frozen only for the final sync, then a\n"
 		    "compressed, seekable archive in dumpdir.", NULL },
 	{ "restore", "cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...] [--dry-run]\n"
+		     "                [--ignore-checksum]\n"
 		     "Unpack an archive (or some of its paths) into DESTDIR.",
-	  (const char *const[]){ "force", "keep-old", "path", "dry-run", "help", NULL } },
+	  (const char *const[]){ "force", "keep-old", "path", "ignore-checksum", "dry-run", "help",
+				 NULL } },
 	{ "ls", "cbackup ls ARCHIVE [PATH...] [--json]\nList an archive's entries from its catalog.",
 	  (const char *const[]){ "json", "help", NULL } },
 	{ "index", "cbackup index ARCHIVE [--dry-run]\n"
@@ -218,6 +222,7 @@ void cb_cli_usage(FILE *out)
 	      "       cbackup backup --root DIR [--id ID] [--type ct]   [options]\n"
 	      "       cbackup backup --disk FILE [--disk FILE...] --id ID --type vm [options]\n"
 	      "       cbackup restore ARCHIVE DESTDIR [--force [--keep-old]] [--path PATH...] [--dry-run]\n"
+	      "                       [--ignore-checksum]\n"
 	      "       cbackup ls ARCHIVE [PATH...] [--json]\n"
 	      "       cbackup index ARCHIVE [--dry-run]\n"
 	      "       cbackup mount ARCHIVE MOUNTPOINT\n"
@@ -252,6 +257,7 @@ static int apply_cli_only(struct cb_cli *cli, enum cli_only id, const char *valu
 		break;
 	case OPT_ALL: cli->all = 1; break;
 	case OPT_FORCE: cli->force = 1; break;
+	case OPT_IGNORE_CHECKSUM: cli->ignore_checksum = 1; break;
 	case OPT_KEEP_OLD: cli->keep_old = 1; break;
 	case OPT_PATH: cb_strvec_push(&cli->paths, value); break;
 	case OPT_JSON: cli->json = 1; break;

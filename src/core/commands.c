@@ -75,7 +75,7 @@ int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct
 	struct cb_restore_opts ro = { .archive = cli->args.v[0], .destdir = cli->args.v[1],
 				      .force = cli->force, .keep_old = cli->keep_old,
 				      .paths = cli->paths.v, .n_paths = cli->paths.n,
-				      .dry_run = cli->dry_run };
+				      .dry_run = cli->dry_run, .ignore_checksum = cli->ignore_checksum };
 	struct cb_restore_stats st = { 0 };
 
 	(void)cfg;   /* restore reads no configuration */
