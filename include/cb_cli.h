@@ -24,6 +24,7 @@ struct cb_cli {
 	int all;                      /* --all */
 	struct cb_strvec exclude_ids; /* --exclude ID,... */
 	int force;                    /* restore --force */
+	int ignore_checksum;          /* restore --ignore-checksum */
 	struct cb_strvec paths;       /* restore --path P (repeatable) */
 	int json;                     /* ls --json */
 	int help, version;

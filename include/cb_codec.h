@@ -81,8 +81,19 @@ struct cb_codec_params {
  */
 #define CB_CODEC_UNIT_DEFAULT (4ull * 1024 * 1024)
 
+/*
+ * A unit's digest: the CRC-32 (gzip's) of the archive bytes from its c_off
+ * to the next unit's c_off, the last unit's to the end of the file (the
+ * zstd seek table, the lzop end marker, the gzip trailer are in it); only
+ * bytes before the first unit (the lzop file header, which has its own
+ * checksum) are in none. Summed as the bytes pass (writer: as they are
+ * written; reader: as they are decoded), so the writer and a scan of the
+ * archive give the same digests; the .idx keeps them.
+ */
 struct cb_codec_unit {
 	uint64_t u_off, c_off;
+	uint32_t crc;   /* of the len bytes from c_off summed so far */
+	uint64_t len;
 };
 
 struct cb_codec_units {
@@ -91,11 +102,13 @@ struct cb_codec_units {
 };
 
 /* Add a unit start; one at the same u_off as the last replaces it (a unit
- * that yielded nothing). */
+ * that yielded nothing: its bytes go to the unit before it). */
 void cb_codec_units_add(struct cb_codec_units *u, uint64_t u_off, uint64_t c_off);
+/* The next len archive bytes belong to the last unit (before any unit: to none). */
+void cb_codec_units_sum(struct cb_codec_units *u, const void *buf, size_t len);
 /* Drop trailing units that start at or after total (the seek table's
- * skippable frame, an empty last member): the writer and a scan of the
- * archive then agree. */
+ * skippable frame, an empty last member), their bytes going to the unit
+ * before them: the writer and a scan of the archive then agree. */
 void cb_codec_units_finish(struct cb_codec_units *u, uint64_t total);
 void cb_codec_units_release(struct cb_codec_units *u);
 
@@ -222,6 +235,20 @@ void cb_codec_reader_record_units(struct cb_codec_reader *r, struct cb_codec_uni
 /* Go to the unit that starts at compressed offset c_off (uncompressed
  * u_off): the fd must be seekable; the next read decodes from there. */
 int cb_codec_reader_seek(struct cb_codec_reader *r, uint64_t c_off, uint64_t u_off);
+/*
+ * Check every unit of expect (with its digests: the .idx's; the reader
+ * does not own it) before decoding any of it: when the decoder reaches a
+ * unit's start, the unit's bytes (up to CB_CODEC_CHECK_MAX) are read whole
+ * and their CRC-32 compared, so no byte of a damaged unit is ever returned:
+ * the read fails naming the unit. file_size: the archive's, where the last
+ * unit ends. Larger units (none that cbackup writes) keep the codec's own
+ * checks only.
+ */
+#define CB_CODEC_CHECK_MAX (80ull * 1024 * 1024)
+void cb_codec_reader_check_units(struct cb_codec_reader *r, const struct cb_codec_units *expect,
+				 uint64_t file_size);
+/* 1 + the number of the unit found damaged, or 0. */
+uint64_t cb_codec_reader_bad_unit(const struct cb_codec_reader *r);
 
 /*
  * The seek table of zstd's seekable format at the end of a zstd archive of

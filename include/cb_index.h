@@ -84,6 +84,8 @@ struct cb_idx {
 	size_t size;
 	int mapped;               /* munmap at close (else the buffer is freed) */
 	enum cb_compress codec;
+	uint32_t version;         /* 2; 1 (no unit digests) is read too */
+	uint64_t unit_len;        /* bytes per unit record: 24 (version 1: 16) */
 	uint64_t n_entries, n_units, tar_size, archive_size, flags, n_segs;
 	const unsigned char *entries, *order, *units, *strtab, *segs;
 	uint64_t strtab_len;
@@ -118,6 +120,13 @@ uint64_t cb_idx_unit_for(const struct cb_idx *x, uint64_t off, uint64_t *u_off, 
 /* Where a reader starts to reach uncompressed offset off: the unit
  * holding it (an uncompressed archive: off itself). */
 void cb_idx_seek_for(const struct cb_idx *x, uint64_t off, uint64_t *u_off, uint64_t *c_off);
+/* The unit table with its digests into u (caller releases), for
+ * cb_codec_reader_check_units(); the number of units, 0 for a version 1
+ * catalog (it has no digests). */
+uint64_t cb_idx_units(const struct cb_idx *x, struct cb_codec_units *u);
+/* The entries whose headers or data lie in tar bytes [from, to): a
+ * malloc'ed array of entry numbers in *out, their count returned. */
+uint64_t cb_idx_members_in(const struct cb_idx *x, uint64_t from, uint64_t to, uint64_t **out);
 /* Where unit u starts (the tar size for u past the last). */
 uint64_t cb_idx_unit_start(const struct cb_idx *x, uint64_t u);
 

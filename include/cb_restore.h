@@ -20,6 +20,7 @@ struct cb_restore_opts {
 	int force;
 	char *const *paths;   /* --path: only these entries and subtrees (n_paths 0: all) */
 	size_t n_paths;
+	int ignore_checksum;  /* a .sha256 that does not match is no error */
 };
 
 struct cb_restore_stats {

@@ -16,6 +16,7 @@
 
 struct cb_tarread {
 	struct archive *a;              /* the tar reader: next_header, read_data... */
+	const char *path;               /* the archive (not owned) */
 	struct cb_codec_reader *reader;
 	int fd;                         /* what the codec reads: the file or the pipe */
 	int file_fd;
@@ -29,14 +30,32 @@ struct cb_tarread {
 	int tee_started;
 	int tee_error;                  /* errno of a failed read in the tee */
 	char sha256[65];
+	char expect_sha256[65];         /* what ARCHIVE.sha256 says, or "" */
+	struct cb_codec_units units;    /* the .idx's units the reader checks */
 };
 
 int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256);
+/*
+ * Open to read the whole archive with every check there is: each unit
+ * against the digest ARCHIVE.idx gives it (if the catalog is there and
+ * sound: cb_codec_reader_check_units), and, unless ignore_sha256, the
+ * whole file against ARCHIVE.sha256 as it streams (if there is one; the
+ * tee). cb_tarread_end() then says whether all held (restore, verify).
+ */
+int cb_tarread_open_checked(struct cb_tarread *t, const char *path, int ignore_sha256);
+/* After the last entry: cb_tarread_finish_stream(), then the .sha256 if one
+ * was expected. 0, or -1 naming the archive and the damage. */
+int cb_tarread_end(struct cb_tarread *t);
+/* The hex digest ARCHIVE.sha256 gives the archive: 0 found, 1 there is no
+ * .sha256, -1 it is not in sha256sum's format. */
+int cb_tarread_expected_sha256(const char *archive, char hex[65]);
 /* Open at a member: decode from the unit at compressed offset c_off
  * (uncompressed u_off), drop skip bytes; the next header read is the
- * member's (restore --path). */
+ * member's (restore --path, mount). units: the catalog's (cb_idx_units),
+ * each unit decoded is checked against its digest first; NULL: none. */
 struct cb_tarread_at {
 	uint64_t c_off, u_off, skip;
+	const struct cb_codec_units *units;
 };
 int cb_tarread_open_at(struct cb_tarread *t, const char *path, const struct cb_tarread_at *at);
 /* Record the error of a failed libarchive call on t->a (the codec's message

@@ -2,12 +2,14 @@
  * ARCHIVE.idx: build, write, load, look up. See include/cb_index.h; the
  * format is documented in man/cbackup-idx.5. All numbers little-endian:
  *
- *   header   64 bytes: magic "CBIDX\0\0\1", u32 version 1, u32 codec,
- *            u64 entries, u64 units, u64 string table bytes, u64 tar size,
- *            u64 archive size, u64 flags (0)
+ *   header   64 bytes: magic "CBIDX\0\0\1", u32 version 2 (1 is read
+ *            too), u32 codec, u64 entries, u64 units, u64 string table
+ *            bytes, u64 tar size, u64 archive size, u64 flags (0)
  *   entries  64 bytes each, archive order (ENT_* below)
  *   order    u32 per entry: entry numbers sorted by path key, padded to 8
- *   units    16 bytes each: u64 uncompressed offset, u64 compressed offset
+ *   units    24 bytes each: u64 uncompressed offset, u64 compressed offset,
+ *            u32 CRC-32 of the unit's archive bytes, u32 0 (version 1:
+ *            16 bytes, no CRC)
  *   strings  NUL-terminated paths and link targets
  *   keys     (flags bit 0) u64 count, then 96 bytes per segment: u64
  *            uncompressed offset, u64 length, u64 compressed offset, u64
@@ -30,10 +32,11 @@
 #include "index_int.h"
 
 static const unsigned char MAGIC[8] = { 'C', 'B', 'I', 'D', 'X', 0, 0, 1 };
-#define VERSION 1
+#define VERSION 2
 #define HDR 64
 #define ENT 64
-#define UNIT 16
+#define UNIT 24       /* version 2 */
+#define UNIT_V1 16
 #define DIGEST 32
 #define SEG 96
 #define FLAG_KEYS 1u
@@ -276,6 +279,8 @@ static int make_parts(const struct cb_tarscan *s, const struct cb_codec_units *u
 	for (uint64_t i = 0; i < nu; i++) {
 		put64(p->units + i * UNIT, units->v[i].u_off);
 		put64(p->units + i * UNIT + 8, units->v[i].c_off);
+		put32(p->units + i * UNIT + 16, units->v[i].crc);
+		put32(p->units + i * UNIT + 20, 0);
 	}
 	p->v[P_HDR] = (struct iovec){ p->hdr, HDR };
 	p->v[P_ENT] = (struct iovec){ l->ent, l->n * ENT };
@@ -400,8 +405,10 @@ static int check_sizes(struct cb_idx *x)
 
 	if (x->size < HDR + DIGEST || memcmp(x->map, MAGIC, 8) != 0)
 		return bad("not a cbackup .idx (magic)");
-	if (get32(x->map + 8) != VERSION)
+	x->version = get32(x->map + 8);
+	if (x->version != VERSION && x->version != 1)
 		return bad("unknown version");
+	x->unit_len = x->version == 1 ? UNIT_V1 : UNIT;
 	x->codec = (enum cb_compress)get32(x->map + 12);
 	x->n_entries = get64(x->map + 16);
 	x->n_units = get64(x->map + 24);
@@ -411,10 +418,11 @@ static int check_sizes(struct cb_idx *x)
 	rest = x->size - HDR - DIGEST;
 	if (x->flags & ~(uint64_t)FLAG_KEYS)
 		return bad("unknown flags");
-	if (x->codec > CB_COMPRESS_ZSTD || x->n_entries > rest / (ENT + 4) || x->n_units > rest / UNIT ||
-	    x->strtab_len > rest)
+	if (x->codec > CB_COMPRESS_ZSTD || x->n_entries > rest / (ENT + 4) ||
+	    x->n_units > rest / x->unit_len || x->strtab_len > rest)
 		return bad("counts exceed the file");
-	need = x->n_entries * ENT + (x->n_entries * 4 + 7) / 8 * 8 + x->n_units * UNIT + x->strtab_len;
+	need = x->n_entries * ENT + (x->n_entries * 4 + 7) / 8 * 8 + x->n_units * x->unit_len +
+	       x->strtab_len;
 	if (x->flags & FLAG_KEYS) {
 		if (need > rest || rest - need < 8)
 			return bad("counts exceed the file");
@@ -429,7 +437,7 @@ static int check_sizes(struct cb_idx *x)
 	x->entries = x->map + HDR;
 	x->order = x->entries + x->n_entries * ENT;
 	x->units = x->order + (x->n_entries * 4 + 7) / 8 * 8;
-	x->strtab = x->units + x->n_units * UNIT;
+	x->strtab = x->units + x->n_units * x->unit_len;
 	return 0;
 }
 
@@ -437,6 +445,19 @@ static int check_str(const struct cb_idx *x, uint32_t off, uint32_t len)
 {
 	return (uint64_t)off + len < x->strtab_len && x->strtab[off + len] == '\0' &&
 	       memchr(x->strtab + off, '\0', len) == NULL;
+}
+
+/* The member's data, as the tar stream holds it, lies in the stream: what
+ * a reader (mount) reads by the catalog's word alone. A sparse member's
+ * size is its real size (its stored data is smaller: libarchive reads it
+ * by its map); a hardlink has no data of its own. */
+static int size_fits(const struct cb_idx *x, const unsigned char *e, uint64_t data_off)
+{
+	uint64_t size = get64(e + ENT_SIZE), flags = get32(e + ENT_FLAGS);
+
+	if (flags & (CB_IDX_SPARSE | CB_IDX_HARDLINK))
+		return !(flags & CB_IDX_HARDLINK) || size == 0;
+	return size <= x->tar_size - data_off;
 }
 
 static int check_entries(const struct cb_idx *x)
@@ -453,6 +474,8 @@ static int check_entries(const struct cb_idx *x)
 		if ((i > 0 && h <= prev) || h > x->tar_size || hl < 512 || hl > x->tar_size - h ||
 		    get32(e + ENT_NSEC) >= 1000000000u)
 			return bad("entry offsets out of order or beyond the archive");
+		if (!size_fits(x, e, h + hl))
+			return bad("entry data runs past the tar stream");
 		prev = h;
 	}
 	return 0;
@@ -488,12 +511,14 @@ static int check_order(const struct cb_idx *x)
 static int check_units(const struct cb_idx *x)
 {
 	for (uint64_t i = 0; i < x->n_units; i++) {
-		const unsigned char *u = x->units + i * UNIT;
+		const unsigned char *u = x->units + i * x->unit_len;
 		uint64_t uo = get64(u), co = get64(u + 8);
 
 		if ((i == 0 && uo != 0) || uo >= x->tar_size || co >= x->archive_size)
 			return bad("unit offset beyond the archive");
-		if (i > 0 && (uo <= get64(u - UNIT) || co <= get64(u - UNIT + 8)))
+		if (x->version > 1 && get32(u + 20) != 0)
+			return bad("reserved unit field set");
+		if (i > 0 && (uo <= get64(u - x->unit_len) || co <= get64(u - x->unit_len + 8)))
 			return bad("unit table out of order");
 	}
 	return 0;
@@ -726,19 +751,61 @@ uint64_t cb_idx_unit_for(const struct cb_idx *x, uint64_t off, uint64_t *u_off, 
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
 
-		if (get64(x->units + mid * UNIT) <= off)
+		if (get64(x->units + mid * x->unit_len) <= off)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	*u_off = get64(x->units + lo * UNIT);
-	*c_off = get64(x->units + lo * UNIT + 8);
+	*u_off = get64(x->units + lo * x->unit_len);
+	*c_off = get64(x->units + lo * x->unit_len + 8);
 	return lo;
+}
+
+uint64_t cb_idx_units(const struct cb_idx *x, struct cb_codec_units *u)
+{
+	uint64_t n = x->version > 1 ? x->n_units : 0;
+
+	memset(u, 0, sizeof(*u));
+	u->v = cb_xcalloc(n ? n : 1, sizeof(*u->v));
+	for (uint64_t i = 0; i < n; i++) {
+		const unsigned char *p = x->units + i * x->unit_len;
+
+		u->v[i].u_off = get64(p);
+		u->v[i].c_off = get64(p + 8);
+		u->v[i].crc = get32(p + 16);
+	}
+	u->n = u->cap = n;
+	return n;
+}
+
+/* A member takes the tar bytes from its first header to the next one's. */
+uint64_t cb_idx_members_in(const struct cb_idx *x, uint64_t from, uint64_t to, uint64_t **out)
+{
+	uint64_t lo = 0, hi = x->n_entries, n = 0;
+	uint64_t *v = NULL;
+
+	/* the first member whose successor starts after from */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		uint64_t end = mid + 1 < x->n_entries ? get64(x->entries + (mid + 1) * ENT + ENT_HDR)
+						      : x->tar_size;
+
+		if (end <= from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (uint64_t i = lo; i < x->n_entries && get64(x->entries + i * ENT + ENT_HDR) < to; i++) {
+		v = cb_xrealloc(v, (n + 1) * sizeof(*v));
+		v[n++] = i;
+	}
+	*out = v;
+	return n;
 }
 
 uint64_t cb_idx_unit_start(const struct cb_idx *x, uint64_t u)
 {
-	return u < x->n_units ? get64(x->units + u * UNIT) : x->tar_size;
+	return u < x->n_units ? get64(x->units + u * x->unit_len) : x->tar_size;
 }
 
 void cb_idx_seek_for(const struct cb_idx *x, uint64_t off, uint64_t *u_off, uint64_t *c_off)

@@ -77,6 +77,11 @@ int cb_idx_open_for(struct cb_idx *x, const char *archive, struct cb_log *log)
 		return cb_error_errno("cannot stat '%s'", archive);
 	}
 	ret = cb_idx_open(x, path, (uint64_t)st.st_size);
+	/* damage first: a catalog is used only if its own digest holds */
+	if (ret == 0 && (ret = cb_idx_check_digest(x)) < 0) {
+		cb_idx_close(x);
+		cb_error_prefix("'%s'", path);
+	}
 	if (ret == 0)
 		goto out;
 	if (access(path, F_OK) == 0)

@@ -65,7 +65,7 @@ static size_t seg_units(struct cb_reuse *r, const struct cb_codec_seg *g)
 		return 0;
 	for (; i < r->idx.n_units; i++) {
 		uint64_t u = cb_idx_unit_start(&r->idx, i);
-		const unsigned char *p = r->idx.units + i * 16;
+		const unsigned char *p = r->idx.units + i * r->idx.unit_len;
 		uint64_t c = 0;
 
 		if (u >= g->u_off + g->u_len)
@@ -76,7 +76,7 @@ static size_t seg_units(struct cb_reuse *r, const struct cb_codec_seg *g)
 			r->cap_units = r->cap_units ? 2 * r->cap_units : 16;
 			r->units = cb_xrealloc(r->units, r->cap_units * sizeof(*r->units));
 		}
-		r->units[n++] = (struct cb_codec_unit){ u - g->u_off, c - g->c_off };
+		r->units[n++] = (struct cb_codec_unit){ u - g->u_off, c - g->c_off, 0, 0 };
 	}
 	return n;
 }

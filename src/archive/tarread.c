@@ -7,6 +7,10 @@
 #include <unistd.h>
 #include <openssl/evp.h>
 
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "cb_index.h"
 #include "cb_tarread.h"
 #include "cb_util.h"
 
@@ -115,21 +119,38 @@ static int discard(struct cb_tarread *t, uint64_t n)
 	return 0;
 }
 
-static int tarread_open(struct cb_tarread *t, const char *path, int want_sha256,
-			const struct cb_tarread_at *at)
+/* Our own copy of the units to check (the reader keeps a pointer). */
+static void keep_units(struct cb_tarread *t, const struct cb_codec_units *u)
 {
+	if (!u || u->n == 0)
+		return;
+	t->units.v = cb_xmalloc(u->n * sizeof(*u->v));
+	memcpy(t->units.v, u->v, u->n * sizeof(*u->v));
+	t->units.n = t->units.cap = u->n;
+}
+
+static int tarread_open(struct cb_tarread *t, const char *path, int want_sha256,
+			const struct cb_tarread_at *at, const struct cb_codec_units *units)
+{
+	struct stat st;
+
 	memset(t, 0, sizeof(*t));
+	t->path = path;
 	t->fd = t->file_fd = -1;
 	t->want_sha256 = want_sha256;
 	t->file_fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (t->file_fd < 0)
 		return cb_error_errno("cannot open '%s'", path);
+	if (fstat(t->file_fd, &st) < 0)
+		return cb_error_errno("cannot stat '%s'", path);
 	posix_fadvise(t->file_fd, 0, 0, at ? POSIX_FADV_RANDOM : POSIX_FADV_SEQUENTIAL);
 	if (want_sha256 ? start_tee(t) < 0 : (t->fd = t->file_fd, 0))
 		return -1;
 	t->buf = cb_xmalloc(READ_BUF);
 	if (cb_codec_reader_new(&t->reader, t->fd) < 0)
 		return cb_error_prefix("'%s'", path);
+	keep_units(t, at ? at->units : units);
+	cb_codec_reader_check_units(t->reader, &t->units, (uint64_t)st.st_size);
 	if (at && (cb_codec_reader_seek(t->reader, at->c_off, at->u_off) < 0 ||
 		   discard(t, at->skip) < 0))
 		return cb_error_prefix("'%s'", path);
@@ -144,12 +165,81 @@ static int tarread_open(struct cb_tarread *t, const char *path, int want_sha256,
 
 int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256)
 {
-	return tarread_open(t, path, want_sha256, NULL);
+	return tarread_open(t, path, want_sha256, NULL, NULL);
 }
 
 int cb_tarread_open_at(struct cb_tarread *t, const char *path, const struct cb_tarread_at *at)
 {
-	return tarread_open(t, path, 0, at);
+	return tarread_open(t, path, 0, at, NULL);
+}
+
+int cb_tarread_expected_sha256(const char *archive, char hex[65])
+{
+	char *path = cb_xasprintf("%s.sha256", archive);
+	FILE *f = fopen(path, "re");
+	int ret = 1;
+
+	hex[0] = '\0';
+	if (f) {
+		ret = fscanf(f, "%64[0-9a-fA-F]", hex) == 1 && strlen(hex) == 64 ? 0
+		      : cb_error("checksum file '%s' is not in sha256sum format", path);
+		fclose(f);
+	} else if (errno != ENOENT) {
+		ret = cb_error_errno("cannot read '%s'", path);
+	}
+	free(path);
+	return ret;
+}
+
+/* The units of ARCHIVE.idx with their digests, if it is there and sound
+ * (a catalog that is not: the codecs' own checks remain). */
+static void catalog_units(const char *archive, struct cb_codec_units *u)
+{
+	char *path = cb_xasprintf("%s.idx", archive);
+	struct stat st;
+	struct cb_idx x;
+
+	memset(u, 0, sizeof(*u));
+	if (stat(archive, &st) == 0 && access(path, F_OK) == 0 &&
+	    cb_idx_open(&x, path, (uint64_t)st.st_size) == 0) {
+		if (cb_idx_check_digest(&x) == 0)
+			cb_idx_units(&x, u);
+		cb_idx_close(&x);
+	}
+	free(path);
+}
+
+int cb_tarread_open_checked(struct cb_tarread *t, const char *path, int ignore_sha256)
+{
+	char hex[65] = "";
+	struct cb_codec_units u;
+	int have = ignore_sha256 ? 1 : cb_tarread_expected_sha256(path, hex);
+	int ret;
+
+	if (have < 0) {
+		memset(t, 0, sizeof(*t));
+		t->fd = t->file_fd = -1;
+		return -1;
+	}
+	catalog_units(path, &u);
+	ret = tarread_open(t, path, have == 0, NULL, &u);
+	cb_codec_units_release(&u);
+	snprintf(t->expect_sha256, sizeof(t->expect_sha256), "%s", hex);
+	return ret;
+}
+
+int cb_tarread_end(struct cb_tarread *t)
+{
+	if (cb_tarread_finish_stream(t) < 0)
+		return -1;
+	if (!t->expect_sha256[0])
+		return 0;
+	if (cb_tarread_finish_sha256(t) < 0)
+		return -1;
+	if (strcasecmp(t->expect_sha256, t->sha256))
+		return cb_error("checksum mismatch: '%s.sha256' says %s, the archive has %s", t->path,
+				t->expect_sha256, t->sha256);
+	return 0;
 }
 
 int cb_tarread_error(struct cb_tarread *t, const char *what)
@@ -209,4 +299,5 @@ void cb_tarread_close(struct cb_tarread *t)
 	t->fd = t->file_fd = -1;
 	free(t->buf);
 	t->buf = NULL;
+	cb_codec_units_release(&t->units);
 }

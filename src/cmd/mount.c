@@ -42,6 +42,8 @@ struct mnt {
 	struct cb_idx x;
 	int fd;
 	struct cb_codec_reader *reader;
+	struct cb_codec_units units;   /* with the catalog's digests: each unit is
+				        * checked before any of it is returned */
 	struct cached_unit cache[CACHE_UNITS];
 	uint64_t clock;
 };
@@ -216,6 +218,10 @@ static struct cached_unit *unit_get(struct mnt *m, uint64_t u, uint64_t uo, uint
  * they are small enough, else decoded straight. */
 static int tar_bytes(struct mnt *m, uint64_t off, unsigned char *dst, size_t len)
 {
+	/* the loader bounds every member by the stream; this keeps a read
+	 * past it from looping on a unit that has none of it */
+	if (off > m->x.tar_size || len > m->x.tar_size - off)
+		return -1;
 	while (len > 0) {
 		uint64_t uo, co, next, ulen, u;
 		struct cached_unit *c;
@@ -229,6 +235,8 @@ static int tar_bytes(struct mnt *m, uint64_t off, unsigned char *dst, size_t len
 		if (ulen > UNIT_CACHE_MAX)
 			return decode_at(m, off, dst, len);
 		if (!(c = unit_get(m, u, uo, ulen)))
+			return -1;
+		if (off - uo >= ulen)
 			return -1;
 		k = off - uo + len <= ulen ? len : (size_t)(ulen - (off - uo));
 		memcpy(dst, c->data + (off - uo), k);
@@ -247,6 +255,7 @@ static int member_entry(struct mnt *m, const struct cb_idx_entry *e, struct cb_t
 
 	cb_idx_seek_for(&m->x, e->hdr_off, &at.u_off, &at.c_off);
 	at.skip = e->hdr_off - at.u_off;
+	at.units = &m->units;
 	if (cb_tarread_open_at(t, m->archive, &at) < 0 || archive_read_next_header(t->a, ae) < ARCHIVE_WARN)
 		return -1;
 	return 0;
@@ -372,6 +381,7 @@ static void mnt_destroy(void *data)
 	for (int i = 0; i < CACHE_UNITS; i++)
 		free(m->cache[i].data);
 	cb_codec_reader_free(m->reader);
+	cb_codec_units_release(&m->units);
 	close(m->fd);
 	cb_idx_close(&m->x);
 }
@@ -397,6 +407,9 @@ static int mnt_prepare(struct mnt *m, const char *archive, struct cb_log *log)
 		return cb_error_errno("cannot open '%s'", archive);
 	if (m->x.codec != CB_COMPRESS_NONE && cb_codec_reader_new(&m->reader, m->fd) < 0)
 		return cb_error_prefix("'%s'", archive);
+	cb_idx_units(&m->x, &m->units);
+	if (m->reader)
+		cb_codec_reader_check_units(m->reader, &m->units, m->x.archive_size);
 	return 0;
 }
 

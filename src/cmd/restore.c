@@ -404,8 +404,9 @@ static int restore_all(struct rst *r)
 		if (cb_check_interrupt() < 0)
 			return -1;
 		rc = archive_read_next_header(r->tr.a, &e);
+		/* the stream's end, and the .sha256, checked before success */
 		if (rc == ARCHIVE_EOF)
-			return cb_rst_apply_root(r);
+			return cb_tarread_end(&r->tr) < 0 ? -1 : cb_rst_apply_root(r);
 		if (rc < ARCHIVE_WARN) {
 			if (r->tr.codec_failed)
 				return -1;
@@ -552,7 +553,8 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 	if (o->n_paths > 0) {
 		if (cb_rst_prepare_dest(&r, o) < 0 || cb_restore_paths(&r, o) < 0 || cb_rst_close(&r) < 0)
 			goto out;
-	} else if (cb_tarread_open(&r.tr, o->archive, 0) < 0 || cb_rst_prepare_dest(&r, o) < 0 ||
+	} else if (cb_tarread_open_checked(&r.tr, o->archive, o->ignore_checksum) < 0 ||
+		   cb_rst_prepare_dest(&r, o) < 0 ||
 		   check_space(&r, o) < 0 || restore_all(&r) < 0 || cb_rst_close(&r) < 0) {
 		goto out;
 	}

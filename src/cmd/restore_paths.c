@@ -162,17 +162,24 @@ static int relink(const struct pick *p, struct archive_entry *e)
 	return 0;
 }
 
-/* Decode from the unit holding entry first's header, up to that header. */
+/* Decode from the unit holding entry first's header, up to that header;
+ * every unit decoded is checked against the catalog's digest first. */
 static int run_open(struct rst *r, const struct cb_idx *x, const char *archive, uint64_t first)
 {
 	struct cb_idx_entry e;
 	struct cb_tarread_at at;
+	struct cb_codec_units units;
+	int rc;
 
 	cb_idx_entry(x, first, &e);
 	cb_idx_seek_for(x, e.hdr_off, &at.u_off, &at.c_off);
 	at.skip = e.hdr_off - at.u_off;
+	cb_idx_units(x, &units);
+	at.units = &units;
 	cb_tarread_close(&r->tr);
-	if (cb_tarread_open_at(&r->tr, archive, &at) < 0)
+	rc = cb_tarread_open_at(&r->tr, archive, &at);
+	cb_codec_units_release(&units);
+	if (rc < 0)
 		return cb_error_prefix("no member where the catalog puts '%s' (offset %llu; run cbackup "
 				       "index if the catalog is damaged)", e.path,
 				       (unsigned long long)e.hdr_off);

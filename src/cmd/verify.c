@@ -16,24 +16,6 @@
 #include "cb_util.h"
 #include "cb_verify.h"
 
-/* The expected hex digest from ARCHIVE.sha256; 0 found, 1 none, -1 bad file. */
-static int read_expected(const char *archive, char hex[65])
-{
-	char *path = cb_xasprintf("%s.sha256", archive);
-	FILE *f = fopen(path, "re");
-	int ret = 1;
-
-	if (f) {
-		ret = fscanf(f, "%64[0-9a-fA-F]", hex) == 1 && strlen(hex) == 64 ? 0
-		      : cb_error("checksum file '%s' is not in sha256sum format", path);
-		fclose(f);
-	} else if (errno != ENOENT) {
-		ret = cb_error_errno("cannot read '%s'", path);
-	}
-	free(path);
-	return ret;
-}
-
 static int read_entry_data(struct cb_tarread *t, const char *name, struct cb_verify_stats *st)
 {
 	const void *buf;
@@ -158,30 +140,58 @@ static void mark_verified(const char *archive, struct cb_log *log)
 	free(path);
 }
 
+/* A damaged unit: which members have bytes in it (from the catalog). */
+static void name_members(const char *archive, uint64_t unit, char *msg, size_t len)
+{
+	char *path = cb_xasprintf("%s.idx", archive);
+	struct cb_idx x;
+	struct cb_idx_entry e;
+	uint64_t *v = NULL, n = 0;
+	size_t at = strlen(msg);
+
+	if (cb_idx_open(&x, path, 0) == 0) {
+		n = cb_idx_members_in(&x, cb_idx_unit_start(&x, unit), cb_idx_unit_start(&x, unit + 1), &v);
+		for (uint64_t i = 0; i < n && at + 1 < len; i++) {
+			cb_idx_entry(&x, v[i], &e);
+			at += (size_t)snprintf(msg + at, len - at, "%s'%s'", i ? ", " : "; members in it: ",
+					       e.path);
+			if (i == 15 && n > 16) {
+				snprintf(msg + at, len - at, " and %llu more", (unsigned long long)(n - 16));
+				break;
+			}
+		}
+		cb_idx_close(&x);
+	}
+	free(v);
+	free(path);
+}
+
 int cb_verify_run(const char *archive, struct cb_log *log, struct cb_verify_stats *st)
 {
 	struct cb_tarread t = { .fd = -1, .file_fd = -1 };
-	char expected[65] = "", size[32], walk_error[1024];
+	char size[32], walk_error[4096];
 	int have_sum, walked, ret = -1;
+	uint64_t bad;
 
 	memset(st, 0, sizeof(*st));
-	have_sum = read_expected(archive, expected);
-	if (have_sum < 0)
-		return -1;
-	if (have_sum == 1)
-		cb_warn(log, "no checksum file '%s.sha256': checking the archive's contents only", archive);
-	walked = cb_tarread_open(&t, archive, 1) < 0 ? -1 : walk(&t, st);
+	walked = cb_tarread_open_checked(&t, archive, 0) < 0 ? -1 : walk(&t, st);
 	snprintf(walk_error, sizeof(walk_error), "%s", cb_last_error());
-	if (!t.tee_started) {
+	if (t.file_fd < 0) {   /* not even opened, or a .sha256 that is no checksum file */
 		cb_error("%s", walk_error);
 		goto out;
 	}
-	if (cb_tarread_finish_sha256(&t) < 0)
+	have_sum = t.expect_sha256[0] != '\0';
+	if (!have_sum)
+		cb_warn(log, "no checksum file '%s.sha256': checking each unit against the catalog "
+			"and the codec's own checks", archive);
+	if (walked < 0 && t.reader && (bad = cb_codec_reader_bad_unit(t.reader)) > 0)
+		name_members(archive, bad - 1, walk_error, sizeof(walk_error));
+	if (have_sum && cb_tarread_finish_sha256(&t) < 0)
 		goto out;
 	/* a flipped byte is first of all a checksum mismatch: say that first */
-	if (have_sum == 0 && strcasecmp(expected, t.sha256)) {
+	if (have_sum && strcasecmp(t.expect_sha256, t.sha256)) {
 		cb_error("checksum mismatch: '%s.sha256' says %s, the archive has %s%s%s", archive,
-			 expected, t.sha256, walked < 0 ? "; " : "", walked < 0 ? walk_error : "");
+			 t.expect_sha256, t.sha256, walked < 0 ? "; " : "", walked < 0 ? walk_error : "");
 		goto out;
 	}
 	if (walked < 0) {
@@ -190,7 +200,7 @@ int cb_verify_run(const char *archive, struct cb_log *log, struct cb_verify_stat
 	}
 	if (check_catalog(archive, log) < 0)
 		goto out;
-	st->checksum_checked = have_sum == 0;
+	st->checksum_checked = have_sum;
 	cb_fmt_bytes(size, sizeof(size), st->bytes);
 	cb_info(log, "archive '%s' is good: %llu entries, %s of file data%s", archive,
 		(unsigned long long)st->entries, size, st->checksum_checked ? ", checksum matches" : "");

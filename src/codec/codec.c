@@ -56,23 +56,45 @@ struct cb_codec_reader {
 	void *st;
 };
 
+/* The bytes of unit b go to unit a, just before it (a NULL: to no unit). */
+static void units_merge(struct cb_codec_unit *a, const struct cb_codec_unit *b)
+{
+	if (!a || b->len == 0)
+		return;
+	a->crc = (uint32_t)crc32_combine64(a->crc, b->crc, (z_off64_t)b->len);
+	a->len += b->len;
+}
+
 void cb_codec_units_add(struct cb_codec_units *u, uint64_t u_off, uint64_t c_off)
 {
 	if (u->n > 0 && u->v[u->n - 1].u_off == u_off) {
-		u->v[u->n - 1].c_off = c_off;
+		units_merge(u->n > 1 ? &u->v[u->n - 2] : NULL, &u->v[u->n - 1]);
+		u->v[u->n - 1] = (struct cb_codec_unit){ u_off, c_off, 0, 0 };
 		return;
 	}
 	if (u->n == u->cap) {
 		u->cap = u->cap ? 2 * u->cap : 64;
 		u->v = cb_xrealloc(u->v, u->cap * sizeof(*u->v));
 	}
-	u->v[u->n++] = (struct cb_codec_unit){ u_off, c_off };
+	u->v[u->n++] = (struct cb_codec_unit){ u_off, c_off, 0, 0 };
+}
+
+void cb_codec_units_sum(struct cb_codec_units *u, const void *buf, size_t len)
+{
+	struct cb_codec_unit *last = u->n ? &u->v[u->n - 1] : NULL;
+
+	if (!last || len == 0)
+		return;
+	last->crc = cb_crc32(last->crc, buf, len);
+	last->len += len;
 }
 
 void cb_codec_units_finish(struct cb_codec_units *u, uint64_t total)
 {
-	while (u->n > 0 && u->v[u->n - 1].u_off >= total)
+	while (u->n > 0 && u->v[u->n - 1].u_off >= total) {
+		units_merge(u->n > 1 ? &u->v[u->n - 2] : NULL, &u->v[u->n - 1]);
 		u->n--;
+	}
 }
 
 void cb_codec_units_release(struct cb_codec_units *u)
@@ -86,10 +108,85 @@ void cb_codec_out_unit(struct cb_codec_out *o)
 	cb_codec_units_add(&o->units, o->u_done, o->bytes_out);
 }
 
-void cb_codec_in_unit(struct cb_codec_in *in, uint64_t extra)
+/* rec: the bytes decoded past since the last sum go to the last unit */
+static void in_sum(struct cb_codec_in *in, uint64_t to)
 {
-	if (in->rec)
+	if (!in->rec || to <= in->summed || in->summed < in->base)
+		return;
+	cb_codec_units_sum(in->rec, in->buf + (in->summed - in->base), (size_t)(to - in->summed));
+	in->summed = to;
+}
+
+/* The unit of expect starting at file offset c, or -1. */
+static int64_t expected_unit(const struct cb_codec_units *e, uint64_t c)
+{
+	size_t lo = 0, hi = e->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (e->v[mid].c_off < c)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < e->n && e->v[lo].c_off == c ? (int64_t)lo : -1;
+}
+
+/* Read until the buffer holds need bytes from pos (or the file ends). */
+static int in_hold(struct cb_codec_in *in, size_t need)
+{
+	if (in->cap - in->pos < need) {
+		in->cap = in->pos + need;
+		in->buf = cb_xrealloc(in->buf, in->cap);
+	}
+	while (in->len - in->pos < need) {
+		ssize_t n = cb_codec_in_fill(in);
+
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+	}
+	return 0;
+}
+
+/* Unit k of expect, starting at the next raw byte, read whole and summed. */
+static int in_check(struct cb_codec_in *in, uint64_t k)
+{
+	const struct cb_codec_unit *u = &in->expect->v[k];
+	uint64_t end = k + 1 < in->expect->n ? in->expect->v[k + 1].c_off : in->file_size;
+	size_t need;
+	uint32_t crc;
+
+	if (end <= u->c_off || end - u->c_off > CB_CODEC_CHECK_MAX)
+		return 0;
+	need = (size_t)(end - u->c_off);
+	if (in_hold(in, need) < 0)
+		return -1;
+	if (in->len - in->pos < need)
+		crc = cb_crc32(0, in->buf + in->pos, in->len - in->pos) ^ 1;   /* cut short */
+	else
+		crc = cb_crc32(0, in->buf + in->pos, need);
+	if (crc == u->crc)
+		return 0;
+	in->bad_unit = k + 1;
+	return cb_error("unit %llu (archive bytes %llu-%llu) is damaged: its CRC-32 is %08x, the "
+			"catalog says %08x", (unsigned long long)k, (unsigned long long)u->c_off,
+			(unsigned long long)end - 1, crc, u->crc);
+}
+
+int cb_codec_in_unit(struct cb_codec_in *in, uint64_t extra)
+{
+	int64_t k;
+
+	if (in->rec) {
+		in_sum(in, in->base + in->pos);
 		cb_codec_units_add(in->rec, in->u_pos + extra, in->base + in->pos);
+	}
+	if (in->expect && (k = expected_unit(in->expect, in->base + in->pos)) >= 0)
+		return in_check(in, (uint64_t)k);
+	return 0;
 }
 
 int cb_codec_out_write(struct cb_codec_out *o, const void *buf, size_t len)
@@ -100,22 +197,23 @@ int cb_codec_out_write(struct cb_codec_out *o, const void *buf, size_t len)
 		return -1;
 	if (o->seg_sha)
 		EVP_DigestUpdate(o->seg_sha, buf, len);
+	cb_codec_units_sum(&o->units, buf, len);
 	o->bytes_out += len;
 	return 0;
 }
 
 unsigned char *cb_codec_out_buffer(struct cb_codec_out *o, size_t *avail)
 {
-	unsigned char *b = cb_sink_buffer(o->sink, avail);
-
-	o->last_buf = b;
-	return b;
+	o->inplace = cb_sink_buffer(o->sink, avail);
+	return o->inplace;
 }
 
 int cb_codec_out_advance(struct cb_codec_out *o, size_t len)
 {
+	/* summed before the sink may write the buffer out */
 	if (o->seg_sha && len > 0)
-		EVP_DigestUpdate(o->seg_sha, o->last_buf, len);
+		EVP_DigestUpdate(o->seg_sha, o->inplace, len);
+	cb_codec_units_sum(&o->units, o->inplace, len);
 	if (cb_sink_advance(o->sink, len) < 0)
 		return -1;
 	o->bytes_out += len;
@@ -503,6 +601,7 @@ ssize_t cb_codec_in_fill(struct cb_codec_in *in)
 {
 	ssize_t n;
 
+	in_sum(in, in->base + in->pos);   /* before the bytes are dropped */
 	if (in->pos > 0) {
 		memmove(in->buf, in->buf + in->pos, in->len - in->pos);
 		in->len -= in->pos;
@@ -643,12 +742,27 @@ ssize_t cb_codec_read(struct cb_codec_reader *r, void *buf, size_t len)
 	n = r->ops->read(r->st, buf, len);
 	if (n > 0)
 		r->in.u_pos += (uint64_t)n;
+	if (n == 0)   /* the stream's end: its last bytes are the last unit's */
+		in_sum(&r->in, r->in.base + r->in.len);
 	return n;
 }
 
 void cb_codec_reader_record_units(struct cb_codec_reader *r, struct cb_codec_units *u)
 {
 	r->in.rec = u;
+	r->in.summed = r->in.base + r->in.pos;
+}
+
+void cb_codec_reader_check_units(struct cb_codec_reader *r, const struct cb_codec_units *expect,
+				 uint64_t file_size)
+{
+	r->in.expect = expect && expect->n ? expect : NULL;
+	r->in.file_size = file_size;
+}
+
+uint64_t cb_codec_reader_bad_unit(const struct cb_codec_reader *r)
+{
+	return r->in.bad_unit;
 }
 
 int cb_codec_reader_seek(struct cb_codec_reader *r, uint64_t c_off, uint64_t u_off)

@@ -639,8 +639,8 @@ static int gzip_inflate(struct gzip_reader *g, uint64_t produced)
 	struct cb_codec_in *in = g->in;
 	int rc;
 
-	if (g->member_start)
-		cb_codec_in_unit(in, produced);
+	if (g->member_start && cb_codec_in_unit(in, produced) < 0)
+		return -1;
 	g->member_start = 0;
 	g->zs.next_in = in->buf + in->pos;
 	g->zs.avail_in = in->len - in->pos;

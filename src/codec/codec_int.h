@@ -48,14 +48,13 @@ struct cb_codec_out {
 	uint64_t files_stored, files_stored_magic;
 	uint64_t last_file_counted, last_magic_counted;
 	uint64_t u_done;                   /* uncompressed bytes emitted so far */
-	struct cb_codec_units units;
+	struct cb_codec_units units;       /* with their digests (summed as written) */
+	unsigned char *inplace;            /* the last cb_codec_out_buffer() */
 	/* segments (codec_seg.c): added when cut, closed in emit order */
 	struct cb_codec_segs segs;
 	size_t segs_closed;                /* segs.v[segs_closed] is being emitted */
 	uint64_t seg_c0;                   /* its first compressed byte */
 	void *seg_sha;                     /* EVP_MD_CTX over its compressed bytes */
-	const unsigned char *last_buf;     /* cb_codec_out_buffer's answer */
-	int align;                         /* pad segments to CB_SEG_ALIGN bytes */
 };
 
 /* The backend emitted the last byte of the segment being emitted: pad (a
@@ -202,10 +201,15 @@ struct cb_codec_in {
 	uint64_t base;                     /* file offset of buf[0] */
 	uint64_t u_pos;                    /* uncompressed bytes returned so far */
 	struct cb_codec_units *rec;        /* unit starts seen, or NULL */
+	uint64_t summed;                   /* rec: file offset summed up to */
+	const struct cb_codec_units *expect;   /* units to check, or NULL */
+	uint64_t file_size;                /* where expect's last unit ends */
+	uint64_t bad_unit;                 /* 1 + the unit found damaged */
 };
 
-/* A unit starts at the next raw byte, extra bytes past u_pos. */
-void cb_codec_in_unit(struct cb_codec_in *in, uint64_t extra);
+/* A unit starts at the next raw byte, extra bytes past u_pos: recorded,
+ * and checked whole against its digest (-1, error set, if it is damaged). */
+int cb_codec_in_unit(struct cb_codec_in *in, uint64_t extra);
 
 /* 1 when no raw byte is left, 0 when some are, -1 on a read error. */
 int cb_codec_in_at_end(struct cb_codec_in *in);
@@ -228,6 +232,9 @@ struct cb_codec_rops {
  * GB/s where zlib's tables manage 5.8, and lzop blocks and gzip members sum
  * every byte, stored ones included. */
 uint32_t cb_crc32(uint32_t crc, const void *buf, size_t len);
+
+/* XXH64 with seed 0 (xxh64.c): the zstd content checksum is its low 32 bits. */
+uint64_t cb_xxh64(const void *buf, size_t len);
 
 int cb_codec_zstd_writer(void **st, const struct cb_codec_wops **ops,
 			 const struct cb_codec_params *p, struct cb_codec_out *o);

@@ -487,8 +487,7 @@ static int next_block(struct lzo_reader *z, uint64_t produced)
 	uint32_t dlen;
 
 	z->block++;
-	cb_codec_in_unit(z->in, produced);
-	if (take_block(z, s, 4) < 0)
+	if (cb_codec_in_unit(z->in, produced) < 0 || take_block(z, s, 4) < 0)
 		return -1;
 	dlen = get32(s);
 	if (dlen == 0) {   /* the end marker: nothing may follow it */

@@ -347,9 +347,13 @@ static int try_copy(struct cb_codec_writer *w, const unsigned char *key)
 		return 0;
 	if (w->ops->sync(w->st) < 0 || cb_sink_copy(o->sink, s->src_fd, src.c_off, src.c_len, s->cbuf) < 0)
 		return -1;
-	for (size_t i = 0; i < src.n_units; i++)
-		cb_codec_units_add(&o->units, o->u_done + src.units[i].u_off,
-				   o->bytes_out + src.units[i].c_off);
+	for (size_t i = 0; i < src.n_units; i++) {
+		uint64_t c = src.units[i].c_off;
+		uint64_t end = i + 1 < src.n_units ? src.units[i + 1].c_off : src.c_len;
+
+		cb_codec_units_add(&o->units, o->u_done + src.units[i].u_off, o->bytes_out + c);
+		cb_codec_units_sum(&o->units, s->cbuf + c, (size_t)(end - c));
+	}
 	g = &o->segs.v[o->segs_closed++];
 	g->c_off = o->bytes_out;
 	g->c_len = src.c_len;

@@ -13,12 +13,16 @@
 #include "cb_util.h"
 #include "codec_int.h"
 
-/* Raw frames: magic, frame header descriptor 0 (no content size, no
- * checksum, not single-segment), window descriptor for 128 KiB (exponent
- * 7: 1 << (10 + 7)), then raw blocks of at most 128 KiB. A small window
- * keeps `zstd -d` from reserving memory for data it only copies. */
+/* Raw frames: magic, frame header descriptor 0x04 (no content size, the
+ * content checksum, not single-segment), window descriptor for 128 KiB
+ * (exponent 7: 1 << (10 + 7)), then raw blocks of at most 128 KiB and the
+ * checksum (low 32 bits of XXH64 of the content, little-endian). A small
+ * window keeps `zstd -d` from reserving memory for data it only copies; the
+ * checksum makes every decoder (`zstd -t`, ours) check stored units as it
+ * checks compressed ones: a raw block has no other check. */
 #define RAW_BLOCK_MAX (128 * 1024)
-static const unsigned char raw_frame_header[6] = { 0x28, 0xb5, 0x2f, 0xfd, 0x00, 7 << 3 };
+#define RAW_CHECKSUM 4
+static const unsigned char raw_frame_header[6] = { 0x28, 0xb5, 0x2f, 0xfd, 0x04, 7 << 3 };
 
 /*
  * Every frame is a unit's run of one kind (compressed, or stored as raw
@@ -66,7 +70,14 @@ static void zstd_scratch_free(void *scratch)
 	free(sc);
 }
 
-/* On a worker: compress the frame (raw frames are written by emit). */
+static void put_le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (v >> (8 * i)) & 0xff;
+}
+
+/* On a worker: compress the frame; for a raw frame (written by emit) only
+ * its checksum, here so that the workers share the hashing too. */
 static int zstd_job_run(void *ctx, struct cb_pool_job *j, void *scratch)
 {
 	struct zstd_scratch *sc = scratch;
@@ -74,8 +85,11 @@ static int zstd_job_run(void *ctx, struct cb_pool_job *j, void *scratch)
 
 	(void)ctx;
 	j->out_len = 0;
-	if (j->m.cls == CB_CHUNK_STORE)
+	if (j->m.cls == CB_CHUNK_STORE) {
+		put_le32(j->out, (uint32_t)cb_xxh64(j->in, j->m.len));
+		j->out_len = RAW_CHECKSUM;
 		return 0;
+	}
 	if (!sc->cctx)
 		return -1;
 	r = ZSTD_compress2(sc->cctx, j->out, ZSTD_compressBound(j->m.len), j->in, j->m.len);
@@ -94,8 +108,9 @@ static int raw_block_header(struct cb_codec_out *o, size_t len, int last)
 }
 
 /* A frame of raw blocks; an empty last raw block ends it (what libzstd
- * writes for an empty input, too). */
-static int raw_frame(struct cb_codec_out *o, const unsigned char *data, size_t len)
+ * writes for an empty input, too), then sum, its content checksum. */
+static int raw_frame(struct cb_codec_out *o, const unsigned char *data, size_t len,
+		     const unsigned char *sum)
 {
 	if (cb_codec_out_write(o, raw_frame_header, sizeof(raw_frame_header)) < 0)
 		return -1;
@@ -105,7 +120,9 @@ static int raw_frame(struct cb_codec_out *o, const unsigned char *data, size_t l
 		if (raw_block_header(o, k, 0) < 0 || cb_codec_out_write(o, data + off, k) < 0)
 			return -1;
 	}
-	return raw_block_header(o, 0, 1);
+	if (raw_block_header(o, 0, 1) < 0)
+		return -1;
+	return cb_codec_out_write(o, sum, RAW_CHECKSUM);
 }
 
 /* Padding after a segment: a skippable frame of n >= 8 bytes (its own
@@ -132,7 +149,7 @@ static int zstd_job_emit(void *ctx, struct cb_pool_job *j)
 	z->out->u_done += j->m.len;
 	z->any = 1;
 	if (j->m.cls == CB_CHUNK_STORE)
-		ret = raw_frame(z->out, j->in, j->m.len);
+		ret = raw_frame(z->out, j->in, j->m.len, j->out);
 	else if (j->out_len == 0)
 		ret = cb_error("zstd compression failed");
 	else
@@ -213,12 +230,6 @@ static int zstd_chunk(void *st, const struct cb_chunk_meta *m)
 	return m->unit_end ? frame_submit(z, 1) : 0;
 }
 
-static void put_le32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (v >> (8 * i)) & 0xff;
-}
-
 /*
  * The seek table of zstd's seekable format (contrib/seekable_format): a
  * skippable frame (magic 0x184D2A5E, its size) holding per frame its
@@ -261,8 +272,11 @@ static int zstd_finish(void *st)
 		return -1;
 	/* an empty input still makes one (empty) frame: a valid .zst */
 	if (!z->any) {
+		unsigned char sum[RAW_CHECKSUM];
+
+		put_le32(sum, (uint32_t)cb_xxh64("", 0));
 		cb_codec_out_unit(z->out);
-		if (raw_frame(z->out, NULL, 0) < 0)
+		if (raw_frame(z->out, NULL, 0, sum) < 0)
 			return -1;
 	}
 	cb_codec_units_finish(&z->out->units, z->out->u_done);
@@ -415,8 +429,8 @@ static ssize_t zstd_read(void *st, void *buf, size_t len)
 			}
 		}
 		z->started = 1;
-		if (z->last == 0)
-			cb_codec_in_unit(in, ob.pos);
+		if (z->last == 0 && cb_codec_in_unit(in, ob.pos) < 0)
+			return -1;
 		ib = (ZSTD_inBuffer){ in->buf, in->len, in->pos };
 		z->last = ZSTD_decompressStream(z->dctx, &ob, &ib);
 		in->pos = ib.pos;

@@ -9,7 +9,7 @@
 
 /* Options that are not config keys. */
 enum cli_only { OPT_CONFIG, OPT_ALL, OPT_EXCLUDE, OPT_FORCE, OPT_PATH, OPT_JSON, OPT_HELP, OPT_VERSION,
-	       OPT_NONE };
+	       OPT_IGNORE_CHECKSUM, OPT_NONE };
 static const struct {
 	const char *name;
 	enum cli_only id;
@@ -21,6 +21,8 @@ static const struct {
 	{ "exclude", OPT_EXCLUDE, 1, "with --all: skip these guest IDs (comma-separated)" },
 	{ "force", OPT_FORCE, 0, "restore: allow a non-empty destination" },
 	{ "path", OPT_PATH, 1, "restore: only this file or subtree of the archive (repeatable)" },
+	{ "ignore-checksum", OPT_IGNORE_CHECKSUM, 0,
+	  "restore: go on when the archive does not match its .sha256" },
 	{ "json", OPT_JSON, 0, "ls: one JSON object per entry" },
 	{ "help", OPT_HELP, 0, "show this help" },
 	{ "version", OPT_VERSION, 0, "show the version" },
@@ -32,7 +34,7 @@ void cb_cli_usage(FILE *out)
 	fputs("usage: cbackup [backup] ID... | --all [--exclude ID,...]  [options]\n"
 	      "       cbackup backup --root DIR [--id ID] [--type ct]   [options]\n"
 	      "       cbackup backup --disk FILE [--disk FILE...] --id ID --type vm [options]\n"
-	      "       cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...]\n"
+	      "       cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...] [--ignore-checksum]\n"
 	      "       cbackup ls ARCHIVE [PATH...] [--json]\n"
 	      "       cbackup index ARCHIVE\n"
 	      "       cbackup mount ARCHIVE MOUNTPOINT\n"
@@ -73,6 +75,7 @@ static int apply_cli_only(struct cb_cli *cli, enum cli_only id, const char *valu
 		break;
 	case OPT_ALL: cli->all = 1; break;
 	case OPT_FORCE: cli->force = 1; break;
+	case OPT_IGNORE_CHECKSUM: cli->ignore_checksum = 1; break;
 	case OPT_PATH: cb_strvec_push(&cli->paths, value); break;
 	case OPT_JSON: cli->json = 1; break;
 	case OPT_HELP: cli->help = 1; break;

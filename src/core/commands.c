@@ -55,7 +55,7 @@ const struct cb_command_def *cb_command_get(enum cb_command id)
 int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_restore_opts ro = { cli->args.v[0], cli->args.v[1], cli->force,
-				      cli->paths.v, cli->paths.n };
+				      cli->paths.v, cli->paths.n, cli->ignore_checksum };
 	struct cb_restore_stats st = { 0 };
 
 	(void)cfg;   /* restore reads no configuration */
