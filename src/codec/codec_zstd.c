@@ -270,8 +270,9 @@ static int zstd_finish(void *st)
 	z->out->compress_seconds += cb_pool_seconds(z->pool);
 	if (ret < 0)
 		return -1;
-	/* an empty input still makes one (empty) frame: a valid .zst */
-	if (!z->any) {
+	/* an empty input still makes one (empty) frame: a valid .zst (copied
+	 * segments are frames too) */
+	if (!z->any && z->out->bytes_out == 0) {
 		unsigned char sum[RAW_CHECKSUM];
 
 		put_le32(sum, (uint32_t)cb_xxh64("", 0));
