@@ -3,7 +3,9 @@
  * table parser (cb_zstd_seek_table) on arbitrary bytes. A catalog that
  * loads must be safe to use as cbackup uses it: every entry's strings lie
  * in the file, every lookup (ls PATH, the unit of an offset) stays inside
- * it; a seek table that parses gives ascending units inside the archive.
+ * it, every member's data lies in the tar stream and in the units found
+ * for it, the unit digests and the members named per unit are sound; a
+ * seek table that parses gives ascending units inside the archive.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,17 +22,61 @@ static void inside(const struct cb_idx *x, const char *p)
 		abort();
 }
 
+/* A member's data, read by the catalog's word alone (mount): it lies in
+ * the tar stream, and the unit found for its last byte holds that byte
+ * (else a reader's loop makes no progress: issue 25 item 7). */
+static void data_bounded(const struct cb_idx *x, const struct cb_idx_entry *e)
+{
+	uint64_t last, u, uo, co;
+
+	if (e->flags & CB_IDX_HARDLINK) {
+		if (e->size != 0)
+			abort();
+		return;
+	}
+	if ((e->flags & CB_IDX_SPARSE) || e->size == 0)
+		return;
+	if (e->size > x->tar_size - e->data_off)
+		abort();
+	last = e->data_off + e->size - 1;
+	u = cb_idx_unit_for(x, last, &uo, &co);
+	if (x->n_units && (uo > last || cb_idx_unit_start(x, u + 1) <= last))
+		abort();
+}
+
+/* The unit table with digests, and the members named for each unit. */
+static void use_units(const struct cb_idx *x)
+{
+	struct cb_codec_units u;
+	uint64_t n = cb_idx_units(x, &u), *v, k;
+
+	if (n != (x->version > 1 ? x->n_units : 0))
+		abort();
+	for (uint64_t i = 0; i < n && i < 64; i++) {
+		if (u.v[i].c_off >= x->archive_size)
+			abort();
+		k = cb_idx_members_in(x, cb_idx_unit_start(x, i), cb_idx_unit_start(x, i + 1), &v);
+		for (uint64_t j = 0; j < k; j++)
+			if (v[j] >= x->n_entries || (j && v[j] <= v[j - 1]))
+				abort();
+		free(v);
+	}
+	cb_codec_units_release(&u);
+}
+
 static void use_idx(const struct cb_idx *x)
 {
 	uint64_t *v, n, uo, co;
 	struct cb_idx_entry e;
 
+	use_units(x);
 	for (uint64_t i = 0; i < x->n_entries; i++) {
 		cb_idx_entry(x, i, &e);
 		inside(x, e.path);
 		inside(x, e.link);
 		if (e.hdr_off > x->tar_size || e.data_off > x->tar_size)
 			abort();
+		data_bounded(x, &e);
 		cb_idx_unit_for(x, e.hdr_off, &uo, &co);
 		if (uo > e.hdr_off || (x->n_units && co >= x->archive_size))
 			abort();
