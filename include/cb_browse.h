@@ -18,6 +18,7 @@
 
 int cb_ls_run(const char *archive, char *const *paths, size_t n_paths, int json, FILE *out,
 	      struct cb_log *log);
-int cb_index_run(const char *archive, struct cb_log *log);
+/* dry_run: the catalog is built and checked, not written. */
+int cb_index_run(const char *archive, int dry_run, struct cb_log *log);
 
 #endif

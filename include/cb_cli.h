@@ -27,6 +27,7 @@ struct cb_cli {
 	int ignore_checksum;          /* restore --ignore-checksum */
 	struct cb_strvec paths;       /* restore --path P (repeatable) */
 	int json;                     /* ls --json */
+	int dry_run;                  /* --dry-run (also in kv, for the commands with a config) */
 	int help, version;
 	char *cmdline;                /* "cbackup 101 --mode suspend" for the log */
 };

@@ -20,6 +20,7 @@ struct cb_command_def {
 	enum cb_command id;
 	int min_args, max_args;   /* positional arguments; max -1: any number */
 	int needs_config;         /* main loads --config before run */
+	int dry_run;              /* honours --dry-run (changes nothing); 0: refuses it */
 	cb_command_fn *run;
 };
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <time.h>
 #include "cb_opts.h"
+#include "cb_text.h"
 
 enum cb_result { CB_RESULT_OK, CB_RESULT_FAILED, CB_RESULT_SKIPPED };
 
@@ -62,7 +63,6 @@ void cb_jobstatus_json(const struct cb_job_status *js, FILE *out);
 int cb_jobstatus_write(const struct cb_job_status *js, const char *dir);
 
 /* JSON helpers shared with `cbackup list --output-format json`. */
-void cb_json_string(FILE *out, const char *s);   /* "..." or null for NULL */
 void cb_json_time(FILE *out, time_t t);         /* "2026-12-02T10:14:07+01:00" */
 
 #endif

@@ -67,6 +67,7 @@ struct cb_opts {
 	char *mailto;             /* "a@x, b@y" or NULL: no mail */
 	enum cb_mailnotification mailnotification;
 	char *sendmail;           /* mail program */
+	int mail_timeout;         /* seconds the mail program has, report written included */
 	char *notes_template;     /* ARCHIVE.notes, NULL = none */
 	int protected_;           /* create ARCHIVE.protected */
 	enum cb_output_format output_format;

@@ -21,6 +21,7 @@ struct cb_restore_opts {
 	char *const *paths;   /* --path: only these entries and subtrees (n_paths 0: all) */
 	size_t n_paths;
 	int ignore_checksum;  /* a .sha256 that does not match is no error */
+	int dry_run;          /* check and say what would be restored; write nothing */
 };
 
 struct cb_restore_stats {

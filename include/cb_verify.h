@@ -18,6 +18,8 @@ struct cb_verify_stats {
 	int checksum_checked;      /* a .sha256 file was there and matched */
 };
 
-int cb_verify_run(const char *archive, struct cb_log *log, struct cb_verify_stats *st);
+/* dry_run: the same checks, but no ARCHIVE.verified is written. */
+int cb_verify_run(const char *archive, int dry_run, struct cb_log *log,
+		  struct cb_verify_stats *st);
 
 #endif

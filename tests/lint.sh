@@ -11,9 +11,16 @@
 #     `&& continue|break|return|VAR=...`;
 # and a body must hold a command that can fail: not empty, not only
 # echo/printf/true/: lines. Here-documents and "..." strings are not code.
+# It also rejects timing thresholds anywhere in a test file (a measured
+# duration held under a bound: tests/lint-timing.awk says how they are
+# recognized): tests check mechanisms, bench/ measures time.
 # Prints FILE:LINE: reason for each problem; exits 1 if there is one.
 cd "$(dirname "$0")/.." || exit 2
 [ $# = 0 ] && set -- tests/e2e/t[0-9]*.sh
+bad=0
+for f in "$@"; do
+	awk -f tests/lint-timing.awk "$f" || bad=1
+done
 awk '
 function problem(n, why) { printf "%s:%d: %s\n", FILENAME, n, why; bad = 1 }
 function strip(s) {          # drop "..." strings and a trailing comment
@@ -63,4 +70,5 @@ FNR == 1 { inbody = 0; heredoc = "" }
 	cont = (l ~ /(\\|&&|\|)[ \t]*$/)
 }
 END { exit bad }
-' "$@"
+' "$@" || bad=1
+exit $bad

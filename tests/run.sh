@@ -33,12 +33,12 @@ if [ "${E2E:-1}" = 1 ]; then
 		case "$t" in *"${1:-}"*) ;; *) continue ;; esac
 		name=$(basename "$t" .sh)
 		bash "$t" >"$out/$name" 2>&1; rc=$?
-		# A script that fails is run once more, and what that second run
-		# says is what counts; the first failure is shown and named
-		# "flaky" in the summary, never hidden: a flaky test is a defect to
-		# fix, but one timing race on a loaded machine must not sink the
-		# whole suite (RETRY_FLAKY=0 turns this off).
-		if [ "$rc" != 0 ] && [ "${RETRY_FLAKY:-1}" = 1 ]; then
+		# A failure counts: a flaky test is a defect to fix, and CI must
+		# say so (issue 29; tests/soak.sh finds them under load). With
+		# RETRY_FLAKY=1 (opt-in, for a developer on a busy machine) a
+		# script that fails is run once more and the second run counts;
+		# the first failure is still shown and named "flaky".
+		if [ "$rc" != 0 ] && [ "${RETRY_FLAKY:-0}" = 1 ]; then
 			echo "---- $name failed, running it once more; its first output:"
 			grep -E '^(not ok|# )' "$out/$name" | head -n 60
 			flaky_names="$flaky_names $name"

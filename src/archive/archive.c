@@ -26,6 +26,7 @@
 #include "cb_cleanup.h"
 #include "cb_magic.h"
 #include "cb_stage.h"
+#include "cb_text.h"
 #include "cb_util.h"
 
 #define DATA_BUF (1024 * 1024)
@@ -262,14 +263,32 @@ static int write_header(struct arch *c, struct archive_entry *e, const char *src
 	return r;
 }
 
+/* A name that is not UTF-8 makes libarchive's pax writer warn ("can't
+ * translate pathname") and write that entry's names as raw bytes under
+ * hdrcharset=BINARY, as POSIX says: that is how we want them archived
+ * (GNU tar and bsdtar extract them byte for byte), not a warning. */
+static int names_binary(struct archive_entry *e)
+{
+	const char *n[3] = { archive_entry_pathname(e), archive_entry_symlink(e),
+			     archive_entry_hardlink(e) };
+
+	for (int i = 0; i < 3; i++)
+		if (n[i] && !cb_utf8_valid(n[i]))
+			return 1;
+	return 0;
+}
+
 /* Write one entry (header, then data if it carries any). */
 static int put_entry(struct arch *c, struct archive_entry *e, int fd, const char *src)
 {
 	int r = write_header(c, e, src);
 
-	if (r < 0)
+	if (r < ARCHIVE_WARN || r == -1)
 		return -1;
-	if (r == ARCHIVE_WARN)
+	if (r == ARCHIVE_WARN && names_binary(e))
+		cb_verbose(c->log, "'%s': name or link target not UTF-8: archived as raw bytes "
+			   "(pax hdrcharset=BINARY)", src);
+	else if (r == ARCHIVE_WARN)
 		cb_warn(c->log, "'%s': %s", src, archive_error_string(c->a));
 	c->st->entries++;
 	if (fd >= 0 && archive_entry_hardlink(e) == NULL && archive_entry_size(e) > 0 &&
@@ -277,8 +296,11 @@ static int put_entry(struct arch *c, struct archive_entry *e, int fd, const char
 		return -1;
 	/* the data's padding now, not at the start of the next header, which
 	 * write_header holds back and rewrites */
-	if (archive_write_finish_entry(c->a) < ARCHIVE_WARN)
+	r = archive_write_finish_entry(c->a);
+	if (r < ARCHIVE_WARN)
 		return la_fail(c, c->a, src);
+	if (r == ARCHIVE_WARN)
+		cb_warn(c->log, "'%s': %s", src, archive_error_string(c->a));
 	return 0;
 }
 
@@ -659,9 +681,14 @@ static struct archive *disk_reader(int flags)
 		cb_error("cannot create libarchive disk reader");
 		return NULL;
 	}
-	/* no archive_read_disk_set_standard_lookup(): numeric owners only */
-	archive_read_disk_set_symlink_physical(d);
-	archive_read_disk_set_behavior(d, flags);
+	/* no archive_read_disk_set_standard_lookup(): numeric owners only;
+	 * a flag not taken (no mount-point stop, host ACLs) is no reader */
+	if (archive_read_disk_set_symlink_physical(d) != ARCHIVE_OK ||
+	    archive_read_disk_set_behavior(d, flags) != ARCHIVE_OK) {
+		cb_error("cannot set up libarchive disk reader: %s", archive_error_string(d));
+		archive_read_free(d);
+		return NULL;
+	}
 	return d;
 }
 
@@ -727,7 +754,7 @@ static int write_grafted(const char *tree, const struct cb_archive_graft *grafts
 	struct arch c = { .codec = codec, .log = log, .st = stats, .side_fd = -1, .grafts = grafts,
 			  .n_grafts = n_grafts };
 	double t0 = cb_now();
-	int ret = -1;
+	int ret = -1, r;
 
 	memset(stats, 0, sizeof(*stats));
 	c.buf = cb_xmalloc_huge(DATA_BUF);
@@ -745,10 +772,13 @@ static int write_grafted(const char *tree, const struct cb_archive_graft *grafts
 		c.codec_failed = 1;
 		goto out;
 	}
-	if (archive_write_close(c.a) != ARCHIVE_OK) {
+	r = archive_write_close(c.a);
+	if (r < ARCHIVE_WARN) {
 		la_fail(&c, c.a, "(archive end)");
 		goto out;
 	}
+	if (r == ARCHIVE_WARN)
+		cb_warn(log, "archive end: %s", archive_error_string(c.a));
 	ret = pad_record(&c);
 out:
 	if (ret < 0 && c.a)

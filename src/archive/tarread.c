@@ -157,8 +157,8 @@ static int tarread_open(struct cb_tarread *t, const char *path, int want_sha256,
 	t->a = archive_read_new();
 	if (!t->a)
 		return cb_error("cannot initialise libarchive");
-	archive_read_support_format_tar(t->a);
-	if (archive_read_open(t->a, t, NULL, read_cb, NULL) != ARCHIVE_OK)
+	if (archive_read_support_format_tar(t->a) != ARCHIVE_OK ||
+	    archive_read_open(t->a, t, NULL, read_cb, NULL) != ARCHIVE_OK)
 		return cb_tarread_error(t, path);
 	return 0;
 }

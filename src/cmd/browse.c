@@ -9,6 +9,7 @@
 #include "cb_browse.h"
 #include "cb_index.h"
 #include "cb_jobstatus.h"
+#include "cb_text.h"
 #include "cb_util.h"
 
 /* GNU tar's mode column: type, rwx with s/S and t/T. */
@@ -37,6 +38,7 @@ static void print_tar_line(FILE *out, const struct cb_idx_entry *e, int *width)
 	time_t t = (time_t)e->mtime;
 	struct tm tm;
 	uint32_t type = e->mode & S_IFMT;
+	char *path, *link;
 	int pad;
 
 	mode_string(e, mode);
@@ -50,13 +52,18 @@ static void print_tar_line(FILE *out, const struct cb_idx_entry *e, int *width)
 	pad = (int)(strlen(owner) + 1 + strlen(size));
 	if (pad > *width)
 		*width = pad;
+	/* names quoted as tar -tv quotes them: a name cannot forge a line */
+	path = cb_quote(e->path);
+	link = cb_quote(e->link);
 	fprintf(out, "%s %s %*s %s %s", mode, owner, *width - pad + (int)strlen(size), size, date,
-		e->path);
+		path);
 	if (e->flags & CB_IDX_HARDLINK)
-		fprintf(out, " link to %s", e->link);
+		fprintf(out, " link to %s", link);
 	else if (type == S_IFLNK)
-		fprintf(out, " -> %s", e->link);
+		fprintf(out, " -> %s", link);
 	fputc('\n', out);
+	free(path);
+	free(link);
 }
 
 static const char *type_name(const struct cb_idx_entry *e)
@@ -73,14 +80,14 @@ static const char *type_name(const struct cb_idx_entry *e)
 
 static void print_json_line(FILE *out, const struct cb_idx_entry *e)
 {
-	fputs("{\"path\":", out);
-	cb_json_string(out, e->path);
+	fputc('{', out);
+	cb_json_member(out, "", "path", e->path, "");
 	fprintf(out, ",\"type\":\"%s\",\"size\":%llu,\"mode\":\"%04o\",\"uid\":%u,\"gid\":%u,"
 		"\"mtime\":%lld.%09u", type_name(e), (unsigned long long)e->size, e->mode & 07777,
 		e->uid, e->gid, (long long)e->mtime, e->mtime_nsec);
 	if (*e->link) {
-		fputs(",\"link\":", out);
-		cb_json_string(out, e->link);
+		fputc(',', out);
+		cb_json_member(out, "", "link", e->link, "");
 	}
 	if ((e->mode & S_IFMT) == S_IFCHR || (e->mode & S_IFMT) == S_IFBLK)
 		fprintf(out, ",\"major\":%u,\"minor\":%u", e->dev_major, e->dev_minor);
@@ -153,7 +160,7 @@ static void check_seek_table(const char *archive, const struct cb_idx *x, struct
 	cb_codec_units_release(&u);
 }
 
-int cb_index_run(const char *archive, struct cb_log *log)
+int cb_index_run(const char *archive, int dry_run, struct cb_log *log)
 {
 	char *path = cb_xasprintf("%s.idx", archive), hex[65];
 	unsigned char *buf = NULL;
@@ -174,6 +181,11 @@ int cb_index_run(const char *archive, struct cb_log *log)
 	if (x.codec == CB_COMPRESS_ZSTD)
 		check_seek_table(archive, &x, log);
 	cb_idx_close(&x);
+	if (dry_run) {
+		cb_info(log, "dry run: would write catalog '%s' (%zu bytes)", path, len);
+		ret = 0;
+		goto out;
+	}
 	if (cb_idx_write_file(path, buf, len, hex) < 0)
 		goto out;
 	cb_info(log, "wrote catalog '%s' (%zu bytes, sha256 %s)", path, len, hex);

@@ -1,21 +1,28 @@
 /* cb_list: the backups table. See include/cb_list.h. */
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cb_catalog.h"
 #include "cb_jobstatus.h"
 #include "cb_list.h"
+#include "cb_text.h"
 #include "cb_util.h"
 
-/* The notes' first line, control characters shown as '?' (a note is
- * written by a template, but the file could be anyone's). */
+/* The notes' first line, quoted as names are (cb_quote): a note is
+ * written by a template, but the file could be anyone's. */
 static void print_notes(FILE *out, const char *notes)
 {
+	char *line, *q;
+
 	if (!notes)
 		return;
-	fputs("  ", out);
-	for (const unsigned char *p = (const unsigned char *)notes; *p && *p != '\n'; p++)
-		fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, out);
+	line = cb_xstrdup(notes);
+	line[strcspn(line, "\n")] = '\0';
+	q = cb_quote(line);
+	fprintf(out, "  %s", q);
+	free(q);
+	free(line);
 }
 
 static void print_row(FILE *out, const struct cb_backup_file *f)
@@ -47,8 +54,8 @@ static void print_table(FILE *out, const struct cb_catalog *cat)
 
 static void print_json_entry(FILE *out, const struct cb_backup_file *f, int last)
 {
-	fputs("  {\n    \"id\": ", out);
-	cb_json_string(out, f->id);
+	fputs("  {\n", out);
+	cb_json_member(out, "    ", "id", f->id, "\n");
 	fprintf(out, ",\n    \"type\": \"%s\",\n    \"time\": ", cb_guest_type_name(f->type));
 	cb_json_time(out, f->when);
 	fprintf(out, ",\n    \"epoch\": %lld,\n    \"size\": %llu,\n    \"codec\": \"%s\",\n",
@@ -56,10 +63,9 @@ static void print_json_entry(FILE *out, const struct cb_backup_file *f, int last
 	fprintf(out, "    \"protected\": %s,\n    \"checksum\": %s,\n    \"verified\": %s,\n",
 		f->is_protected ? "true" : "false", f->has_checksum ? "true" : "false",
 		f->verified ? "true" : "false");
-	fputs("    \"archive\": ", out);
-	cb_json_string(out, f->path);
-	fputs(",\n    \"notes\": ", out);
-	cb_json_string(out, f->notes);
+	cb_json_member(out, "    ", "archive", f->path, "\n");
+	fputs(",\n", out);
+	cb_json_member(out, "    ", "notes", f->notes, "\n");
 	fprintf(out, "\n  }%s\n", last ? "" : ",");
 }
 

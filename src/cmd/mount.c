@@ -270,19 +270,21 @@ static int sparse_read(struct mnt *m, const struct cb_idx_entry *e, char *buf, s
 	const void *blk;
 	size_t bl;
 	la_int64_t bo;
-	int ret = -EIO;
+	int ret = -EIO, rc;
 	uint64_t lo, hi, from = (uint64_t)off, to = (uint64_t)off + size;
 
 	memset(buf, 0, size);
 	if (member_entry(m, e, &t, &ae) < 0)
 		goto out;
-	while (archive_read_data_block(t.a, &blk, &bl, &bo) == ARCHIVE_OK && (uint64_t)bo < to) {
+	/* ARCHIVE_WARN still hands a block; EOF ends; worse is EIO */
+	while ((rc = archive_read_data_block(t.a, &blk, &bl, &bo)) >= ARCHIVE_WARN &&
+	       rc != ARCHIVE_EOF && (uint64_t)bo < to) {
 		lo = (uint64_t)bo > from ? (uint64_t)bo : from;
 		hi = (uint64_t)bo + bl < to ? (uint64_t)bo + bl : to;
 		if (lo < hi)
 			memcpy(buf + (lo - from), (const char *)blk + (lo - (uint64_t)bo), hi - lo);
 	}
-	ret = 0;
+	ret = rc < ARCHIVE_WARN ? -EIO : 0;
 out:
 	cb_tarread_close(&t);
 	return ret;

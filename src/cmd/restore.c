@@ -70,6 +70,20 @@ static int mkdir_p(const char *path)
 	return ret;
 }
 
+/* A dry run creates no DESTDIR: its space is that of the nearest
+ * directory above it that exists. */
+static int dry_dest(struct rst *r, const char *destdir)
+{
+	char *p = cb_xstrdup(destdir), *slash;
+
+	cb_info(r->log, "dry run: would create '%s'", destdir);
+	while ((slash = strrchr(p, '/')) && access(p, F_OK) < 0)
+		slash == p ? (void)(p[1] = '\0') : (void)(*slash = '\0');
+	r->dest = realpath(access(p, F_OK) == 0 ? p : ".", NULL);
+	free(p);
+	return r->dest ? 0 : cb_error_errno("cannot resolve '%s'", destdir);
+}
+
 /* Check or create DESTDIR and resolve it to a symlink-free absolute path. */
 int cb_rst_prepare_dest(struct rst *r, const struct cb_restore_opts *o)
 {
@@ -79,6 +93,8 @@ int cb_rst_prepare_dest(struct rst *r, const struct cb_restore_opts *o)
 	if (stat(o->destdir, &st) < 0) {
 		if (errno != ENOENT)
 			return cb_error_errno("cannot stat '%s'", o->destdir);
+		if (o->dry_run)
+			return dry_dest(r, o->destdir);
 		if (mkdir_p(o->destdir) < 0)
 			return -1;
 	} else if (!S_ISDIR(st.st_mode)) {
@@ -201,6 +217,8 @@ static int copy_data(struct rst *r, const char *name)
 			return 0;
 		if (la_check(r, r->tr.a, rc, name) < 0)
 			return -1;
+		/* the disk writer says ARCHIVE_WARN for a write(2) that failed
+		 * ("Write failed": ENOSPC, EIO): for this call that is an error */
 		if (archive_write_data_block(r->out, buf, size, off) < ARCHIVE_OK)
 			return la_fail(r, r->out, name);
 		r->st->bytes += size;
@@ -482,6 +500,10 @@ int cb_rst_space_check(struct rst *r, const struct cb_restore_opts *o, const str
 	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	cb_fmt_bytes(need_s, sizeof(need_s), n->bytes);
 	cb_fmt_bytes(avail_s, sizeof(avail_s), avail);
+	if (o->dry_run)
+		cb_info(r->log, "dry run: would restore %llu entries, %s on disk into '%s' (%s "
+			"available); nothing written", (unsigned long long)n->entries, need_s,
+			o->destdir, avail_s);
 	if (n->bytes <= avail && (!vfs.f_files || n->entries <= vfs.f_favail))
 		return 0;
 	if (n->bytes > avail)
@@ -515,7 +537,8 @@ static int open_disk(struct rst *r)
 	if (!r->out)
 		return cb_error("cannot initialise libarchive");
 	/* no archive_write_disk_set_standard_lookup(): owners by number */
-	archive_write_disk_set_options(r->out, EXTRACT_FLAGS);
+	if (archive_write_disk_set_options(r->out, EXTRACT_FLAGS) != ARCHIVE_OK)
+		return cb_error("cannot set up the restore: %s", archive_error_string(r->out));
 	return 0;
 }
 
@@ -550,6 +573,12 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 	memset(st, 0, sizeof(*st));
 	if (open_disk(&r) < 0)
 		goto out;
+	if (o->dry_run) {
+		/* the checks of a restore, then the counting pass: nothing else */
+		ret = cb_rst_prepare_dest(&r, o) < 0 ? -1
+		      : o->n_paths > 0 ? cb_restore_paths(&r, o) : check_space(&r, o);
+		goto out;
+	}
 	if (o->n_paths > 0) {
 		if (cb_rst_prepare_dest(&r, o) < 0 || cb_restore_paths(&r, o) < 0 || cb_rst_close(&r) < 0)
 			goto out;

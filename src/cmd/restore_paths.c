@@ -195,6 +195,8 @@ static int run_entry(struct rst *r, const struct cb_idx *x, const struct pick *p
 	cb_idx_entry(x, i, &e);
 	if (rc < ARCHIVE_WARN)
 		return cb_tarread_error(&r->tr, "cannot read archive");
+	if (rc == ARCHIVE_WARN)
+		cb_warn(r->log, "%s", archive_error_string(r->tr.a));
 	if (!same_key(archive_entry_pathname(ae), e.path))
 		return cb_error("the catalog does not match the archive: '%s' is where it says '%s' "
 				"is (run cbackup index)", archive_entry_pathname(ae), e.path);
@@ -280,7 +282,7 @@ int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o)
 			(unsigned long long)x.n_entries);
 		ret = check_space(r, o, &x, &p);
 	}
-	if (ret == 0) {
+	if (ret == 0 && !o->dry_run) {
 		ret = restore_picked(r, &x, &p, o->archive);
 	}
 	free(p.v);

@@ -16,14 +16,25 @@
 #include "cb_util.h"
 #include "cb_verify.h"
 
-static int read_entry_data(struct cb_tarread *t, const char *name, struct cb_verify_stats *st)
+/* ARCHIVE_WARN: the entry was read, with something libarchive did not
+ * like (said as a WARN: line); a worse code fails the verify. */
+static void la_warn(struct cb_log *log, struct cb_tarread *t, const char *name)
+{
+	cb_warn(log, "'%s': %s", name ? name : "", archive_error_string(t->a));
+}
+
+static int read_entry_data(struct cb_tarread *t, const char *name, struct cb_verify_stats *st,
+			   struct cb_log *log)
 {
 	const void *buf;
 	size_t size;
 	la_int64_t off;
 	int rc;
 
-	while ((rc = archive_read_data_block(t->a, &buf, &size, &off)) == ARCHIVE_OK) {
+	while ((rc = archive_read_data_block(t->a, &buf, &size, &off)) == ARCHIVE_OK ||
+	       rc == ARCHIVE_WARN) {
+		if (rc == ARCHIVE_WARN)
+			la_warn(log, t, name);
 		st->bytes += size;
 		if (cb_check_interrupt() < 0)
 			return -1;
@@ -36,7 +47,7 @@ static int read_entry_data(struct cb_tarread *t, const char *name, struct cb_ver
 	return 0;
 }
 
-static int walk(struct cb_tarread *t, struct cb_verify_stats *st)
+static int walk(struct cb_tarread *t, struct cb_verify_stats *st, struct cb_log *log)
 {
 	struct archive_entry *e;
 	int rc;
@@ -45,8 +56,10 @@ static int walk(struct cb_tarread *t, struct cb_verify_stats *st)
 		if (rc < ARCHIVE_WARN)
 			return cb_tarread_error(t, st->entries ? "corrupt archive after its last good entry"
 								 : "not a readable tar archive");
+		if (rc == ARCHIVE_WARN)
+			la_warn(log, t, archive_entry_pathname(e));
 		st->entries++;
-		if (read_entry_data(t, archive_entry_pathname(e), st) < 0)
+		if (read_entry_data(t, archive_entry_pathname(e), st, log) < 0)
 			return -1;
 	}
 	return cb_tarread_finish_stream(t);
@@ -166,7 +179,8 @@ static void name_members(const char *archive, uint64_t unit, char *msg, size_t l
 	free(path);
 }
 
-int cb_verify_run(const char *archive, struct cb_log *log, struct cb_verify_stats *st)
+int cb_verify_run(const char *archive, int dry_run, struct cb_log *log,
+		  struct cb_verify_stats *st)
 {
 	struct cb_tarread t = { .fd = -1, .file_fd = -1 };
 	char size[32], walk_error[4096];
@@ -174,7 +188,7 @@ int cb_verify_run(const char *archive, struct cb_log *log, struct cb_verify_stat
 	uint64_t bad;
 
 	memset(st, 0, sizeof(*st));
-	walked = cb_tarread_open_checked(&t, archive, 0) < 0 ? -1 : walk(&t, st);
+	walked = cb_tarread_open_checked(&t, archive, 0) < 0 ? -1 : walk(&t, st, log);
 	snprintf(walk_error, sizeof(walk_error), "%s", cb_last_error());
 	if (t.file_fd < 0) {   /* not even opened, or a .sha256 that is no checksum file */
 		cb_error("%s", walk_error);
@@ -204,7 +218,10 @@ int cb_verify_run(const char *archive, struct cb_log *log, struct cb_verify_stat
 	cb_fmt_bytes(size, sizeof(size), st->bytes);
 	cb_info(log, "archive '%s' is good: %llu entries, %s of file data%s", archive,
 		(unsigned long long)st->entries, size, st->checksum_checked ? ", checksum matches" : "");
-	mark_verified(archive, log);
+	if (dry_run)
+		cb_info(log, "dry run: '%s.verified' not written", archive);
+	else
+		mark_verified(archive, log);
 	ret = 0;
 out:
 	cb_tarread_close(&t);

@@ -35,10 +35,11 @@ void cb_cli_usage(FILE *out)
 	      "       cbackup backup --root DIR [--id ID] [--type ct]   [options]\n"
 	      "       cbackup backup --disk FILE [--disk FILE...] --id ID --type vm [options]\n"
 	      "       cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...] [--ignore-checksum]\n"
+	      "                       [--dry-run]\n"
 	      "       cbackup ls ARCHIVE [PATH...] [--json]\n"
-	      "       cbackup index ARCHIVE\n"
+	      "       cbackup index ARCHIVE [--dry-run]\n"
 	      "       cbackup mount ARCHIVE MOUNTPOINT\n"
-	      "       cbackup verify ARCHIVE\n"
+	      "       cbackup verify ARCHIVE [--dry-run]\n"
 	      "       cbackup list [ID] [--storage NAME | --dumpdir DIR]\n"
 	      "       cbackup prune [ID] [--prune-backups keep-last=N,...] [--dry-run]\n"
 	      "       cbackup prune [ID] --staging [--tmpdir DIR] [--dry-run]\n"
@@ -192,7 +193,11 @@ int cb_cli_parse(struct cb_cli *cli, int argc, char **argv)
 			cb_strvec_push(&cli->args, argv[i]);
 		first = 0;
 	}
+	cli->dry_run = scratch.dry_run;
 	cb_opts_release(&scratch);
+	if (ret == 0 && cli->dry_run && !cb_command_get(cli->command)->dry_run)
+		ret = cb_error("'%s' cannot do a dry run: option '--dry-run' refused",
+			       cb_command_get(cli->command)->name);
 	if (ret == 0 && cb_cli_get(cli, "maxfiles") && cb_cli_get(cli, "prune-backups"))
 		ret = cb_error("options --maxfiles and --prune-backups are both given; keep only "
 			       "--prune-backups");

@@ -22,18 +22,19 @@
 #include "cb_restore.h"
 #include "cb_verify.h"
 
-/* A new subcommand is one line here (and its enum cb_command value). */
+/* A new subcommand is one line here (and its enum cb_command value).
+ * probe measures by writing and mount mounts: neither can do a dry run. */
 static const struct cb_command_def commands[] = {
-	{ "backup",  CB_CMD_BACKUP,  0, -1, 1, cb_job_run },
-	{ "restore", CB_CMD_RESTORE, 2,  2, 0, cb_cmd_restore },
-	{ "verify",  CB_CMD_VERIFY,  1,  1, 0, cb_cmd_verify },
-	{ "list",    CB_CMD_LIST,    0,  1, 1, cb_cmd_list },
-	{ "prune",   CB_CMD_PRUNE,   0,  1, 1, cb_cmd_prune },
-	{ "probe",   CB_CMD_PROBE,   0,  0, 1, cb_cmd_probe },
-	{ "ls",      CB_CMD_LS,      1, -1, 0, cb_cmd_ls },
-	{ "index",   CB_CMD_INDEX,   1,  1, 0, cb_cmd_index },
-	{ "mount",   CB_CMD_MOUNT,   2,  2, 0, cb_cmd_mount },
-	{ NULL, 0, 0, 0, 0, NULL }
+	{ "backup",  CB_CMD_BACKUP,  0, -1, 1, 1, cb_job_run },
+	{ "restore", CB_CMD_RESTORE, 2,  2, 0, 1, cb_cmd_restore },
+	{ "verify",  CB_CMD_VERIFY,  1,  1, 0, 1, cb_cmd_verify },
+	{ "list",    CB_CMD_LIST,    0,  1, 1, 1, cb_cmd_list },
+	{ "prune",   CB_CMD_PRUNE,   0,  1, 1, 1, cb_cmd_prune },
+	{ "probe",   CB_CMD_PROBE,   0,  0, 1, 0, cb_cmd_probe },
+	{ "ls",      CB_CMD_LS,      1, -1, 0, 1, cb_cmd_ls },
+	{ "index",   CB_CMD_INDEX,   1,  1, 0, 1, cb_cmd_index },
+	{ "mount",   CB_CMD_MOUNT,   2,  2, 0, 0, cb_cmd_mount },
+	{ NULL, 0, 0, 0, 0, 0, NULL }
 };
 
 const struct cb_command_def *cb_command_find(const char *name)
@@ -55,7 +56,7 @@ const struct cb_command_def *cb_command_get(enum cb_command id)
 int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_restore_opts ro = { cli->args.v[0], cli->args.v[1], cli->force,
-				      cli->paths.v, cli->paths.n, cli->ignore_checksum };
+				      cli->paths.v, cli->paths.n, cli->ignore_checksum, cli->dry_run };
 	struct cb_restore_stats st = { 0 };
 
 	(void)cfg;   /* restore reads no configuration */
@@ -79,7 +80,7 @@ int cb_cmd_ls(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_l
 int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	(void)cfg;   /* index reads no configuration */
-	if (cb_index_run(cli->args.v[0], log) < 0) {
+	if (cb_index_run(cli->args.v[0], cli->dry_run, log) < 0) {
 		cb_err(log, "index of '%s' failed - %s", cli->args.v[0], cb_last_error());
 		return CB_EXIT_FAILED;
 	}
@@ -101,7 +102,7 @@ int cb_cmd_verify(const struct cb_cli *cli, const struct cb_config *cfg, struct 
 	struct cb_verify_stats st;
 
 	(void)cfg;   /* verify reads no configuration */
-	if (cb_verify_run(cli->args.v[0], log, &st) < 0) {
+	if (cb_verify_run(cli->args.v[0], cli->dry_run, log, &st) < 0) {
 		cb_err(log, "verify of '%s' failed - %s", cli->args.v[0], cb_last_error());
 		return CB_EXIT_FAILED;
 	}

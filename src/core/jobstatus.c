@@ -75,26 +75,6 @@ const char *cb_result_name(enum cb_result r)
 
 /* ---- JSON ---- */
 
-void cb_json_string(FILE *out, const char *s)
-{
-	if (!s) {
-		fputs("null", out);
-		return;
-	}
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p == '\n')
-			fputs("\\n", out);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);   /* UTF-8 passes through (JSON text is UTF-8) */
-	}
-	fputc('"', out);
-}
-
 void cb_json_time(FILE *out, time_t t)
 {
 	char buf[64], zone[8];
@@ -116,8 +96,7 @@ static void json_seconds(FILE *out, const char *key, double s, const char *sep)
 
 static void json_field(FILE *out, const char *key, const char *value)
 {
-	fprintf(out, "      \"%s\": ", key);
-	cb_json_string(out, value);
+	cb_json_member(out, "      ", key, value, "\n");
 	fputs(",\n", out);
 }
 
@@ -161,19 +140,18 @@ static void json_guest(FILE *out, const struct cb_guest_result *g, int last)
 
 void cb_jobstatus_json(const struct cb_job_status *js, FILE *out)
 {
-	fprintf(out, "{\n  \"cbackup\": \"%s\",\n  \"host\": ", CB_VERSION);
-	cb_json_string(out, js->host);
-	fputs(",\n  \"command\": ", out);
-	cb_json_string(out, js->cmdline);
+	fprintf(out, "{\n  \"cbackup\": \"%s\",\n", CB_VERSION);
+	cb_json_member(out, "  ", "host", js->host, "\n");
+	fputs(",\n", out);
+	cb_json_member(out, "  ", "command", js->cmdline, "\n");
 	fputs(",\n  \"start\": ", out);
 	cb_json_time(out, js->start);
 	fprintf(out, ",\n  \"start_epoch\": %lld,\n  \"end\": ", (long long)js->start);
 	cb_json_time(out, js->end);
 	fprintf(out, ",\n  \"end_epoch\": %lld,\n  \"exit_status\": %d,\n", (long long)js->end,
 		js->exit_status);
-	fprintf(out, "  \"status\": \"%s\",\n  \"error\": ",
-		js->exit_status == CB_EXIT_OK ? "ok" : "failed");
-	cb_json_string(out, js->error);
+	fprintf(out, "  \"status\": \"%s\",\n", js->exit_status == CB_EXIT_OK ? "ok" : "failed");
+	cb_json_member(out, "  ", "error", js->error, "\n");
 	fputs(",\n  \"guests\": [\n", out);
 	for (size_t i = 0; i < js->n; i++)
 		json_guest(out, &js->guests[i], i + 1 == js->n);

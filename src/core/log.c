@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cb_log.h"
+#include "cb_text.h"
 #include "cb_private.h"
 
 static const char *const level_prefix[] = { "ERROR", "WARN", "INFO", "INFO", "DEBUG" };
@@ -44,37 +45,10 @@ void cb_log_detach(struct cb_log *log)
 	log->file = NULL;
 }
 
-/*
- * A log line is one line, whatever a file name in it holds: control bytes
- * (and the C1 controls U+0080..U+009F, which some terminals obey) become
- * \n, \t or \ooo, and the backslash itself \\, as GNU tar quotes names.
- * A guest's file named "x\nERROR: ..." cannot start a line of its own.
- */
-static char *log_quote(const char *msg)
-{
-	const unsigned char *p = (const unsigned char *)msg;
-	char *out = cb_xmalloc(strlen(msg) * 4 + 1), *o = out;
-
-	for (; *p; p++) {
-		int c1 = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
-		if (*p == '\\') {
-			*o++ = '\\';
-			*o++ = '\\';
-		} else if (*p == '\n' || *p == '\t') {
-			*o++ = '\\';
-			*o++ = *p == '\n' ? 'n' : 't';
-		} else if (*p < 0x20 || *p == 0x7f || c1) {
-			o += sprintf(o, "\\%03o", *p);
-			if (c1)
-				o += sprintf(o, "\\%03o", *++p);
-		} else {
-			*o++ = (char)*p;
-		}
-	}
-	*o = '\0';
-	return out;
-}
-
+/* A log line is one line, whatever a file name in it holds: names are
+ * quoted as GNU tar quotes them (cb_quote: \n, \033, \ooo for bytes that
+ * are not printable UTF-8). A guest's file named "x\nERROR: ..." cannot
+ * start a line of its own, nor send escape sequences to a terminal. */
 void cb_log_vline(struct cb_log *log, enum cb_log_level lvl, const char *fmt, va_list ap)
 {
 	char *raw, *msg;
@@ -84,7 +58,7 @@ void cb_log_vline(struct cb_log *log, enum cb_log_level lvl, const char *fmt, va
 		return;
 	if (vasprintf(&raw, fmt, ap) < 0)
 		raw = cb_xstrdup(fmt);
-	msg = log_quote(raw);
+	msg = cb_quote(raw);
 	free(raw);
 	if (lvl == CB_LOG_ERROR)
 		log->errors++;

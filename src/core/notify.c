@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,7 +15,6 @@
 #include "cb_util.h"
 
 #define ADDRESS_SEPARATORS ",; \t"
-#define SENDMAIL_TIMEOUT 300   /* seconds; a hung mail program must not hang the job */
 
 /* ---- addresses ---- */
 
@@ -172,19 +172,49 @@ static void first_output_line(int fd, char *buf, size_t len)
 	buf[strcspn(buf, "\r\n")] = '\0';
 }
 
-static int wait_mailer(const char *prog, pid_t pid, int out_fd)
+/*
+ * The report goes in without blocking, under the deadline: a program that
+ * does not read (a full pipe) cannot hold the job. 0 written (or the
+ * program exited without reading all of it: its exit status says why),
+ * 1 the deadline passed.
+ */
+static int feed_mailer(int fd, const char *msg, size_t len, double deadline)
+{
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) < 0)
+		return 1;
+	while (len > 0) {
+		ssize_t n = write(fd, msg, len);
+		struct pollfd p = { fd, POLLOUT, 0 };
+		double left = deadline - cb_now();
+
+		if (n > 0) {
+			msg += n;
+			len -= (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return 0;   /* EPIPE: it exited */
+		if (left <= 0)
+			return 1;
+		poll(&p, 1, (int)(left * 1000) + 1);
+	}
+	return 0;
+}
+
+static int wait_mailer(const char *prog, pid_t pid, int out_fd, double deadline, int fed,
+		       int timeout)
 {
 	char first[256];
 	int status = 0;
 	pid_t r = 0;
 
-	for (int i = 0; i < SENDMAIL_TIMEOUT * 20 && (r = waitpid(pid, &status, WNOHANG)) == 0; i++)
+	while (fed && (r = waitpid(pid, &status, WNOHANG)) == 0 && cb_now() < deadline)
 		usleep(50000);
-	if (r == 0) {
+	if (!fed || r == 0) {
 		kill(pid, SIGKILL);
 		waitpid(pid, &status, 0);
-		return cb_error("mail program '%s' did not finish within %d seconds: killed", prog,
-				SENDMAIL_TIMEOUT);
+		return cb_error("mail program '%s' did not %s within %d seconds: killed", prog,
+				fed ? "finish" : "read the report", timeout);
 	}
 	first_output_line(out_fd, first, sizeof(first));
 	if (r < 0)
@@ -197,9 +227,11 @@ static int wait_mailer(const char *prog, pid_t pid, int out_fd)
 	return 0;
 }
 
-static int run_mailer(const char *prog, const char *msg, size_t len)
+/* Everything from the first byte written to its exit within timeout s. */
+static int run_mailer(const char *prog, const char *msg, size_t len, int timeout)
 {
-	int in[2], out_fd = memfd_create("cbackup-sendmail", MFD_CLOEXEC), ret;
+	int in[2], out_fd = memfd_create("cbackup-sendmail", MFD_CLOEXEC), ret, fed;
+	double deadline = cb_now() + timeout;
 	pid_t pid;
 
 	if (out_fd < 0 || pipe2(in, O_CLOEXEC) < 0) {
@@ -217,10 +249,9 @@ static int run_mailer(const char *prog, const char *msg, size_t len)
 		close(out_fd);
 		return cb_error_errno("mail program '%s': cannot fork", prog);
 	}
-	/* a program that exits without reading gives EPIPE here: its exit status says why */
-	cb_write_all(in[1], msg, len);
+	fed = !feed_mailer(in[1], msg, len, deadline);
 	close(in[1]);
-	ret = wait_mailer(prog, pid, out_fd);
+	ret = wait_mailer(prog, pid, out_fd, deadline, fed, timeout);
 	close(out_fd);
 	return ret;
 }
@@ -239,7 +270,7 @@ int cb_notify_mail(const struct cb_opts *o, const struct cb_job_status *js, stru
 		return cb_error_errno("cannot compose the mail report");
 	cb_notify_compose(js, o->mailto, mem);
 	fclose(mem);
-	ret = run_mailer(o->sendmail, msg, len);
+	ret = run_mailer(o->sendmail, msg, len, o->mail_timeout);
 	if (ret == 0)
 		cb_info(log, "mail report sent to %s", o->mailto);
 	free(msg);

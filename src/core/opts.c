@@ -172,8 +172,15 @@ const struct cb_opt_schema cb_opt_table[] = {
 	{ "sendmail", CB_OPT_STRING, "/usr/sbin/sendmail", G | C, "PROGRAM",
 	  "mail program, run without a shell as PROGRAM -t -i (a name without '/' is searched "
 	  "in PATH)", 0, OFF(sendmail), 0, 0, NULL,
-	  "A mail program that is missing, fails or runs longer than 5 minutes is a\n"
-	  "warning, never a failed backup." },
+	  "A mail program that is missing, fails or runs longer than\n"
+	  ".B mail\\-timeout\n"
+	  "is a warning, never a failed backup." },
+	{ "mail-timeout", CB_OPT_INT, "300", G | C, "SECONDS",
+	  "how long the mail program may take, from the first byte of the report to its exit; "
+	  "then it is killed", 0, OFF(mail_timeout), 1, 86400, NULL,
+	  "The report is written without blocking under the same deadline: a mail\n"
+	  "program that never reads its input cannot hold the job (a one-shot\n"
+	  "service would never finish), whatever the size of the report." },
 	{ "notes-template", CB_OPT_STRING, NULL, G | S | U | C, "TEMPLATE",
 	  "text of ARCHIVE.notes: {{cluster}} {{guestname}} {{node}} {{vmid}} {{type}}, \\n = "
 	  "new line", 0, OFF(notes_template), 0, 0, NULL,

@@ -1,6 +1,6 @@
 #!/bin/bash
 # cbackup dies while the guest is frozen: SIGKILL (the watchdog thaws the
-# guest within 2 s) and SIGTERM (the signal handler thaws at once, the
+# guest when cbackup's pipe closes) and SIGTERM (the signal handler thaws at once, the
 # backup fails cleanly: non-zero exit, no .tmp, no staging left).
 # killer-on-freeze sends the signal the moment it sees the guest frozen.
 . "$(dirname "$0")/lib.sh"
@@ -12,20 +12,29 @@ test_expect_success ROOT 'setup: a tree with many files (a long final sync)' '
 	make_many_files "$SRC" 5000
 '
 
-# check_thawed_after_kill EVENTS: frozen, killed, then thawed within 2 s
+# check_thawed_after_kill EVENTS: frozen, killed, then thawed while the
+# watcher lingered (30 s, half of max-freeze's default 60 s): the thaw came
+# from the kill (the watchdog's pipe, or the signal handler), not from the
+# max-freeze deadline. No stopwatch: a loaded machine may take its time.
 check_thawed_after_kill() {
 	cat "$1"
 	awk '
 		$1 == "frozen" && !k { f = 1 }
-		$1 == "killed" { if (!f) { print "killed before frozen?"; exit 1 } k = $3 }
-		$1 == "thawed" && k && !t { t = $3 }
+		$1 == "killed" { if (!f) { print "killed before frozen?"; exit 1 } k = 1 }
+		$1 == "thawed" && k { t = 1 }
 		END {
 			if (!k) { print "cbackup was never seen in the frozen window"; exit 1 }
 			if (!t) { print "the guest was not thawed after the kill"; exit 1 }
-			if (t - k > 2000) { print "thawed " t - k " ms after the kill"; exit 1 }
-			print "thawed " t - k " ms after the kill"
 		}' "$1"
 }
+
+# the pre-restart hook holds the freeze until cbackup is gone (at most 30 s):
+# the signal lands inside the freeze however late a loaded machine lets the
+# killer run
+printf '%s\n' '#!/bin/sh' '[ "$1" = pre-restart ] || exit 0' \
+	'i=0; while kill -0 $PPID 2>/dev/null && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done' \
+	>"$SCRATCH/hold-hook"
+chmod +x "$SCRATCH/hold-hook"
 
 # kill_in_freeze ID SIGNAL DELAY_MS CGROUP CBACKUP-FREEZE-OPTIONS...: a
 # writer guest in CGROUP, cbackup signalled DELAY_MS after the freeze; sets RC
@@ -38,7 +47,7 @@ kill_in_freeze() {
 	mkdir "$SCRATCH/dump-$id" "$SCRATCH/tmp-$id"
 	RC=0
 	"$HELPERS/killer-on-freeze" -c "$cg" -o "$SCRATCH/events-$id" -s "$SIDE" \
-		-k "$sig" -d "$delay" -l 2500 -- \
+		-k "$sig" -d "$delay" -l 30000 -- \
 		"$CBACKUP" backup --root "$SRC" --id "$id" --tmpdir "$SCRATCH/tmp-$id" \
 		--dumpdir "$SCRATCH/dump-$id" --compress zstd --mode suspend "$@" \
 		>"$CB_OUT" 2>"$CB_ERR" || RC=$?
@@ -54,7 +63,7 @@ guest_runs_again() {
 
 test_expect_success ROOT,CGROUP2 'SIGKILL while frozen (cgroup v2): watchdog thaws' '
 	cg=$(make_cgroup v2)
-	kill_in_freeze 301 9 0 "$cg" --freeze-cgroup "$cg"
+	kill_in_freeze 301 9 0 "$cg" --freeze-cgroup "$cg" --script "$SCRATCH/hold-hook"
 	[ "$RC" = 137 ]
 	check_thawed_after_kill "$SCRATCH/events-301"
 	test_must_fail grep "resuming guest" "$CB_ERR"
@@ -63,7 +72,8 @@ test_expect_success ROOT,CGROUP2 'SIGKILL while frozen (cgroup v2): watchdog tha
 
 test_expect_success ROOT,CGROUP1 'SIGKILL while frozen (cgroup v1 freezer): watchdog thaws' '
 	cg=$(make_cgroup v1)
-	kill_in_freeze 302 9 0 "$cg" --freeze-cgroup "$cg"
+	kill_in_freeze 302 9 0 "$cg" --freeze-cgroup "$cg" --script "$SCRATCH/hold-hook"
+	test_must_fail grep "resuming guest" "$CB_ERR"
 	[ "$RC" = 137 ]
 	check_thawed_after_kill "$SCRATCH/events-302"
 	guest_runs_again "$cg"

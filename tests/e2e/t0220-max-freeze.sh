@@ -2,10 +2,11 @@
 # max-freeze (issue 5, item 2): the guest writes a lot between the first
 # sync and the freeze (its pre-stop hook writes 300 MB and 40000 small
 # files into the source tree), so the final sync runs far longer than
-# --max-freeze 1. The deadline thaws the guest at once (about one second
-# after the freeze, not when the final sync would have ended), that guest's
+# --max-freeze 1. The deadline thaws the guest (while the final sync is
+# still copying, not when it would have ended), that guest's
 # backup fails with an ERROR naming max-freeze, and the job goes on with
-# the next guest, which is backed up.
+# the next guest, which is backed up. No stopwatch: the thaw is shown to
+# come from the deadline by when it ran (the final sync still copying).
 . "$(dirname "$0")/lib.sh"
 
 # the guest's tree on a tmpfs (its burst of writes is quick), the staging on
@@ -60,8 +61,8 @@ test_expect_success ROOT,CGROUP2,TMPFS 'final sync longer than max-freeze: thawe
 	[ct 601]
 	root = $SRC
 	max-freeze = 1
-	freeze-cmd = echo 1 >$CG/cgroup.freeze && date +%s.%N >$SCRATCH/froze-at
-	thaw-cmd = echo 0 >$CG/cgroup.freeze && date +%s.%N >>$SCRATCH/thawed-at
+	freeze-cmd = echo 1 >$CG/cgroup.freeze
+	thaw-cmd = echo 0 >$CG/cgroup.freeze && date +%s.%N >>$SCRATCH/thawed-at && find $TMPD/cbackup -path "*/burst/*" -type f | wc -l >>$SCRATCH/staged-at-thaw
 
 	[ct 602]
 	root = $SRC2
@@ -69,11 +70,12 @@ test_expect_success ROOT,CGROUP2,TMPFS 'final sync longer than max-freeze: thawe
 	cbackup_run 1 601 602 --config "$SCRATCH/cbackup.conf"
 	cat "$CB_ERR"
 	error_names 601 "final sync: " "max-freeze \(1 s\)"
-	# thawed at the deadline: one second after the freeze, well before the
-	# final sync could have copied 300 MB and 40000 files
-	froze=$(cat "$SCRATCH/froze-at")
-	thawed=$(head -n 1 "$SCRATCH/thawed-at")
-	awk -v f="$froze" -v t="$thawed" "BEGIN { d = t - f; print \"thawed \" d \" s after the freeze\"; exit !(d >= 0.9 && d < 2.5) }"
+	# thawed by the deadline (the ERROR says which bound fired) while the
+	# final sync was still copying: not all of the 40000 files of the burst
+	# were staged when the thaw-cmd ran, so it was not the end of the sync
+	staged=$(head -n 1 "$SCRATCH/staged-at-thaw")
+	echo "$staged of the 40000 files of the burst staged at the thaw"
+	test "$staged" -lt 40000
 	guest_thawed "$CG" "$SIDE"
 	grep -x thawed "$SCRATCH/at-pre-restart"
 	no_tmp_files "$DUMP"

@@ -58,7 +58,7 @@ test_expect_success 'setup: images, guest config, a recording hook' '
 		# watch the VM come back (while cbackup may still run), from a
 		# session of its own: a signal to cbackup kills the group of the hook
 		: >"$KILL_TIME.watching"
-		end=$((SECONDS + 4))
+		end=$((SECONDS + 30))
 		while [ $SECONDS -lt $end ]; do
 			[ "$(qmp "$VM_SOCK" status)" = running ] || continue
 			date +%s.%N >"$KILL_TIME.resumed"; break
@@ -256,17 +256,14 @@ test_expect_success '[vm 200] in the config file (repeated disk lines, qmp, conf
 	rm -rf r-conf
 '
 
-# resumed_within SECONDS: after the kill the hook logged, QMP says running
-# within SECONDS
-resumed_within() {
-	local t0 t1 took
-	t0=$(cat "$SCRATCH/kill-time") || { echo "the hook never sent the signal"; cat "$HOOKLOG"; return 1; }
-	wait_for 6 test -s "$SCRATCH/kill-time.resumed" >/dev/null ||
-		{ echo "the hook did not see the VM running within 4 s"; return 1; }
-	t1=$(cat "$SCRATCH/kill-time.resumed")
-	took=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
-	echo "running again $took s after the signal"
-	at_least "$1" "$took"
+# resumed_on_signal: after the kill the hook logged, QMP says running while
+# the hook's watcher still looks (30 s): well before max-freeze (60 s, the
+# default) could have resumed it, so it was the signal (or the watchdog's
+# pipe closing) that did. A mechanism, not a stopwatch.
+resumed_on_signal() {
+	test -s "$SCRATCH/kill-time" || { echo "the hook never sent the signal"; cat "$HOOKLOG"; return 1; }
+	wait_for 35 test -s "$SCRATCH/kill-time.resumed" >/dev/null ||
+		{ echo "the hook did not see the VM running while it watched"; return 1; }
 }
 
 # cbackup_gone NAME: no process of that run (the watchdog) left behind
@@ -281,12 +278,12 @@ cbackup_gone() {
 # unpause_vm: leave the VM running for the next test, whatever happened
 unpause_vm() { vm_status_is "$SOCK" running || qmp "$SOCK" cont >/dev/null; }
 
-test_expect_success 'SIGKILL while paused (pre-restart hook): the watchdog resumes within 2 s' '
+test_expect_success 'SIGKILL while paused (pre-restart hook): the watchdog resumes, not max-freeze' '
 	rm -f "$SCRATCH/kill-time" "$SCRATCH/kill-time.resumed" "$SCRATCH/kill-time.watching"
 	KILL_TIME=$SCRATCH/kill-time HOOK_ACTION=pre-restart:kill9 backup_vm 137 kill9 || rc=$?
 	cat "$HOOKLOG"
 	grep -qx "pre-restart paused" "$HOOKLOG"
-	resumed_within 2 || { unpause_vm; false; }
+	resumed_on_signal || { unpause_vm; false; }
 	test_must_fail grep "^INFO: resuming guest" "$CB_ERR"
 	cbackup_gone kill9
 	[ -z "${rc:-}" ]
@@ -297,7 +294,7 @@ test_expect_success 'SIGTERM while paused: resumed at once, clean failure' '
 	KILL_TIME=$SCRATCH/kill-time HOOK_ACTION=pre-restart:term backup_vm "!0" term || rc=$?
 	cat "$HOOKLOG"
 	grep -qx "pre-restart paused" "$HOOKLOG"
-	resumed_within 2 || { unpause_vm; false; }
+	resumed_on_signal || { unpause_vm; false; }
 	grep "^ERROR: Backup of VM 200 failed - " "$CB_ERR"
 	cbackup_gone term
 	no_output term

@@ -11,15 +11,6 @@ SRC=$SCRATCH/src DUMP=$SCRATCH/dump TMPD=$SCRATCH/tmp
 # cg_thawed DIR: the cgroup is not frozen
 cg_thawed() { test_must_fail cg_frozen "$1" >/dev/null; }
 
-# seconds_between A B (epoch seconds with fractions): B - A
-seconds_between() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f\n", b - a }'; }
-
-# at_most X LIMIT: X <= LIMIT, saying both
-at_most() {
-	echo "$1 s (limit $2 s)"
-	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }'
-}
-
 # new_guest NAME: a writer in a fresh cgroup; sets CG and SIDE
 new_guest() {
 	CG=$(make_cgroup v2)
@@ -92,54 +83,54 @@ test_expect_success ROOT,CGROUP2 'thaw-cmd failing until it works: cbackup gives
 	wait_for 4 test_must_fail test -e /proc/$wd
 '
 
-test_expect_success ROOT,CGROUP2 'freeze-cmd that freezes, then hangs: thawed within max-freeze + 2 s, exit 1' '
+# The bounds below are the mechanisms themselves, never a stopwatch: a
+# command of 60.31 s that is gone when cbackup has exited was ended by
+# cbackup (not waited for), and cbackup's own error says which bound fired.
+test_expect_success ROOT,CGROUP2 'freeze-cmd that freezes, then hangs: ended at max-freeze, thawed, exit 1' '
 	new_guest hang
-	c=$(conf 313 "freeze-cmd = echo 1 >$CG/cgroup.freeze && sleep 60.31" \
+	c=$(conf 313 "freeze-cmd = echo 1 >$CG/cgroup.freeze && sleep 60.31 && touch $SCRATCH/slept-313" \
 		"thaw-cmd = echo 0 >$CG/cgroup.freeze" "max-freeze = 2")
-	t0=$EPOCHREALTIME
 	cbackup_run 1 313 --config "$c"
-	t1=$EPOCHREALTIME
 	cat "$CB_ERR"
-	at_most "$(seconds_between "$t0" "$t1")" 4
+	test_must_fail pgrep -f "sleep 60.31"
+	test ! -e "$SCRATCH/slept-313"
 	error_names 313 "freeze: " "freeze-cmd .* timed out after 2.0 s"
 	guest_thawed "$CG" "$SIDE"
 	test_must_fail pgrep -f "sleep 60.31"
 '
 
-test_expect_success ROOT,CGROUP2 'SIGTERM while freeze-cmd hangs: exit within 1 s, thawed, ERROR names the signal' '
+test_expect_success ROOT,CGROUP2 'SIGTERM while freeze-cmd hangs: the command ended, not waited for, thawed, ERROR names the signal' '
 	new_guest term
-	c=$(conf 314 "freeze-cmd = echo 1 >$CG/cgroup.freeze && sleep 60.31" \
+	c=$(conf 314 "freeze-cmd = echo 1 >$CG/cgroup.freeze && sleep 60.31 && touch $SCRATCH/slept-314" \
 		"thaw-cmd = echo 0 >$CG/cgroup.freeze" "freeze-wait = 30" "max-freeze = 60")
 	start_bg 314 --config "$c"
 	wait_for 10 cg_frozen "$CG"
-	t0=$EPOCHREALTIME
 	kill -TERM "$CB_PID"
 	wait_rc
-	t1=$EPOCHREALTIME
-	at_most "$(seconds_between "$t0" "$t1")" 1
+	test_must_fail pgrep -f "sleep 60.31"
+	test ! -e "$SCRATCH/slept-314"
 	test "$RC" != 0
 	error_names 314 "freeze: " "interrupted by signal TERM"
 	guest_thawed "$CG" "$SIDE"
 '
 
-test_expect_success ROOT,CGROUP2 'SIGTERM in a hook and in a bwlimit wait: exit within 1 s each' '
+test_expect_success ROOT,CGROUP2 'SIGTERM in a hook and in a bwlimit wait: each wait ended by the signal' '
 	new_guest hook
-	cat >"$SCRATCH/sleepy-hook" <<-\EOF
+	cat >"$SCRATCH/sleepy-hook" <<-EOF
 	#!/bin/sh
-	[ "$1" = pre-stop ] && exec sleep 60.31
+	[ "\$1" = pre-stop ] && sleep 60.31 && touch "$SCRATCH/slept-hook"
 	exit 0
 	EOF
 	chmod +x "$SCRATCH/sleepy-hook"
 	c=$(conf 315 "freeze-cgroup = $CG" "script = $SCRATCH/sleepy-hook")
 	start_bg 315 --config "$c"
 	wait_for 10 pgrep -f "sleep 60.31"
-	t0=$EPOCHREALTIME
 	kill -TERM "$CB_PID"
 	wait_rc
-	at_most "$(seconds_between "$t0" "$EPOCHREALTIME")" 1
 	test "$RC" != 0
 	error_names 315 "" "signal TERM"
 	test_must_fail pgrep -f "sleep 60.31"
+	test ! -e "$SCRATCH/slept-hook"
 	guest_thawed "$CG" "$SIDE"
 	# bwlimit: a 20 MB file at 100 KiB/s
 	mkdir -p "$SCRATCH/big"
@@ -147,12 +138,12 @@ test_expect_success ROOT,CGROUP2 'SIGTERM in a hook and in a bwlimit wait: exit 
 	start_bg backup --root "$SCRATCH/big" --id 316 --tmpdir "$TMPD" --dumpdir "$DUMP" --bwlimit 100
 	wait_for 10 grep -q "starting first sync" "$CB_ERR"
 	sleep 1
-	t0=$EPOCHREALTIME
 	kill -TERM "$CB_PID"
 	wait_rc
-	at_most "$(seconds_between "$t0" "$EPOCHREALTIME")" 1
 	test "$RC" != 0
 	test_has "$CB_ERR" "^ERROR: .*signal TERM"
+	# 20 MB at 100 KiB/s is 200 s of first sync: ended in the middle
+	test_lacks "$CB_ERR" "first sync finished"
 	no_tmp_files "$DUMP"
 '
 
@@ -195,9 +186,7 @@ test_expect_success ROOT,CGROUP2 'a task that cannot freeze (blocked on FUSE): t
 	start_guest "$CG" cat "$SCRATCH/fuse/hang"
 	wait_for 5 grep -q request_wait_answer /proc/$GUEST_PID/wchan
 	c=$(conf 318 "freeze-cgroup = $CG" "freeze-wait = 2")
-	t0=$EPOCHREALTIME
 	cbackup_run 1 318 --config "$c"
-	at_most "$(seconds_between "$t0" "$EPOCHREALTIME")" 4
 	cat "$CB_ERR"
 	error_names 318 "freeze: " "did not freeze within 2.0 s.*pid $GUEST_PID \(cat\) state D"
 	guest_thawed "$CG" "$SIDE"

@@ -150,6 +150,26 @@ test_expect_success 'the mail program runs without a shell (a path with a blank 
 	test_has "$MAIL/1.msg" "^Subject: cbackup backup status .*: backup successful\$"
 '
 
+test_expect_success 'a mail program that never reads a 1 MB report: killed at mail-timeout, the job finishes' '
+	reset_mail
+	# the report holds the guest log: the hook prints 900 kB into it
+	printf "#!/bin/sh\n[ \"\$1\" = backup-start ] && head -c 900000 /dev/zero | tr \"\\\\0\" x | fold -w 100\nexit 0\n" >"$SCRATCH/mb-hook"
+	chmod +x "$SCRATCH/mb-hook"
+	printf "#!/bin/sh\necho \$\$ >%s/deaf.pid\nexec sleep 100000\n" "$SCRATCH" >"$SCRATCH/bin/deaf-sendmail"
+	chmod +x "$SCRATCH/bin/deaf-sendmail"
+	# (timeout: on a cbackup that blocks, the test fails instead of hanging)
+	rc=0
+	timeout 120 "$CBACKUP" 101 --config "$CONF" --script "$SCRATCH/mb-hook" \
+		--sendmail deaf-sendmail --mail-timeout 2 >"$CB_OUT" 2>"$CB_ERR" || rc=$?
+	cat "$CB_ERR" | grep -v xxxx
+	test "$rc" = 0
+	log=$(ls "$D"/cbackup-ct-101-*.log | tail -n 1)
+	test "$(stat -c %s "$log")" -gt 900000
+	test "$(stat -c %s "$log")" -lt 1048576
+	test_has "$CB_ERR" "^WARN: cannot send the mail report: mail program .deaf-sendmail. did not read the report within 2 seconds: killed"
+	test_must_fail kill -0 "$(cat "$SCRATCH/deaf.pid")"
+'
+
 test_expect_success 'a bad mailto is a configuration error with file:line (exit 2)' '
 	reset_mail
 	printf "dumpdir = %s\nmailto = root@example.com, <evil>\n[ct 101]\nroot = %s\n" "$D" "$SCRATCH/ct101" >bad.conf

@@ -114,8 +114,11 @@ backup() {
 	local id=$1 archive
 	shift
 	mkdir -p "$SCRATCH/dump-$id" "$SCRATCH/tmp"
+	# max-freeze far above the default: the frozen pre-restart hook takes
+	# the manifest, which on a loaded machine can outlast what the default
+	# 60 s leaves after a full walk of 20000 files (soak, load 27)
 	cbackup_run 0 backup --root "$SRC" --id "$id" --tmpdir "$SCRATCH/tmp" \
-		--dumpdir "$SCRATCH/dump-$id" --script "$HOOK" "$@"
+		--dumpdir "$SCRATCH/dump-$id" --script "$HOOK" --max-freeze 900 "$@"
 	cp "$CB_ERR" "$SCRATCH/log-$id"
 	archive=$(find_archive "$SCRATCH/dump-$id" ct "$id" .zst)
 	rm -rf "$SCRATCH/r-$id"

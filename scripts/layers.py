@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""scripts/layers.py: the module graph of src/, from what each file uses.
+
+A file A uses file B when A names a function or table that B defines (not
+static) and includes a header that declares it. Two checks (issue 29):
+  - the ground floor: a file in src/core/ uses no file outside src/core/;
+  - no cycle: no two files use each other, directly or around a circle.
+Prints each problem (with the symbols behind each arrow) and exits 1 if
+there is one; --graph prints every arrow. Used by `make check`.
+"""
+import os
+import re
+import sys
+
+TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def strip(text):
+    """The code without comments, strings and character literals."""
+    text = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group().count("\n"), text, flags=re.S)
+    text = re.sub(r"//[^\n]*", "", text)
+    text = re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
+    return re.sub(r"'(\\.|[^'\\\n])*'", "''", text)
+
+
+def definitions(code):
+    """Names of the non-static functions and tables a file defines."""
+    names = set()
+    lines = code.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("{") and i > 0:
+            j, head = i - 1, []
+            while j >= 0 and lines[j] and not lines[j][0].isspace() and not lines[j].startswith(("}", "#")):
+                head.insert(0, lines[j])
+                j -= 1
+                if head[0].rstrip().endswith(";"):
+                    head.pop(0)
+                    break
+            h = " ".join(head)
+            if not h or re.match(r"\s*(static|struct\s+\w+\s*$|enum|union|typedef)", h):
+                continue
+            m = re.search(r"(\w+)\s*\(", h)
+            if m:
+                names.add(m.group(1))
+        m = re.match(r"(?!static)(?:const\s+)?(?:struct\s+)?\w[\w\s\*]*?\b(cb_\w+)\s*(\[[^\]]*\])?\s*=", line)
+        if m:
+            names.add(m.group(1))
+    return names
+
+
+def includes(code):
+    return set(re.findall(r'#\s*include\s+"([^"]+)"', code))
+
+
+def main():
+    files, incs = {}, {}
+    for d in sorted(os.listdir(os.path.join(TOP, "src"))):
+        p = os.path.join(TOP, "src", d)
+        if os.path.isdir(p):
+            for f in sorted(os.listdir(p)):
+                if f.endswith(".c"):
+                    with open(os.path.join(p, f)) as fh:
+                        raw = fh.read()
+                    files[f"{d}/{f}"] = strip(raw)
+                    incs[f"{d}/{f}"] = includes(raw)
+    headers = {}
+    for root in [os.path.join(TOP, "include")] + [os.path.join(TOP, "src", d) for d in os.listdir(os.path.join(TOP, "src"))]:
+        if os.path.isdir(root):
+            for f in os.listdir(root):
+                if f.endswith(".h"):
+                    with open(os.path.join(root, f)) as fh:
+                        headers.setdefault(f, set()).update(IDENT.findall(strip(fh.read())))
+    owner = {}
+    for f, code in files.items():
+        for name in definitions(code):
+            owner.setdefault(name, f)
+    edges = {f: {} for f in files}
+    for f, code in files.items():
+        declared = set()
+        for h in incs[f]:
+            declared |= headers.get(h, set())
+        for name in set(IDENT.findall(code)) & declared:
+            g = owner.get(name)
+            if g and g != f:
+                edges[f].setdefault(g, set()).add(name)
+    problems = []
+    for f in files:
+        if f.startswith("core/"):
+            for g, why in sorted(edges[f].items()):
+                if not g.startswith("core/"):
+                    problems.append(f"src/{f} (ground floor) uses src/{g}: {', '.join(sorted(why)[:4])}")
+    problems += cycles(edges)
+    if "--graph" in sys.argv:
+        for f in sorted(edges):
+            for g, why in sorted(edges[f].items()):
+                print(f"src/{f} -> src/{g}: {', '.join(sorted(why)[:4])}")
+    for p in problems:
+        print(f"layers: {p}")
+    return 1 if problems else 0
+
+
+def cycles(edges):
+    """Strongly connected components of more than one file (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in edges[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comp.sort()
+                arrows = [f"src/{a} -> src/{b} ({', '.join(sorted(edges[a][b])[:3])})"
+                          for a in comp for b in comp if b in edges[a]]
+                out.append("a cycle: " + "; ".join(arrows))
+
+    sys.setrecursionlimit(10000)
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

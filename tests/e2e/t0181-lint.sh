@@ -1,0 +1,26 @@
+#!/bin/bash
+# tests/lint.sh rejects timing thresholds (issue 29): every line marked BAD
+# in tests/lint-fixtures/timing-bad.sh (main's t0650, t0310 and t0300 forms
+# among them) is named, and the lower bounds, timeouts and plain
+# comparisons of timing-good.sh pass; the whole suite passes the lint.
+. "$(dirname "$0")/lib.sh"
+
+FIX=$TOP/tests/lint-fixtures
+
+test_expect_success 'every timing threshold of the bad fixture is named, and only those' '
+	test_must_fail sh "$TOP/tests/lint.sh" "$FIX/timing-bad.sh" >out
+	cat out
+	grep -n "# BAD" "$FIX/timing-bad.sh" | cut -d: -f1 | sort -n >want
+	sed -n "s|^.*timing-bad.sh:\([0-9]*\): a timing threshold.*|\1|p" out | sort -n >got
+	test_cmp want got
+'
+
+test_expect_success 'lower bounds, timeouts and plain comparisons pass' '
+	sh "$TOP/tests/lint.sh" "$FIX/timing-good.sh"
+'
+
+test_expect_success 'the e2e scripts pass the lint' '
+	sh "$TOP/tests/lint.sh"
+'
+
+test_done
