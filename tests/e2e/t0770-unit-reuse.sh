@@ -70,6 +70,15 @@ assert g[\"reused_units\"] > 8 and g[\"compressed_units\"] == 0 and g[\"reused_f
 	same_as_no_reuse .zst
 	cbackup_run 0 verify "$(newest "$DUMP" .zst)"
 	zstd -dc "$(newest "$DUMP" .zst)" | tar -tf - >/dev/null
+	# zstd units are padded to 4 KiB (clones need aligned offsets)
+	$PY -c "import struct, sys
+d = open(sys.argv[1], \"rb\").read()
+ne, nu, sl = struct.unpack(\"<QQQ\", d[16:40])
+off = 64 + ne * 64 + (ne * 4 + 7) // 8 * 8 + nu * 24 + sl
+n = struct.unpack(\"<Q\", d[off:off + 8])[0]
+segs = [struct.unpack(\"<QQQQ\", d[off + 8 + i * 96:off + 40 + i * 96]) for i in range(n)]
+assert n > 8 and all(c % 4096 == 0 and l % 4096 == 0 for u, ul, c, l in segs), segs" \
+		"$(newest "$DUMP" .zst).idx"
 '
 
 test_expect_success ROOT 'a member changed with its size and mtime kept is compressed, never copied' '
