@@ -118,7 +118,7 @@ test_expect_success ROOT 'a catalog that lies about an offset stops the restore'
 	n=$(grep -n "long-file-name" "$CB_OUT" | cut -d: -f1)
 	off=$((64 + (n - 1) * 64))
 	patch_u64 "$archive.idx" $off $(( $(get_u64 "$archive.idx" $off) + 1024 ))
-	# as a forger would: the catalog's own digest holds (else it is not used)
+	# as a forger would: the digest of the catalog itself holds (else it is not used)
 	python3 "$TOP/tests/helpers/idxforge.py" "$archive.idx" rehash
 	name=$(sed -n "${n}p" "$CB_OUT" | sed "s/.* \.\//.\//")
 	cbackup_run 1 restore "$archive" "$SCRATCH/lie" --path "$name"
