@@ -52,14 +52,32 @@ struct cb_codec_params {
 };
 
 /*
- * Seekable units (DESIGN §6): the tar stream is cut on a grid of unit_size
- * bytes and every grid cell is decodable on its own: zstd ends its frame
- * there (frames of raw blocks, for stored runs, are units of their own) and
+ * Seekable units (DESIGN §6): the tar stream is cut into segments (below)
+ * and every segment is decodable on its own: zstd ends its frame there
+ * (frames of raw blocks, for stored runs, are units of their own) and
  * appends the seek table of zstd's seekable format as a skippable frame;
  * gzip ends its member (one member per unit); lzop blocks are independent
  * anyway (one unit per block). A unit is where a reader may start: the
  * uncompressed offset of its first byte and the compressed offset of its
  * first byte (frame / member / block header).
+ *
+ * Segments, cut by content (DESIGN §5): the archive writer says where each
+ * member's first header starts (cb_codec_member) and where its data starts
+ * (cb_codec_begin_file). A segment ends before a member when the member
+ * before it was big (its data was cut), or when the segment holds at least
+ * unit_size/4 bytes and the path of the member before it hashes to a hit
+ * (1 in 32), or when it holds unit_size bytes; within a member's data it
+ * ends every unit_size bytes from the data's start; and at 2 * unit_size
+ * whatever comes. A stream without members is cut every unit_size bytes.
+ * So adding, removing or changing a member changes the segments around it
+ * only. A segment's compressed bytes are a function of its bytes, the
+ * hints given within it (and the hint still running at its start) and the
+ * codec's settings: the key (SHA-256 over these) names them, and a segment
+ * whose key a previous archive has is copied from there (cb_codec_set_reuse)
+ * instead of compressed: the same bytes either way. zstd and gzip pad each
+ * segment to a multiple of CB_SEG_ALIGN bytes (a skippable frame, an empty
+ * member with an extra field) so that copies can be clones; lzop has no
+ * padding (copies are plain copies unless the offsets happen to line up).
  */
 #define CB_CODEC_UNIT_DEFAULT (4ull * 1024 * 1024)
 
@@ -93,6 +111,35 @@ void cb_codec_units_sum(struct cb_codec_units *u, const void *buf, size_t len);
  * before them: the writer and a scan of the archive then agree. */
 void cb_codec_units_finish(struct cb_codec_units *u, uint64_t total);
 void cb_codec_units_release(struct cb_codec_units *u);
+
+#define CB_SEG_ALIGN 4096
+#define CB_SEG_KEY 32
+
+struct cb_codec_seg {
+	uint64_t u_off, u_len;            /* uncompressed range */
+	uint64_t c_off, c_len;            /* compressed range, padding included */
+	unsigned char key[CB_SEG_KEY];    /* what its compressed bytes are a function of */
+	unsigned char cdig[CB_SEG_KEY];   /* SHA-256 of its compressed bytes */
+};
+
+struct cb_codec_segs {
+	struct cb_codec_seg *v;
+	size_t n, cap;
+};
+
+/* A segment of a previous archive with the key asked for: its compressed
+ * range in the fd given to cb_codec_set_reuse, the digest those bytes must
+ * have, and its units relative to its start (u_off, c_off from 0). */
+struct cb_codec_reuse_src {
+	uint64_t c_off, c_len;
+	const unsigned char *cdig;
+	const struct cb_codec_unit *units;
+	size_t n_units;
+	const char *name;                 /* the previous archive, for messages */
+};
+/* 1 and *src filled if a segment with this key and u_len is there, else 0. */
+typedef int cb_codec_lookup_fn(void *ctx, const unsigned char *key, uint64_t u_len,
+			       struct cb_codec_reuse_src *src);
 
 struct cb_codec_writer;
 
@@ -133,8 +180,23 @@ void cb_codec_set_tap(struct cb_codec_writer *w, cb_codec_tap_fn *fn, void *ctx)
  * trial. Ignored with CB_POLICY_ALWAYS and for CB_COMPRESS_NONE. A long run
  * starts a new chunk, which may write: 0 or -1 (error set). */
 int cb_codec_hint(struct cb_codec_writer *w, enum cb_data_kind kind, uint64_t nbytes);
-/* The data of a new archive member starts here (for the per-file counts). */
+/* The data of a new archive member starts here (for the per-file counts
+ * and the segments). */
 void cb_codec_begin_file(struct cb_codec_writer *w);
+/* A member's first header comes next (path as in the archive); NULL: the
+ * end-of-archive blocks come next. May cut a segment: 0 or -1. */
+int cb_codec_member(struct cb_codec_writer *w, const char *path);
+/* Segments whose key lookup() finds are copied from fd (which must stay
+ * open until cb_codec_finish) after their compressed bytes are checked
+ * against the digest; a damaged one stops the copying (the rest is
+ * compressed; cb_codec_reuse_note says why). Only codecs with a sync op
+ * and a sink on a file take copies. */
+void cb_codec_set_reuse(struct cb_codec_writer *w, int fd, cb_codec_lookup_fn *lookup, void *ctx);
+/* Why copying stopped, or NULL. */
+const char *cb_codec_reuse_note(const struct cb_codec_writer *w);
+/* The segments written (after cb_codec_finish); NULL for none, or when the
+ * codec could not say where each one ends. */
+const struct cb_codec_segs *cb_codec_writer_segs(const struct cb_codec_writer *w);
 
 struct cb_codec_stats {
 	uint64_t bytes_in;        /* uncompressed bytes given */
@@ -148,6 +210,10 @@ struct cb_codec_stats {
 	uint64_t bytes_stored_trial;   /* chunks the trial found incompressible */
 	uint64_t files_stored;         /* files with bytes stored for one of these reasons */
 	uint64_t files_stored_magic;   /* of which recognised by magic number */
+	/* segments copied from a previous archive / compressed here */
+	uint64_t segs_reused, segs_reused_bytes;          /* tar bytes */
+	uint64_t segs_reused_archive_bytes;               /* their compressed bytes */
+	uint64_t segs_compressed, segs_compressed_bytes;  /* tar bytes */
 };
 void cb_codec_writer_stats(const struct cb_codec_writer *w, struct cb_codec_stats *st);
 /* "149MiB in 201 files (known formats 140MiB in 190 files, qcow2 clusters

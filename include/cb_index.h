@@ -61,10 +61,12 @@ int cb_idx_build(const struct cb_tarscan *s, const struct cb_codec_units *units,
 /* Write ARCHIVE.idx (.tmp, fsync, rename); *sha256 (65 bytes) gets its hex digest. */
 int cb_idx_write_file(const char *idx_path, const unsigned char *buf, size_t len, char *sha256);
 /* cb_idx_build and cb_idx_write_file in one, written from the scanner's own
- * memory (a backup's catalog is not held twice). */
+ * memory (a backup's catalog is not held twice); segs (NULL: none) are the
+ * codec's segments with their keys, which only the archive writer knows
+ * (a catalog rebuilt from the archive has none). */
 int cb_idx_write_scan(const char *idx_path, const struct cb_tarscan *s,
-		      const struct cb_codec_units *units, enum cb_compress type,
-		      uint64_t archive_size, char *sha256);
+		      const struct cb_codec_units *units, const struct cb_codec_segs *segs,
+		      enum cb_compress type, uint64_t archive_size, char *sha256);
 
 /* Decode ARCHIVE from its start, scan it and build its .idx in memory: the
  * unit table from the units the decoder met (frames, members, blocks). */
@@ -84,8 +86,8 @@ struct cb_idx {
 	enum cb_compress codec;
 	uint32_t version;         /* 2; 1 (no unit digests) is read too */
 	uint64_t unit_len;        /* bytes per unit record: 24 (version 1: 16) */
-	uint64_t n_entries, n_units, tar_size, archive_size;
-	const unsigned char *entries, *order, *units, *strtab;
+	uint64_t n_entries, n_units, tar_size, archive_size, flags, n_segs;
+	const unsigned char *entries, *order, *units, *strtab, *segs;
 	uint64_t strtab_len;
 };
 
@@ -94,6 +96,8 @@ struct cb_idx {
 int cb_idx_open(struct cb_idx *x, const char *path, uint64_t archive_size);
 /* Check and take over a malloc'ed buffer (freed at close, also on error). */
 int cb_idx_load(struct cb_idx *x, unsigned char *buf, size_t len, uint64_t archive_size);
+/* Segment i of the keys section (i < n_segs). */
+void cb_idx_seg(const struct cb_idx *x, uint64_t i, struct cb_codec_seg *g);
 /* The SHA-256 over the body matches its trailer (verify). */
 int cb_idx_check_digest(const struct cb_idx *x);
 void cb_idx_close(struct cb_idx *x);

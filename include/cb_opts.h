@@ -38,6 +38,7 @@ struct cb_opts {
 	int zstd_threads;         /* 0 = all cores */
 	int zstd_level;           /* default 3 */
 	int unit_size_mib;        /* seekable units, MiB of tar (default 4) */
+	int reuse;                /* copy unchanged units from the previous archive (issue 27) */
 	int pigz_threads;         /* 0 = classic single-stream gzip; 1 = half the cores; N */
 	char *storage;            /* storage section name */
 	char *dumpdir;

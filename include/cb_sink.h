@@ -30,6 +30,13 @@ int cb_sink_write(struct cb_sink *s, const void *buf, size_t len);
  * then cb_sink_advance() by the bytes filled. NULL on a write error. */
 unsigned char *cb_sink_buffer(struct cb_sink *s, size_t *avail);
 int cb_sink_advance(struct cb_sink *s, size_t len);
+/* Append len bytes that are at offset off of src_fd and in bytes (read
+ * and checked by the caller): copy_file_range(2), so a clone where the
+ * file systems can (btrfs, xfs; server-side on NFS 4.2), else a copy;
+ * bytes is hashed for the .sha256, and written itself if the kernel
+ * cannot copy between these files. */
+int cb_sink_copy(struct cb_sink *s, int src_fd, uint64_t off, uint64_t len,
+		 const unsigned char *bytes);
 /* Write out what is gathered (the hash may still be running). */
 int cb_sink_flush(struct cb_sink *s);
 /* Finish the digest, fsync and close the .tmp (no rename yet), so that the

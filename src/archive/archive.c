@@ -252,7 +252,9 @@ static int write_header(struct arch *c, struct archive_entry *e, const char *src
 		return la_fail(c, c->a, src);
 	if (paxfix_header(c->hdr, c->hdr_len, &c->fix, &out, &n) < 0)
 		return cb_error("cannot rewrite the tar header of '%s'", src);
-	if (cb_codec_write(c->codec, out, n) < 0) {
+	/* a member starts: where the codec's segments may be cut */
+	if (cb_codec_member(c->codec, archive_entry_pathname(e)) < 0 ||
+	    cb_codec_write(c->codec, out, n) < 0) {
 		c->codec_failed = 1;
 		r = -1;
 	}
@@ -310,6 +312,10 @@ static int read_meta(struct arch *c, struct archive *disk, struct archive_entry 
 
 	if (r < ARCHIVE_WARN)
 		return cb_error("cannot read metadata of '%s': %s", src, archive_error_string(disk));
+	/* no ctime: a staged copy's is the time cbackup wrote it, which no
+	 * restore can set; it would make every night's archive differ in every
+	 * directory (and no unit could be copied from the last one) */
+	archive_entry_unset_ctime(e);
 	if (r == ARCHIVE_WARN)
 		cb_warn(c->log, "'%s': %s", src, archive_error_string(disk));
 	return 0;
@@ -472,7 +478,11 @@ static int open_entry(int dfd, const char *name, const char *arcname, int *fd, s
 			return errno == ENOENT ? 1 : cb_error_errno("cannot stat '%s'", arcname);
 		if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
 			return 0;
-		*fd = openat(dfd, name, flags | (S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
+		/* reading must not change what the next archive records (the
+		 * staged copy's atime): O_NOATIME where we own the file or are root */
+		*fd = openat(dfd, name, flags | O_NOATIME | (S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
+		if (*fd < 0 && errno == EPERM)
+			*fd = openat(dfd, name, flags | (S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
 		if (*fd < 0 && errno == ENOENT)
 			return 1;
 		if (*fd < 0 && errno != ELOOP && errno != ENOTDIR)
@@ -782,6 +792,10 @@ static int write_grafted(const struct cb_archive_graft *tree, const struct cb_ar
 		if (add_extra(&c, &extras[i]) < 0)
 			goto out;
 	/* writes the end-of-archive blocks; the record padding is ours */
+	if (cb_codec_member(codec, NULL) < 0) {
+		c.codec_failed = 1;
+		goto out;
+	}
 	r = archive_write_close(c.a);
 	if (r < ARCHIVE_WARN) {
 		la_fail(&c, c.a, "(archive end)");

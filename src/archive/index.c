@@ -11,6 +11,9 @@
  *            u32 CRC-32 of the unit's archive bytes, u32 0 (version 1:
  *            16 bytes, no CRC)
  *   strings  NUL-terminated paths and link targets
+ *   keys     (flags bit 0) u64 count, then 96 bytes per segment: u64
+ *            uncompressed offset, u64 length, u64 compressed offset, u64
+ *            length, its key, the SHA-256 of its compressed bytes
  *   digest   SHA-256 of everything before it
  */
 #include <errno.h>
@@ -35,6 +38,8 @@ static const unsigned char MAGIC[8] = { 'C', 'B', 'I', 'D', 'X', 0, 0, 1 };
 #define UNIT 24       /* version 2 */
 #define UNIT_V1 16
 #define DIGEST 32
+#define SEG 96
+#define FLAG_KEYS 1u
 #define PATH_MAX_IDX 65535
 
 /* entry fields */
@@ -192,7 +197,7 @@ static void sha256(const unsigned char *buf, size_t len, unsigned char *md)
 }
 
 static void put_header(unsigned char *b, const struct cb_idx_list *l, uint64_t n_units,
-		       enum cb_compress type, uint64_t tar_size, uint64_t archive_size)
+		       enum cb_compress type, uint64_t tar_size, uint64_t archive_size, int keys)
 {
 	memcpy(b, MAGIC, 8);
 	put32(b + 8, VERSION);
@@ -202,17 +207,17 @@ static void put_header(unsigned char *b, const struct cb_idx_list *l, uint64_t n
 	put64(b + 32, l->str_len);
 	put64(b + 40, tar_size);
 	put64(b + 48, archive_size);
-	put64(b + 56, 0);
+	put64(b + 56, keys ? FLAG_KEYS : 0);
 }
 
 /* The .idx before its digest, in file order: header, entries and strings
  * as the scanner holds them, the path order and units made here. */
-enum { P_HDR, P_ENT, P_ORDER, P_UNITS, P_STR, N_PARTS };
+enum { P_HDR, P_ENT, P_ORDER, P_UNITS, P_STR, P_KEYS, N_PARTS };
 
 struct idx_parts {
 	unsigned char hdr[HDR];
 	uint32_t *order;
-	unsigned char *units;
+	unsigned char *units, *keys;
 	struct iovec v[N_PARTS];
 	size_t len;
 };
@@ -231,17 +236,44 @@ static uint32_t *sorted_order(const struct cb_idx_list *l, size_t *len)
 	return order;
 }
 
+/* The keys section: count, then the segments. */
+static unsigned char *keys_part(const struct cb_codec_segs *segs, size_t *len)
+{
+	unsigned char *k;
+
+	*len = 0;
+	if (!segs)
+		return NULL;
+	*len = 8 + segs->n * SEG;
+	k = cb_xmalloc(*len);
+	put64(k, segs->n);
+	for (size_t i = 0; i < segs->n; i++) {
+		unsigned char *r = k + 8 + i * SEG;
+
+		put64(r, segs->v[i].u_off);
+		put64(r + 8, segs->v[i].u_len);
+		put64(r + 16, segs->v[i].c_off);
+		put64(r + 24, segs->v[i].c_len);
+		memcpy(r + 32, segs->v[i].key, 32);
+		memcpy(r + 64, segs->v[i].cdig, 32);
+	}
+	return k;
+}
+
 static int make_parts(const struct cb_tarscan *s, const struct cb_codec_units *units,
-		      enum cb_compress type, uint64_t archive_size, struct idx_parts *p)
+		      const struct cb_codec_segs *segs, enum cb_compress type, uint64_t archive_size,
+		      struct idx_parts *p)
 {
 	const struct cb_idx_list *l = cb_tarscan_list(s);
 	uint64_t nu = units && type != CB_COMPRESS_NONE ? units->n : 0;
-	size_t order_len;
+	size_t order_len, keys_len;
 
 	memset(p, 0, sizeof(*p));
 	if (check_list(l) < 0)
 		return -1;
-	put_header(p->hdr, l, nu, type, cb_tarscan_size(s), archive_size);
+	segs = type != CB_COMPRESS_NONE ? segs : NULL;
+	put_header(p->hdr, l, nu, type, cb_tarscan_size(s), archive_size, segs != NULL);
+	p->keys = keys_part(segs, &keys_len);
 	p->order = sorted_order(l, &order_len);
 	p->units = cb_xmalloc(nu ? nu * UNIT : 1);
 	for (uint64_t i = 0; i < nu; i++) {
@@ -255,6 +287,7 @@ static int make_parts(const struct cb_tarscan *s, const struct cb_codec_units *u
 	p->v[P_ORDER] = (struct iovec){ p->order, order_len };
 	p->v[P_UNITS] = (struct iovec){ p->units, nu * UNIT };
 	p->v[P_STR] = (struct iovec){ l->str, l->str_len };
+	p->v[P_KEYS] = (struct iovec){ p->keys, keys_len };
 	for (int i = 0; i < N_PARTS; i++)
 		p->len += p->v[i].iov_len;
 	return 0;
@@ -264,6 +297,7 @@ static void free_parts(struct idx_parts *p)
 {
 	free(p->order);
 	free(p->units);
+	free(p->keys);
 }
 
 int cb_idx_build(const struct cb_tarscan *s, const struct cb_codec_units *units,
@@ -273,7 +307,7 @@ int cb_idx_build(const struct cb_tarscan *s, const struct cb_codec_units *units,
 	unsigned char *b;
 	size_t at = 0;
 
-	if (make_parts(s, units, type, archive_size, &p) < 0)
+	if (make_parts(s, units, NULL, type, archive_size, &p) < 0)
 		return -1;
 	b = cb_xmalloc(p.len + DIGEST);
 	for (int i = 0; i < N_PARTS; i++) {
@@ -342,14 +376,14 @@ out:
 }
 
 int cb_idx_write_scan(const char *idx_path, const struct cb_tarscan *s,
-		      const struct cb_codec_units *units, enum cb_compress type,
-		      uint64_t archive_size, char *hex)
+		      const struct cb_codec_units *units, const struct cb_codec_segs *segs,
+		      enum cb_compress type, uint64_t archive_size, char *hex)
 {
 	struct idx_parts p;
 	struct idx_out o = { &p, { 0 } };
 	int ret;
 
-	if (make_parts(s, units, type, archive_size, &p) < 0)
+	if (make_parts(s, units, segs, type, archive_size, &p) < 0)
 		return -1;
 	ret = cb_write_file_replace_with(idx_path, 0640, write_parts, &o);
 	if (ret == 0)
@@ -380,12 +414,24 @@ static int check_sizes(struct cb_idx *x)
 	x->n_units = get64(x->map + 24);
 	x->strtab_len = get64(x->map + 32);
 	x->tar_size = get64(x->map + 40);
+	x->flags = get64(x->map + 56);
 	rest = x->size - HDR - DIGEST;
+	if (x->flags & ~(uint64_t)FLAG_KEYS)
+		return bad("unknown flags");
 	if (x->codec > CB_COMPRESS_ZSTD || x->n_entries > rest / (ENT + 4) ||
 	    x->n_units > rest / x->unit_len || x->strtab_len > rest)
 		return bad("counts exceed the file");
 	need = x->n_entries * ENT + (x->n_entries * 4 + 7) / 8 * 8 + x->n_units * x->unit_len +
 	       x->strtab_len;
+	if (x->flags & FLAG_KEYS) {
+		if (need > rest || rest - need < 8)
+			return bad("counts exceed the file");
+		x->n_segs = get64(x->map + HDR + need);
+		if (x->n_segs > (rest - need - 8) / SEG)
+			return bad("counts exceed the file");
+		x->segs = x->map + HDR + need + 8;
+		need += 8 + x->n_segs * SEG;
+	}
 	if (need != rest)
 		return bad("sections do not add up to the file size");
 	x->entries = x->map + HDR;
@@ -478,6 +524,27 @@ static int check_units(const struct cb_idx *x)
 	return 0;
 }
 
+/* Segments: ascending and contiguous from 0, within the tar stream and
+ * the archive. */
+static int check_segs(const struct cb_idx *x)
+{
+	uint64_t u = 0, c = 0;
+
+	for (uint64_t i = 0; i < x->n_segs; i++) {
+		struct cb_codec_seg g;
+
+		cb_idx_seg(x, i, &g);
+		if (g.u_off != u || g.u_len == 0 || g.u_len > x->tar_size - u || g.c_off < c ||
+		    g.c_len == 0 || g.c_off > x->archive_size || g.c_len > x->archive_size - g.c_off)
+			return bad("segment table out of order or beyond the archive");
+		u = g.u_off + g.u_len;
+		c = g.c_off + g.c_len;
+	}
+	if (x->n_segs && u != x->tar_size)
+		return bad("segments do not cover the tar stream");
+	return 0;
+}
+
 static int check_all(struct cb_idx *x, uint64_t archive_size)
 {
 	if (check_sizes(x) < 0)
@@ -486,7 +553,8 @@ static int check_all(struct cb_idx *x, uint64_t archive_size)
 	if (archive_size && x->archive_size != archive_size)
 		return cb_error("catalog is of another archive (it says %llu bytes, the archive has %llu)",
 				(unsigned long long)x->archive_size, (unsigned long long)archive_size);
-	return check_entries(x) < 0 || check_order(x) < 0 || check_units(x) < 0 ? -1 : 0;
+	return check_entries(x) < 0 || check_order(x) < 0 || check_units(x) < 0 || check_segs(x) < 0
+	       ? -1 : 0;
 }
 
 int cb_idx_load(struct cb_idx *x, unsigned char *buf, size_t len, uint64_t archive_size)
@@ -526,6 +594,18 @@ int cb_idx_open(struct cb_idx *x, const char *path, uint64_t archive_size)
 		return cb_error_prefix("'%s'", path);
 	}
 	return 0;
+}
+
+void cb_idx_seg(const struct cb_idx *x, uint64_t i, struct cb_codec_seg *g)
+{
+	const unsigned char *r = x->segs + i * SEG;
+
+	g->u_off = get64(r);
+	g->u_len = get64(r + 8);
+	g->c_off = get64(r + 16);
+	g->c_len = get64(r + 24);
+	memcpy(g->key, r + 32, 32);
+	memcpy(g->cdig, r + 64, 32);
 }
 
 int cb_idx_check_digest(const struct cb_idx *x)

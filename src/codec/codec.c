@@ -12,6 +12,7 @@
 #include <zstd.h>
 #include <isa-l/crc.h>
 #include <zlib.h>
+#include <openssl/evp.h>
 
 #include "cb_codec.h"
 #include "cb_util.h"
@@ -47,25 +48,6 @@ uint32_t cb_crc32(uint32_t crc, const void *buf, size_t len)
 #endif
 }
 
-struct cb_codec_writer {
-	enum cb_compress type;
-	enum cb_policy policy;
-	const struct cb_codec_wops *ops;
-	void *st;
-	struct cb_codec_out out;
-	uint64_t bytes_in;
-	struct cb_progress *progress;   /* fed with bytes_in; may be NULL */
-	int finished, failed;
-	unsigned char *cbuf;          /* chunk being filled (from ops->chunk_buf) */
-	struct cb_chunk_meta cm;
-	enum cb_data_kind hint_kind;  /* kind of the next hint_left bytes */
-	uint64_t hint_left;
-	uint64_t file_id;
-	uint64_t unit_size;           /* the grid units are cut on */
-	uint64_t chunked;             /* bytes in chunks before the one filled */
-	cb_codec_tap_fn *tap;
-	void *tap_ctx;
-};
 
 struct cb_codec_reader {
 	enum cb_compress type;
@@ -213,6 +195,8 @@ int cb_codec_out_write(struct cb_codec_out *o, const void *buf, size_t len)
 		return 0;
 	if (cb_sink_write(o->sink, buf, len) < 0)
 		return -1;
+	if (o->seg_sha)
+		EVP_DigestUpdate(o->seg_sha, buf, len);
 	cb_codec_units_sum(&o->units, buf, len);
 	o->bytes_out += len;
 	return 0;
@@ -227,6 +211,8 @@ unsigned char *cb_codec_out_buffer(struct cb_codec_out *o, size_t *avail)
 int cb_codec_out_advance(struct cb_codec_out *o, size_t len)
 {
 	/* summed before the sink may write the buffer out */
+	if (o->seg_sha && len > 0)
+		EVP_DigestUpdate(o->seg_sha, o->inplace, len);
 	cb_codec_units_sum(&o->units, o->inplace, len);
 	if (cb_sink_advance(o->sink, len) < 0)
 		return -1;
@@ -331,7 +317,7 @@ static int none_reset(void *st)
 	return 0;
 }
 
-static const struct cb_codec_wops none_wops = { NULL, NULL, NULL, none_free, 0, NULL };
+static const struct cb_codec_wops none_wops = { NULL, NULL, NULL, none_free, 0, NULL, NULL };
 
 /* ---- writer front end ---- */
 
@@ -376,13 +362,14 @@ int cb_codec_writer_new(struct cb_codec_writer **out, const struct cb_codec_para
 		free(w);
 		return -1;
 	}
+	cb_codec_seg_init(w, p);
 	*out = w;
 	return 0;
 }
 
 static int emit_chunk(struct cb_codec_writer *w);
 
-int cb_codec_hint(struct cb_codec_writer *w, enum cb_data_kind kind, uint64_t nbytes)
+int cb_codec_inner_hint(struct cb_codec_writer *w, enum cb_data_kind kind, uint64_t nbytes)
 {
 	if (w->policy == CB_POLICY_ALWAYS || w->type == CB_COMPRESS_NONE)
 		return 0;
@@ -397,22 +384,23 @@ int cb_codec_hint(struct cb_codec_writer *w, enum cb_data_kind kind, uint64_t nb
 	return 0;
 }
 
-void cb_codec_begin_file(struct cb_codec_writer *w)
+void cb_codec_inner_begin_file(struct cb_codec_writer *w)
 {
 	w->file_id++;
 }
 
-/* Bytes from the end of the chunk being filled to the next grid line. */
+/* Bytes from the end of the chunk being filled to the end of the unit (the
+ * segment being replayed, see codec_seg.c). */
 static uint64_t unit_room(const struct cb_codec_writer *w)
 {
-	return w->unit_size - (w->chunked + w->cm.len) % w->unit_size;
+	return w->unit_end_at - (w->chunked + w->cm.len);
 }
 
 static int emit_chunk(struct cb_codec_writer *w)
 {
 	int ret;
 
-	w->cm.unit_end = unit_room(w) == w->unit_size;
+	w->cm.unit_end = unit_room(w) == 0;
 	ret = w->ops->chunk(w->st, &w->cm);
 	w->chunked += w->cm.len;
 	w->cbuf = NULL;
@@ -489,36 +477,11 @@ static int append(struct cb_codec_writer *w, enum cb_chunk_class cls, enum cb_st
 		w->cm.last_file = w->file_id;
 		p += k;
 		len -= k;
-		if ((w->cm.len == CB_CODEC_CHUNK || unit_room(w) == w->unit_size) &&
+		if ((w->cm.len == CB_CODEC_CHUNK || unit_room(w) == 0) &&
 		    emit_chunk(w) < 0)
 			return -1;
 	}
 	return 0;
-}
-
-unsigned char *cb_codec_write_buffer(struct cb_codec_writer *w, size_t *avail)
-{
-	enum cb_store_reason why;
-	uint64_t run;
-	enum cb_chunk_class cls;
-
-	if (w->type == CB_COMPRESS_NONE || w->finished || w->failed)
-		return NULL;
-	cls = next_class(w, &why, &run);
-	if (cls == CB_CHUNK_STORE && w->ops->store)
-		return NULL;             /* stored from the caller's buffer anyway */
-	if (w->cm.len > 0 && (w->cm.cls != cls || w->cm.reason != why) && emit_chunk(w) < 0)
-		return NULL;
-	if (!w->cbuf && !(w->cbuf = w->ops->chunk_buf(w->st))) {
-		w->failed = 1;
-		return NULL;
-	}
-	*avail = CB_CODEC_CHUNK - w->cm.len;
-	if (run < *avail)
-		*avail = run;
-	if (unit_room(w) < *avail)
-		*avail = (size_t)unit_room(w);
-	return w->cbuf + w->cm.len;
 }
 
 void cb_codec_set_progress(struct cb_codec_writer *w, struct cb_progress *progress)
@@ -526,21 +489,9 @@ void cb_codec_set_progress(struct cb_codec_writer *w, struct cb_progress *progre
 	w->progress = progress;
 }
 
-int cb_codec_write(struct cb_codec_writer *w, const void *buf, size_t len)
+/* Bytes of the segment being replayed (codec_seg.c), in runs of one class. */
+int cb_codec_inner_write(struct cb_codec_writer *w, const unsigned char *p, size_t len)
 {
-	const unsigned char *p = buf;
-
-	/* after a failure the message that says why is already set: keep it */
-	if (w->failed)
-		return -1;
-	if (w->finished)
-		return cb_error("codec: write after finish");
-	w->bytes_in += len;
-	cb_progress_update(w->progress, w->bytes_in);
-	if (w->tap && w->tap(w->tap_ctx, buf, len) < 0)
-		w->tap = NULL;
-	if (w->type == CB_COMPRESS_NONE)
-		return cb_codec_out_write(&w->out, buf, len);
 	while (len > 0) {
 		enum cb_store_reason why;
 		uint64_t run;
@@ -564,6 +515,8 @@ int cb_codec_finish(struct cb_codec_writer *w)
 		return 0;
 	if (w->failed)
 		return cb_error("codec: finish after an error");
+	if (w->type != CB_COMPRESS_NONE && cb_codec_seg_flush(w) < 0)
+		return -1;
 	w->finished = 1;
 	if (w->type != CB_COMPRESS_NONE &&
 	    ((w->cm.len > 0 && emit_chunk(w) < 0) || w->ops->finish(w->st) < 0))
@@ -578,6 +531,7 @@ void cb_codec_writer_free(struct cb_codec_writer *w)
 	if (!w)
 		return;
 	w->ops->free(w->st);
+	cb_codec_seg_free(w);
 	cb_codec_units_release(&w->out.units);
 	free(w);
 }
@@ -608,6 +562,7 @@ void cb_codec_writer_stats(const struct cb_codec_writer *w, struct cb_codec_stat
 			   o->stored[CB_STORED_NOGAIN];
 	st->files_stored = o->files_stored;
 	st->files_stored_magic = o->files_stored_magic;
+	cb_codec_seg_stats(w, st);
 }
 
 void cb_codec_stats_summary(const struct cb_codec_stats *st, char *buf, size_t len)

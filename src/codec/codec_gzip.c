@@ -546,10 +546,10 @@ static void gzip_wfree(void *st)
 }
 
 static const struct cb_codec_wops gzip_classic_wops = {
-	gzip_classic_buf, gzip_classic_chunk, gzip_classic_finish, gzip_wfree, 16 * 1024, NULL
+	gzip_classic_buf, gzip_classic_chunk, gzip_classic_finish, gzip_wfree, 16 * 1024, NULL, NULL
 };
 static const struct cb_codec_wops gzip_par_wops = {
-	gzip_par_buf, gzip_par_chunk, gzip_par_finish, gzip_wfree, 16 * 1024, NULL
+	gzip_par_buf, gzip_par_chunk, gzip_par_finish, gzip_wfree, 16 * 1024, NULL, NULL
 };
 
 static int gzip_classic_init(struct gzip_writer *g)

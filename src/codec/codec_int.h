@@ -36,7 +36,7 @@ struct cb_chunk_meta {
 	enum cb_chunk_class cls;
 	enum cb_store_reason reason;       /* for CB_CHUNK_STORE */
 	uint64_t first_file, last_file;    /* cb_codec_begin_file() ids it covers */
-	int unit_end;                      /* the chunk ends a unit (grid boundary) */
+	int unit_end;                      /* the chunk ends a unit (segment end) */
 };
 
 /* Output side shared by all writers; the stats are updated in stream order. */
@@ -50,7 +50,19 @@ struct cb_codec_out {
 	uint64_t u_done;                   /* uncompressed bytes emitted so far */
 	struct cb_codec_units units;       /* with their digests (summed as written) */
 	unsigned char *inplace;            /* the last cb_codec_out_buffer() */
+	/* segments (codec_seg.c): added when cut, closed in emit order */
+	struct cb_codec_segs segs;
+	size_t segs_closed;                /* segs.v[segs_closed] is being emitted */
+	uint64_t seg_c0;                   /* its first compressed byte */
+	void *seg_sha;                     /* EVP_MD_CTX over its compressed bytes */
 };
+
+/* The backend emitted the last byte of the segment being emitted: pad (a
+ * codec's own padding of n bytes: a zstd skippable frame, an empty gzip
+ * member; NULL: none) so that every segment is a multiple of CB_SEG_ALIGN
+ * long and clones line up, then close it (its compressed range, digest). */
+typedef int cb_codec_pad_fn(struct cb_codec_out *o, size_t n);
+int cb_codec_out_seg_done(struct cb_codec_out *o, cb_codec_pad_fn *pad, size_t pad_min);
 
 /* A unit starts here: the next byte written is its first (frame, member or
  * block header), for u_done's next bytes. */
@@ -79,7 +91,49 @@ struct cb_codec_wops {
 	 * straight from data, which is only valid during the call; only for
 	 * writers that emit in order on the calling thread */
 	int (*store)(void *st, const struct cb_chunk_meta *m, const unsigned char *data);
+	/* every byte given so far out to cb_codec_out (pools drained, a file
+	 * header written), so that copied bytes can follow; NULL: the codec
+	 * takes no copied segments */
+	int (*sync)(void *st);
 };
+
+/* ---- the writer (front end in codec.c, segments in codec_seg.c) ---- */
+
+struct cb_seg_state;
+
+struct cb_codec_writer {
+	enum cb_compress type;
+	enum cb_policy policy;
+	const struct cb_codec_wops *ops;
+	void *st;
+	struct cb_codec_out out;
+	uint64_t bytes_in;
+	struct cb_progress *progress;   /* fed with bytes_in; may be NULL */
+	int finished, failed;
+	unsigned char *cbuf;          /* chunk being filled (from ops->chunk_buf) */
+	struct cb_chunk_meta cm;
+	enum cb_data_kind hint_kind;  /* kind of the next hint_left bytes */
+	uint64_t hint_left;
+	uint64_t file_id;
+	uint64_t unit_size;           /* S of the cut rule (codec_seg.c) */
+	uint64_t chunked;             /* bytes in chunks before the one filled */
+	uint64_t unit_end_at;         /* where the unit being replayed ends */
+	cb_codec_tap_fn *tap;
+	void *tap_ctx;
+	struct cb_seg_state *seg;     /* NULL for none */
+};
+
+/* codec.c, for codec_seg.c: the compression of a segment's bytes. */
+int cb_codec_inner_write(struct cb_codec_writer *w, const unsigned char *p, size_t len);
+int cb_codec_inner_hint(struct cb_codec_writer *w, enum cb_data_kind kind, uint64_t nbytes);
+void cb_codec_inner_begin_file(struct cb_codec_writer *w);
+/* codec_seg.c */
+void cb_codec_seg_init(struct cb_codec_writer *w, const struct cb_codec_params *p);
+int cb_codec_seg_flush(struct cb_codec_writer *w);
+void cb_codec_seg_free(struct cb_codec_writer *w);
+void cb_codec_seg_stats(const struct cb_codec_writer *w, struct cb_codec_stats *st);
+/* Bytes written so far belong to no segment (the lzop file header). */
+void cb_codec_out_seg_skip(struct cb_codec_out *o);
 
 /* The trial: zstd level 1 on a few samples of a chunk. */
 struct cb_trial;

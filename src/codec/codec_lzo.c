@@ -115,7 +115,11 @@ static int lzo_write_header(struct lzo_writer *z)
 	put32(h + n, adler(1, h + CB_LZOP_MAGIC_LEN, n - CB_LZOP_MAGIC_LEN));
 	n += 4;
 	z->started = 1;
-	return cb_codec_out_write(z->out, h, n);
+	if (cb_codec_out_write(z->out, h, n) < 0)
+		return -1;
+	/* the file header belongs to no segment */
+	cb_codec_out_seg_skip(z->out);
+	return 0;
 }
 
 /* The header of a stored block: both sizes len, the checksum of the data
@@ -201,7 +205,8 @@ static int lzo_emit(void *ctx, struct cb_pool_job *j)
 		       cb_codec_out_write(z->out, j->in + off, k) < 0))
 			return -1;
 	}
-	return 0;
+	/* lzop has no padding: segments are as long as their blocks */
+	return j->m.unit_end ? cb_codec_out_seg_done(z->out, NULL, 0) : 0;
 }
 
 static void *lzo_scratch_new(void *ctx)
@@ -258,6 +263,15 @@ static int lzo_finish(void *st)
 	return cb_codec_out_write(z->out, end, sizeof(end));
 }
 
+static int lzo_sync(void *st)
+{
+	struct lzo_writer *z = st;
+
+	if (cb_pool_drain(z->pool) < 0)
+		return -1;
+	return z->started ? 0 : lzo_write_header(z);
+}
+
 static void lzo_wfree(void *st)
 {
 	struct lzo_writer *z = st;
@@ -267,7 +281,7 @@ static void lzo_wfree(void *st)
 }
 
 static const struct cb_codec_wops lzo_wops = {
-	lzo_chunk_buf, lzo_chunk, lzo_finish, lzo_wfree, 16 * 1024, NULL
+	lzo_chunk_buf, lzo_chunk, lzo_finish, lzo_wfree, 16 * 1024, NULL, lzo_sync
 };
 
 int cb_codec_lzo_writer(void **st, const struct cb_codec_wops **ops,

@@ -125,30 +125,50 @@ static int raw_frame(struct cb_codec_out *o, const unsigned char *data, size_t l
 	return cb_codec_out_write(o, sum, RAW_CHECKSUM);
 }
 
+/* Padding after a segment: a skippable frame of n >= 8 bytes (its own
+ * magic, so that nothing mistakes it for the seek table). */
+static int zstd_pad(struct cb_codec_out *o, size_t n)
+{
+	unsigned char *b = cb_xcalloc(1, n);
+	int ret;
+
+	b[0] = 0x5b, b[1] = 0x2a, b[2] = 0x4d, b[3] = 0x18;
+	b[4] = (unsigned char)(n - 8), b[5] = (unsigned char)((n - 8) >> 8);
+	ret = cb_codec_out_write(o, b, n);
+	free(b);
+	return ret;
+}
+
 /* On the calling thread, in order: the frame is a unit. */
 static int zstd_job_emit(void *ctx, struct cb_pool_job *j)
 {
 	struct zstd_writer *z = ctx;
+	int ret;
 
 	cb_codec_out_unit(z->out);
 	z->out->u_done += j->m.len;
 	z->any = 1;
 	if (j->m.cls == CB_CHUNK_STORE)
-		return raw_frame(z->out, j->in, j->m.len, j->out);
-	if (j->out_len == 0)
-		return cb_error("zstd compression failed");
-	return cb_codec_out_write(z->out, j->out, j->out_len);
+		ret = raw_frame(z->out, j->in, j->m.len, j->out);
+	else if (j->out_len == 0)
+		ret = cb_error("zstd compression failed");
+	else
+		ret = cb_codec_out_write(z->out, j->out, j->out_len);
+	if (ret == 0 && j->m.unit_end)
+		ret = cb_codec_out_seg_done(z->out, zstd_pad, 8);
+	return ret;
 }
 
 static const struct cb_pool_ops zstd_pool_ops = {
 	zstd_job_run, zstd_job_emit, zstd_scratch_new, zstd_scratch_free
 };
 
-/* Hand the gathered frame to the pool. */
-static int frame_submit(struct zstd_writer *z)
+/* Hand the gathered frame to the pool; unit_end: it ends a segment. */
+static int frame_submit(struct zstd_writer *z, int unit_end)
 {
 	if (!z->job)
 		return 0;
+	z->job->m.unit_end = unit_end;
 	z->job->m.len = z->fill;
 	z->job->m.cls = z->raw ? CB_CHUNK_STORE : CB_CHUNK_COMPRESS;
 	z->job = NULL;
@@ -178,7 +198,7 @@ static int switch_kind(struct zstd_writer *z, size_t len, int raw)
 	}
 	chunk = cb_xmalloc(len);
 	memcpy(chunk, z->job->in + z->fill, len);
-	if (frame_submit(z) < 0 || !(next = cb_pool_acquire(z->pool))) {
+	if (frame_submit(z, 0) < 0 || !(next = cb_pool_acquire(z->pool))) {
 		free(chunk);
 		return -1;
 	}
@@ -207,7 +227,7 @@ static int zstd_chunk(void *st, const struct cb_chunk_meta *m)
 	z->job->m.first_file = z->fill ? z->job->m.first_file : m->first_file;
 	z->job->m.last_file = m->last_file;
 	z->fill += m->len;
-	return m->unit_end ? frame_submit(z) : 0;
+	return m->unit_end ? frame_submit(z, 1) : 0;
 }
 
 /*
@@ -244,14 +264,15 @@ static int seek_table(struct zstd_writer *z)
 static int zstd_finish(void *st)
 {
 	struct zstd_writer *z = st;
-	int ret = frame_submit(z);
+	int ret = frame_submit(z, 1);
 
 	ret = cb_pool_drain(z->pool) < 0 ? -1 : ret;
 	z->out->compress_seconds += cb_pool_seconds(z->pool);
 	if (ret < 0)
 		return -1;
-	/* an empty input still makes one (empty) frame: a valid .zst */
-	if (!z->any) {
+	/* an empty input still makes one (empty) frame: a valid .zst (copied
+	 * segments are frames too) */
+	if (!z->any && z->out->bytes_out == 0) {
 		unsigned char sum[RAW_CHECKSUM];
 
 		put_le32(sum, (uint32_t)cb_xxh64("", 0));
@@ -261,6 +282,13 @@ static int zstd_finish(void *st)
 	}
 	cb_codec_units_finish(&z->out->units, z->out->u_done);
 	return seek_table(z);
+}
+
+static int zstd_sync(void *st)
+{
+	struct zstd_writer *z = st;
+
+	return frame_submit(z, 1) < 0 ? -1 : cb_pool_drain(z->pool);
 }
 
 static void zstd_wfree(void *st)
@@ -273,7 +301,7 @@ static void zstd_wfree(void *st)
 }
 
 static const struct cb_codec_wops zstd_wops = {
-	zstd_chunk_buf, zstd_chunk, zstd_finish, zstd_wfree, 512 * 1024, NULL
+	zstd_chunk_buf, zstd_chunk, zstd_finish, zstd_wfree, 512 * 1024, NULL, zstd_sync
 };
 
 int cb_codec_zstd_writer(void **st, const struct cb_codec_wops **ops,
@@ -281,7 +309,8 @@ int cb_codec_zstd_writer(void **st, const struct cb_codec_wops **ops,
 {
 	struct zstd_writer *z = cb_xcalloc(1, sizeof(*z));
 	int threads = p->threads > 0 ? p->threads : cb_codec_cores();
-	size_t unit = p->unit_size ? (size_t)p->unit_size : CB_CODEC_UNIT_DEFAULT;
+	/* a frame is at most a segment: 2 units (codec_seg.c) */
+	size_t unit = 2 * (p->unit_size ? (size_t)p->unit_size : CB_CODEC_UNIT_DEFAULT);
 
 	z->out = o;
 	z->level = p->level ? p->level : 3;

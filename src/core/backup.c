@@ -38,6 +38,7 @@
 #include "cb_private.h"
 #include "cb_prune.h"
 #include "cb_pve.h"
+#include "cb_reuse.h"
 #include "cb_run.h"
 #include "cb_sink.h"
 #include "cb_snapshot.h"
@@ -996,7 +997,8 @@ static void write_catalog(struct guest_run *r, struct cb_tarscan *scan,
 	char *path = cb_xasprintf("%s.idx", r->archive_path);
 
 	if (cb_tarscan_end(scan) < 0 ||
-	    cb_idx_write_scan(path, scan, cb_codec_writer_units(codec), r->opts.compress,
+	    cb_idx_write_scan(path, scan, cb_codec_writer_units(codec),
+			      r->opts.reuse ? cb_codec_writer_segs(codec) : NULL, r->opts.compress,
 			      cb_sink_bytes(sink), idx_hex) < 0) {
 		idx_hex[0] = '\0';
 		cb_warn(r->log, "no catalog '%s': %s", path, cb_last_error());
@@ -1015,6 +1017,49 @@ static void release_indexes(struct guest_run *r)
 	malloc_trim(0);
 }
 
+/* The previous archive of the guest to copy unchanged units from (reuse =
+ * 1, a storage file): said in the log when there is one that cannot serve. */
+static struct cb_reuse *open_reuse(struct guest_run *r, struct cb_codec_writer *codec)
+{
+	struct cb_reuse *reuse;
+	const char *why;
+
+	if (!r->opts.reuse || r->opts.to_stdout)
+		return NULL;
+	reuse = cb_reuse_open(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.compress, &why);
+	if (reuse)
+		cb_reuse_attach(reuse, codec);
+	else if (why[0])
+		cb_info(r->log, "no units reused from the previous archive: %s", why);
+	return reuse;
+}
+
+/* "reused N units (X) from ARCHIVE, compressed M units (Y)": tar bytes. */
+static void log_reuse(struct guest_run *r, const struct cb_codec_writer *codec,
+		      const struct cb_reuse *reuse)
+{
+	struct cb_codec_stats cs;
+	char x[32], y[32];
+	const char *note = cb_codec_reuse_note(codec);
+
+	cb_codec_writer_stats(codec, &cs);
+	if (note)
+		cb_warn(r->log, "%s", note);
+	r->res->reused_units = cs.segs_reused;
+	r->res->reused_bytes = cs.segs_reused_bytes;
+	r->res->compressed_units = cs.segs_compressed;
+	r->res->compressed_bytes = cs.segs_compressed_bytes;
+	if (!r->opts.reuse || r->opts.compress == CB_COMPRESS_NONE)
+		return;
+	free(r->res->reused_from);
+	r->res->reused_from = reuse ? cb_xstrdup(cb_reuse_name(reuse)) : NULL;
+	cb_fmt_bytes(x, sizeof(x), cs.segs_reused_bytes);
+	cb_fmt_bytes(y, sizeof(y), cs.segs_compressed_bytes);
+	cb_info(r->log, "reused %llu units (%s) from %s, compressed %llu units (%s)",
+		(unsigned long long)cs.segs_reused, x, reuse ? cb_reuse_name(reuse) : "no previous archive",
+		(unsigned long long)cs.segs_compressed, y);
+}
+
 static int write_archive(struct guest_run *r)
 {
 	struct cb_codec_params cp;
@@ -1026,6 +1071,7 @@ static int write_archive(struct guest_run *r)
 	struct cb_archive_graft *grafts = cb_xcalloc(r->n_mps + 1, sizeof(*grafts)), root;
 	struct cb_codec_writer *codec = NULL;
 	struct cb_sink *sink = NULL;
+	struct cb_reuse *reuse = NULL;
 	struct cb_tarscan *scan = r->opts.to_stdout ? NULL : cb_tarscan_new();
 	char idx_hex[65] = "";
 	double started = cb_now();
@@ -1042,6 +1088,7 @@ static int write_archive(struct guest_run *r)
 	cb_sink_set_bwlimit(sink, r->opts.bwlimit);
 	if (cb_codec_writer_new(&codec, &cp, sink) < 0)
 		goto out;
+	reuse = open_reuse(r, codec);
 	cb_progress_start(&r->progress, !r->opts.quiet, "archive", r->estimate);
 	cb_codec_set_progress(codec, &r->progress);
 	if (scan)
@@ -1068,6 +1115,7 @@ static int write_archive(struct guest_run *r)
 		goto out;
 	}
 	log_archive_stats(r, &as, codec, sink);
+	log_reuse(r, codec, reuse);
 	r->res->archive_seconds = cb_now() - started;
 out:
 	/* a signal's cleanup removed the snapshots under the walk: the signal,
@@ -1077,6 +1125,7 @@ out:
 	if (ret < 0)
 		cb_error_prefix("archive");
 	cb_codec_writer_free(codec);
+	cb_reuse_free(reuse);
 	cb_sink_free(sink);
 	cb_tarscan_free(scan);
 	free(grafts);

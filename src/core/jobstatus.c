@@ -27,6 +27,7 @@ void cb_jobstatus_release(struct cb_job_status *js)
 		free(g->name);
 		free(g->error);
 		free(g->archive);
+		free(g->reused_from);
 		free(g->log_path);
 		for (size_t k = 0; k < g->n_audit_names; k++)
 			free(g->audit_paths[k]);
@@ -156,9 +157,18 @@ static void json_guest(FILE *out, const struct cb_guest_result *g, int last)
 	json_seconds(out, "archive_seconds", g->archive_seconds, ",");
 	json_audit(out, g);
 	if (has_archive)
-		fprintf(out, "      \"stored_raw_bytes\": %llu\n", (unsigned long long)g->stored_raw);
+		fprintf(out, "      \"stored_raw_bytes\": %llu,\n", (unsigned long long)g->stored_raw);
 	else
-		fputs("      \"stored_raw_bytes\": null\n", out);
+		fputs("      \"stored_raw_bytes\": null,\n", out);
+	json_field(out, "reused_from", has_archive ? g->reused_from : NULL);
+	if (has_archive)
+		fprintf(out, "      \"reused_units\": %llu,\n      \"reused_bytes\": %llu,\n"
+			"      \"compressed_units\": %llu,\n      \"compressed_bytes\": %llu\n",
+			(unsigned long long)g->reused_units, (unsigned long long)g->reused_bytes,
+			(unsigned long long)g->compressed_units, (unsigned long long)g->compressed_bytes);
+	else
+		fputs("      \"reused_units\": null,\n      \"reused_bytes\": null,\n"
+		      "      \"compressed_units\": null,\n      \"compressed_bytes\": null\n", out);
 	fprintf(out, "    }%s\n", last ? "" : ",");
 }
 

@@ -79,9 +79,18 @@ const struct cb_opt_schema cb_opt_table[] = {
 	{ "unit-size", CB_OPT_INT, "4", G | S | U | C, "1-64",
 	  "MiB of tar per independently decodable unit of the archive (seekable archives)", 0,
 	  OFF(unit_size_mib), 1, 64, NULL,
-	  "The codec cuts the tar stream every\n"
+	  "The codec cuts the tar stream into units a reader can decode on its own,\n"
+	  "at member boundaries chosen by content (after a member whose path hashes\n"
+	  "to a hit, once the unit holds a quarter of\n"
 	  ".I unit-size\n"
-	  "MiB into units a reader can decode on its own: zstd frames (with the seek\n"
+	  "MiB, and before a member once it holds\n"
+	  ".IR unit-size ;\n"
+	  "within a member's data every\n"
+	  ".I unit-size\n"
+	  "MiB from the data's start), so that a change moves only the units around\n"
+	  "it (see\n"
+	  ".BR reuse ):\n"
+	  "zstd frames (with the seek\n"
 	  "table of zstd's seekable format in a skippable frame at the end), gzip\n"
 	  "members, lzop blocks. Stock tools read the archive as one stream;\n"
 	  ".BR \"cbackup ls\" ,\n"
@@ -92,6 +101,33 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "restores, a slightly larger archive (on a Debian root, zstd \\-3: 4 MiB\n"
 	  "units +0.55% against one stream, 1 MiB about +3%). zstd compresses\n"
 	  "whole units on its worker threads, which hold two units each in memory." },
+	{ "reuse", CB_OPT_BOOL, "1", G | S | U | C, "0|1",
+	  "copy the units whose content the guest's previous archive already holds instead of "
+	  "compressing them again", 0, OFF(reuse), 0, 1, NULL,
+	  "The archive is cut into units at member boundaries chosen by content\n"
+	  "(see\n"
+	  ".BR unit\\-size ),\n"
+	  "and the catalog\n"
+	  ".RB ( cbackup\\-idx (5))\n"
+	  "records a key per unit: the SHA\\-256 of its uncompressed bytes, of the\n"
+	  "compression decisions within it and of the codec's settings and library\n"
+	  "version. A unit whose key the newest complete archive of the same guest\n"
+	  "in the same dump directory (same codec) also has is copied from there\n"
+	  "with copy_file_range(2) (a clone on btrfs and xfs, a server\\-side copy on\n"
+	  "NFS 4.2, a plain copy elsewhere) after its compressed bytes are checked\n"
+	  "against their SHA\\-256 in that catalog; a damaged one stops the copying\n"
+	  "(the rest is compressed, with a log line). The archive is byte for byte\n"
+	  "the one\n"
+	  ".B reuse 0\n"
+	  "writes: every archive stays standalone, any can be pruned. zstd pads\n"
+	  "units to 4 KiB with skippable frames so that copies can be clones; lzop\n"
+	  "has no padding (copies are plain copies); gzip and uncompressed\n"
+	  "archives get no keys yet and are written in\n"
+	  "full. With\n"
+	  ".B reuse 0\n"
+	  "the catalog has no keys either (as one that\n"
+	  ".B cbackup index\n"
+	  "rebuilds), so the next backup compresses in full too." },
 	{ "pigz", CB_OPT_INT, "0", G | S | U | C, "0-256",
 	  "parallel gzip threads (0 = single-threaded gzip, 1 = half the cores, N = N threads)", 0,
 	  OFF(pigz_threads), 0, 256, NULL, NULL },

@@ -295,6 +295,53 @@ int cb_sink_write(struct cb_sink *s, const void *buf, size_t len)
 	return 0;
 }
 
+/* copy_file_range from off; what the kernel cannot copy is written from
+ * bytes. */
+static int copy_range(struct cb_sink *s, int src_fd, uint64_t off, uint64_t len,
+		      const unsigned char *bytes)
+{
+	loff_t in = (loff_t)off;
+	uint64_t done = 0;
+
+	while (done < len) {
+		ssize_t n = copy_file_range(src_fd, &in, s->fd, NULL, (size_t)(len - done), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		done += (uint64_t)n;
+	}
+	if (done < len && cb_write_all(s->fd, bytes + done, (size_t)(len - done)) < 0)
+		return cb_error_errno("cannot write '%s'", s->tmp_path ? s->tmp_path : s->name);
+	return 0;
+}
+
+int cb_sink_copy(struct cb_sink *s, int src_fd, uint64_t off, uint64_t len,
+		 const unsigned char *bytes)
+{
+	double t0;
+
+	if (cb_check_interrupt() < 0 || flush_slot(s) < 0)
+		return -1;
+	if (s->checksum) {
+		/* in order: the slots before these bytes first */
+		hasher_wait(s, s->seq);
+		EVP_DigestUpdate(s->sha, bytes, len);
+	}
+	if (cb_throttle_account(&s->throttle, len) < 0)
+		return -1;
+	t0 = cb_now();
+	if (copy_range(s, src_fd, off, len, bytes) < 0)
+		return -1;
+	s->written += len;
+	s->bytes += len;
+	if (cb_syncer_written(s->syncer, s->written) < 0)
+		return -1;
+	s->write_seconds += cb_now() - t0;
+	return 0;
+}
+
 int cb_sink_flush(struct cb_sink *s)
 {
 	if (cb_check_interrupt() < 0)

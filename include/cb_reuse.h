@@ -1,0 +1,27 @@
+/*
+ * cb_reuse: the previous archive whose units a backup copies instead of
+ * compressing (issue 27, DESIGN §5). The newest complete archive (it has
+ * its .sha256) of the same guest in the same dump directory, written with
+ * the same codec, whose catalog has unit keys; its catalog is checked
+ * whole (digest included) before a key is looked up, and every unit's
+ * compressed bytes again as they are copied (cb_codec_set_reuse).
+ */
+#ifndef CB_REUSE_H
+#define CB_REUSE_H
+
+#include "cb_codec.h"
+#include "cb_opts.h"
+
+struct cb_reuse;
+
+/* The previous archive, or NULL with *why (static text, or "" when there
+ * is simply none) saying why there is none to copy from. */
+struct cb_reuse *cb_reuse_open(const char *dumpdir, enum cb_guest_type type, const char *id,
+			       enum cb_compress codec, const char **why);
+/* Let the writer copy from it (the reuse must outlive the writer's finish). */
+void cb_reuse_attach(struct cb_reuse *r, struct cb_codec_writer *w);
+/* "cbackup-ct-101-2026_12_03-01_00_00.tar.zst" */
+const char *cb_reuse_name(const struct cb_reuse *r);
+void cb_reuse_free(struct cb_reuse *r);
+
+#endif

@@ -1,0 +1,190 @@
+/*
+ * cb_reuse: the previous archive to copy units from. See include/cb_reuse.h.
+ * Keys are looked up in an open-addressing table over the catalog's
+ * segments; a segment's units (frames, members, blocks) come from the
+ * catalog's unit table, relative to the segment's start.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cb_catalog.h"
+#include "cb_index.h"
+#include "cb_reuse.h"
+#include "cb_util.h"
+
+struct cb_reuse {
+	struct cb_idx idx;
+	int idx_open;
+	int fd;
+	char *name;
+	uint64_t *slots;                 /* segment number + 1; 0 = empty */
+	size_t mask;
+	struct cb_codec_seg seg;         /* the last one found */
+	struct cb_codec_unit *units;
+	size_t cap_units;
+};
+
+static uint64_t key_hash(const unsigned char *key)
+{
+	uint64_t h;
+
+	memcpy(&h, key, sizeof(h));
+	return h;
+}
+
+static void build_table(struct cb_reuse *r)
+{
+	size_t n = 16;
+
+	while (n < 2 * r->idx.n_segs)
+		n *= 2;
+	r->mask = n - 1;
+	r->slots = cb_xcalloc(n, sizeof(*r->slots));
+	for (uint64_t i = 0; i < r->idx.n_segs; i++) {
+		struct cb_codec_seg g;
+		size_t at;
+
+		cb_idx_seg(&r->idx, i, &g);
+		for (at = key_hash(g.key) & r->mask; r->slots[at]; at = (at + 1) & r->mask)
+			;
+		r->slots[at] = i + 1;
+	}
+}
+
+/* The units of g, relative to its start; 0 if the unit table does not
+ * start one at g's first byte (then the segment is not copied). */
+static size_t seg_units(struct cb_reuse *r, const struct cb_codec_seg *g)
+{
+	uint64_t u_off, c_off, i = cb_idx_unit_for(&r->idx, g->u_off, &u_off, &c_off);
+	size_t n = 0;
+
+	if (r->idx.n_units == 0 || u_off != g->u_off || c_off != g->c_off)
+		return 0;
+	for (; i < r->idx.n_units; i++) {
+		uint64_t u = cb_idx_unit_start(&r->idx, i);
+		const unsigned char *p = r->idx.units + i * r->idx.unit_len;
+		uint64_t c = 0;
+
+		if (u >= g->u_off + g->u_len)
+			break;
+		for (int b = 7; b >= 0; b--)
+			c = c << 8 | p[8 + b];
+		if (n == r->cap_units) {
+			r->cap_units = r->cap_units ? 2 * r->cap_units : 16;
+			r->units = cb_xrealloc(r->units, r->cap_units * sizeof(*r->units));
+		}
+		r->units[n++] = (struct cb_codec_unit){ u - g->u_off, c - g->c_off, 0, 0 };
+	}
+	return n;
+}
+
+static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb_codec_reuse_src *src)
+{
+	struct cb_reuse *r = ctx;
+
+	for (size_t at = key_hash(key) & r->mask; r->slots[at]; at = (at + 1) & r->mask) {
+		cb_idx_seg(&r->idx, r->slots[at] - 1, &r->seg);
+		if (memcmp(r->seg.key, key, CB_SEG_KEY) != 0 || r->seg.u_len != u_len)
+			continue;
+		src->n_units = seg_units(r, &r->seg);
+		if (src->n_units == 0)
+			return 0;
+		src->c_off = r->seg.c_off;
+		src->c_len = r->seg.c_len;
+		src->cdig = r->seg.cdig;
+		src->units = r->units;
+		src->name = r->name;
+		return 1;
+	}
+	return 0;
+}
+
+/* The newest complete archive of the guest with this codec. */
+static const struct cb_backup_file *newest(const struct cb_catalog *cat, enum cb_guest_type type,
+					   const char *id)
+{
+	for (size_t i = 0; i < cat->n; i++) {
+		const struct cb_backup_file *f = &cat->files[i];
+
+		if (f->type == type && strcmp(f->id, id) == 0 && strncmp(f->name, "cbackup-", 8) == 0 &&
+		    f->has_checksum)
+			return f;
+	}
+	return NULL;
+}
+
+static int open_prev(struct cb_reuse *r, const struct cb_backup_file *f, const char **why)
+{
+	char *ipath = cb_xasprintf("%s.idx", f->path);
+	struct stat st;
+	int ret = -1;
+
+	r->fd = open(f->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (r->fd < 0 || fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode))
+		*why = "cannot open it";
+	else if (cb_idx_open(&r->idx, ipath, (uint64_t)st.st_size) < 0 ||
+		 cb_idx_check_digest(&r->idx) < 0)
+		*why = "its catalog is missing or damaged";
+	else if ((r->idx_open = 1) && r->idx.n_segs == 0)
+		*why = "its catalog has no unit keys";
+	else
+		ret = 0;
+	free(ipath);
+	return ret;
+}
+
+struct cb_reuse *cb_reuse_open(const char *dumpdir, enum cb_guest_type type, const char *id,
+			       enum cb_compress codec, const char **why)
+{
+	struct cb_catalog cat = { 0 };
+	const struct cb_backup_file *f;
+	struct cb_reuse *r = NULL;
+
+	*why = "";
+	if (codec == CB_COMPRESS_NONE || cb_catalog_scan(&cat, dumpdir, id) < 0 ||
+	    !(f = newest(&cat, type, id)))
+		goto out;
+	if (f->compress != codec) {
+		*why = "it was written with another codec";
+		goto out;
+	}
+	r = cb_xcalloc(1, sizeof(*r));
+	r->fd = -1;
+	r->name = cb_xstrdup(f->name);
+	if (open_prev(r, f, why) < 0) {
+		cb_reuse_free(r);
+		r = NULL;
+		goto out;
+	}
+	build_table(r);
+out:
+	cb_catalog_release(&cat);
+	return r;
+}
+
+void cb_reuse_attach(struct cb_reuse *r, struct cb_codec_writer *w)
+{
+	cb_codec_set_reuse(w, r->fd, lookup, r);
+}
+
+const char *cb_reuse_name(const struct cb_reuse *r)
+{
+	return r->name;
+}
+
+void cb_reuse_free(struct cb_reuse *r)
+{
+	if (!r)
+		return;
+	if (r->idx_open)
+		cb_idx_close(&r->idx);
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r->slots);
+	free(r->units);
+	free(r->name);
+	free(r);
+}

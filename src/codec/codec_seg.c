@@ -1,0 +1,530 @@
+/*
+ * Segments of the tar stream (include/cb_codec.h): where they are cut,
+ * the key of each one, and whether it is compressed (its bytes and hints
+ * replayed into the codec, codec.c) or copied from a previous archive.
+ *
+ * A segment is gathered whole before the codec sees any of it, so that the
+ * choice is made before any CPU is spent on it, and so that the codec sees
+ * the same calls whatever the archive writer's read sizes were: its bytes
+ * are a function of the segment's bytes, its hints and the settings alone.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <lzo/lzo1x.h>
+#include <openssl/evp.h>
+#include <zlib.h>
+#include <zstd.h>
+
+#include "cb_codec.h"
+#include "cb_sink.h"
+#include "cb_util.h"
+#include "codec_int.h"
+
+/* A member's path ends a segment 1 time in HIT_MASK + 1. */
+#define HIT_MASK 31u
+
+enum ev_type { EV_HINT, EV_FILE };
+
+struct seg_ev {
+	uint64_t at, n;
+	enum ev_type type;
+	enum cb_data_kind kind;
+};
+
+struct cb_seg_state {
+	unsigned char *buf;
+	size_t len, cap;                 /* cap: the hard cut, 2 * unit_size */
+	struct seg_ev *ev;
+	size_t n_ev, cap_ev;
+	EVP_MD_CTX *bytes_sha, *ev_sha;
+	unsigned char settings[96];
+	size_t settings_len;
+	uint64_t start;                  /* stream offset of buf[0] */
+	size_t min_store;                /* the codec's, for the hint mirror */
+	/* the hint as codec.c will hold it after these bytes (cb_codec_inner_hint) */
+	enum cb_data_kind kind;
+	uint64_t left;
+	/* the cut rule */
+	int grid;                        /* in a member's data, or a stream without members */
+	uint64_t grid_origin;
+	int grid_cut;                    /* a cut fell in the current member's data */
+	int prev_hit;
+	/* copying */
+	int src_fd;
+	cb_codec_lookup_fn *lookup;
+	void *lookup_ctx;
+	int reuse_off;
+	char note[512];
+	unsigned char *cbuf;
+	size_t ccap;
+	uint64_t reused, reused_bytes, reused_cbytes, compressed, compressed_bytes;
+};
+
+static EVP_MD_CTX *sha_new(void)
+{
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+
+	if (!c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1) {
+		fputs("cbackup: cannot initialise SHA-256\n", stderr);
+		abort();
+	}
+	return c;
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* What else the compressed bytes depend on: the codec, its settings, the
+ * library that compresses, and this code's version of the rules. */
+static void settings_tag(struct cb_seg_state *s, const struct cb_codec_params *p, uint64_t unit)
+{
+	int n = snprintf((char *)s->settings, sizeof(s->settings),
+			 "cbseg1 %d %d %d %d %llu %u %s %x", (int)p->type, (int)p->policy, p->level,
+			 p->type == CB_COMPRESS_GZIP && p->threads == 0, (unsigned long long)unit,
+			 ZSTD_versionNumber(), zlibVersion(), (unsigned)lzo_version());
+
+	s->settings_len = n > 0 && (size_t)n < sizeof(s->settings) ? (size_t)n : sizeof(s->settings);
+}
+
+static void seg_begin(struct cb_seg_state *s)
+{
+	unsigned char st[17];
+
+	EVP_DigestInit_ex(s->bytes_sha, EVP_sha256(), NULL);
+	EVP_DigestInit_ex(s->ev_sha, EVP_sha256(), NULL);
+	/* the hint still running from the segment before */
+	st[0] = 'S';
+	put64(st + 1, (uint64_t)s->kind);
+	put64(st + 9, s->left);
+	EVP_DigestUpdate(s->ev_sha, st, sizeof(st));
+	s->len = 0;
+	s->n_ev = 0;
+}
+
+void cb_codec_seg_init(struct cb_codec_writer *w, const struct cb_codec_params *p)
+{
+	struct cb_seg_state *s;
+
+	w->out.segs_closed = 0;
+	if (w->type == CB_COMPRESS_NONE)
+		return;
+	s = cb_xcalloc(1, sizeof(*s));
+	s->cap = (size_t)(2 * w->unit_size);
+	s->buf = cb_xmalloc_huge(s->cap);
+	s->bytes_sha = sha_new();
+	s->ev_sha = sha_new();
+	s->min_store = w->ops->min_store;
+	s->src_fd = -1;
+	s->grid = 1;                     /* until the first member is announced */
+	settings_tag(s, p, w->unit_size);
+	seg_begin(s);
+	w->seg = s;
+	w->out.seg_sha = sha_new();
+}
+
+void cb_codec_seg_free(struct cb_codec_writer *w)
+{
+	struct cb_seg_state *s = w->seg;
+
+	if (w->out.seg_sha)
+		EVP_MD_CTX_free(w->out.seg_sha);
+	free(w->out.segs.v);
+	if (!s)
+		return;
+	cb_free_huge(s->buf, s->cap);
+	free(s->ev);
+	free(s->cbuf);
+	EVP_MD_CTX_free(s->bytes_sha);
+	EVP_MD_CTX_free(s->ev_sha);
+	free(s);
+}
+
+void cb_codec_set_reuse(struct cb_codec_writer *w, int fd, cb_codec_lookup_fn *lookup, void *ctx)
+{
+	if (!w->seg)
+		return;
+	w->seg->src_fd = fd;
+	w->seg->lookup = lookup;
+	w->seg->lookup_ctx = ctx;
+}
+
+const char *cb_codec_reuse_note(const struct cb_codec_writer *w)
+{
+	return w->seg && w->seg->note[0] ? w->seg->note : NULL;
+}
+
+const struct cb_codec_segs *cb_codec_writer_segs(const struct cb_codec_writer *w)
+{
+	const struct cb_codec_out *o = &w->out;
+
+	if (!w->seg || !w->finished || o->segs_closed != o->segs.n)
+		return NULL;
+	return &o->segs;
+}
+
+/* ---- the compressed side: segments closed in emit order ---- */
+
+int cb_codec_out_seg_done(struct cb_codec_out *o, cb_codec_pad_fn *pad, size_t pad_min)
+{
+	struct cb_codec_seg *g;
+	uint64_t len = o->bytes_out - o->seg_c0;
+	size_t n = (size_t)((CB_SEG_ALIGN - len % CB_SEG_ALIGN) % CB_SEG_ALIGN);
+
+	if (o->segs_closed >= o->segs.n)
+		return cb_error("codec: a segment ends that was never cut");
+	if (pad && n > 0 && n < pad_min)
+		n += CB_SEG_ALIGN;
+	if (pad && n > 0 && pad(o, n) < 0)
+		return -1;
+	g = &o->segs.v[o->segs_closed++];
+	g->c_off = o->seg_c0;
+	g->c_len = o->bytes_out - o->seg_c0;
+	EVP_DigestFinal_ex(o->seg_sha, g->cdig, NULL);
+	EVP_DigestInit_ex(o->seg_sha, EVP_sha256(), NULL);
+	o->seg_c0 = o->bytes_out;
+	return 0;
+}
+
+/* Bytes written so far belong to no segment (the lzop file header). */
+void cb_codec_out_seg_skip(struct cb_codec_out *o)
+{
+	if (!o->seg_sha)
+		return;
+	EVP_DigestInit_ex(o->seg_sha, EVP_sha256(), NULL);
+	o->seg_c0 = o->bytes_out;
+}
+
+/* ---- the cut rule ---- */
+
+static int path_hit(const char *path)
+{
+	size_t n;
+	uint64_t h = 1469598103934665603ull;
+
+	if (path[0] == '.' && path[1] == '/')
+		path += 2;
+	n = strlen(path);
+	while (n > 0 && path[n - 1] == '/')
+		n--;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)path[i]) * 1099511628211ull;
+	h ^= h >> 29;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 32;
+	return (h & HIT_MASK) == 0;
+}
+
+/* Bytes the segment may still take before a cut. */
+static size_t seg_room(const struct cb_codec_writer *w)
+{
+	const struct cb_seg_state *s = w->seg;
+	size_t room = s->cap - s->len;
+
+	if (s->grid) {
+		uint64_t g = w->unit_size - (s->start + s->len - s->grid_origin) % w->unit_size;
+
+		if (g < room)
+			room = (size_t)g;
+	}
+	return room;
+}
+
+static void add_event(struct cb_seg_state *s, enum ev_type type, enum cb_data_kind kind, uint64_t n)
+{
+	if (s->n_ev == s->cap_ev) {
+		s->cap_ev = s->cap_ev ? 2 * s->cap_ev : 64;
+		s->ev = cb_xrealloc(s->ev, s->cap_ev * sizeof(*s->ev));
+	}
+	s->ev[s->n_ev++] = (struct seg_ev){ s->len, n, type, kind };
+	if (type == EV_HINT) {
+		unsigned char r[25];
+
+		r[0] = 'H';
+		put64(r + 1, s->len);
+		put64(r + 9, (uint64_t)kind);
+		put64(r + 17, n);
+		EVP_DigestUpdate(s->ev_sha, r, sizeof(r));
+	}
+}
+
+/* ---- compress or copy ---- */
+
+static int replay(struct cb_codec_writer *w)
+{
+	struct cb_seg_state *s = w->seg;
+	size_t pos = 0;
+
+	w->unit_end_at = w->chunked + w->cm.len + s->len;
+	for (size_t i = 0; i < s->n_ev; i++) {
+		const struct seg_ev *e = &s->ev[i];
+
+		if (e->at > pos && cb_codec_inner_write(w, s->buf + pos, (size_t)(e->at - pos)) < 0)
+			return -1;
+		pos = (size_t)e->at;
+		if (e->type == EV_FILE)
+			cb_codec_inner_begin_file(w);
+		else if (cb_codec_inner_hint(w, e->kind, e->n) < 0)
+			return -1;
+	}
+	if (pos < s->len && cb_codec_inner_write(w, s->buf + pos, s->len - pos) < 0)
+		return -1;
+	s->compressed++;
+	s->compressed_bytes += s->len;
+	return 0;
+}
+
+static int pread_all(int fd, unsigned char *buf, size_t len, uint64_t off)
+{
+	while (len > 0) {
+		ssize_t n = pread(fd, buf, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		buf += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* The previous archive's segment, read and checked: 1, or 0 (a note says
+ * why copying stops). */
+static int fetch(struct cb_seg_state *s, const struct cb_codec_reuse_src *src, uint64_t u_len)
+{
+	unsigned char dig[CB_SEG_KEY];
+	uint64_t pu = 0, pc = 0;
+	int bad = src->n_units == 0 || src->c_len == 0 || src->c_len > 4 * (uint64_t)s->cap;
+
+	for (size_t i = 0; !bad && i < src->n_units; i++) {
+		const struct cb_codec_unit *u = &src->units[i];
+
+		bad = i == 0 ? (u->u_off || u->c_off)
+			     : (u->u_off <= pu || u->c_off <= pc || u->u_off >= u_len || u->c_off >= src->c_len);
+		pu = u->u_off;
+		pc = u->c_off;
+	}
+	if (!bad && src->c_len > s->ccap) {
+		free(s->cbuf);
+		s->ccap = (size_t)src->c_len;
+		s->cbuf = cb_xmalloc(s->ccap);
+	}
+	if (!bad && pread_all(s->src_fd, s->cbuf, (size_t)src->c_len, src->c_off) < 0)
+		bad = 1;
+	if (!bad) {
+		EVP_Digest(s->cbuf, (size_t)src->c_len, dig, NULL, EVP_sha256(), NULL);
+		bad = memcmp(dig, src->cdig, CB_SEG_KEY) != 0;
+	}
+	if (!bad)
+		return 1;
+	snprintf(s->note, sizeof(s->note),
+		 "previous archive '%s' damaged at compressed offset %llu: compressing the rest",
+		 src->name, (unsigned long long)src->c_off);
+	s->reuse_off = 1;
+	return 0;
+}
+
+/* Copy the segment from the previous archive: 1 copied, 0 not there (or
+ * not sound), -1 error. */
+static int try_copy(struct cb_codec_writer *w, const unsigned char *key)
+{
+	struct cb_seg_state *s = w->seg;
+	struct cb_codec_out *o = &w->out;
+	struct cb_codec_reuse_src src;
+	struct cb_codec_seg *g;
+
+	if (!s->lookup || s->reuse_off || !w->ops->sync)
+		return 0;
+	memset(&src, 0, sizeof(src));
+	if (!s->lookup(s->lookup_ctx, key, s->len, &src) || !fetch(s, &src, s->len))
+		return 0;
+	if (w->ops->sync(w->st) < 0 || cb_sink_copy(o->sink, s->src_fd, src.c_off, src.c_len, s->cbuf) < 0)
+		return -1;
+	for (size_t i = 0; i < src.n_units; i++) {
+		uint64_t c = src.units[i].c_off;
+		uint64_t end = i + 1 < src.n_units ? src.units[i + 1].c_off : src.c_len;
+
+		cb_codec_units_add(&o->units, o->u_done + src.units[i].u_off, o->bytes_out + c);
+		cb_codec_units_sum(&o->units, s->cbuf + c, (size_t)(end - c));
+	}
+	g = &o->segs.v[o->segs_closed++];
+	g->c_off = o->bytes_out;
+	g->c_len = src.c_len;
+	memcpy(g->cdig, src.cdig, CB_SEG_KEY);
+	o->bytes_out += src.c_len;
+	o->u_done += s->len;
+	o->seg_c0 = o->bytes_out;
+	/* the codec stands where it would after compressing the segment */
+	w->chunked += s->len;
+	w->unit_end_at = w->chunked;
+	w->hint_kind = s->kind;
+	w->hint_left = s->left;
+	for (size_t i = 0; i < s->n_ev; i++)
+		if (s->ev[i].type == EV_FILE)
+			cb_codec_inner_begin_file(w);
+	s->reused++;
+	s->reused_bytes += s->len;
+	s->reused_cbytes += src.c_len;
+	return 1;
+}
+
+/* The segment ends here: key it, copy or compress it, start the next. */
+static int seg_end(struct cb_codec_writer *w)
+{
+	struct cb_seg_state *s = w->seg;
+	struct cb_codec_out *o = &w->out;
+	unsigned char evd[CB_SEG_KEY], bd[CB_SEG_KEY], len[8];
+	EVP_MD_CTX *k;
+	struct cb_codec_seg *g;
+	int r;
+
+	if (s->len == 0)
+		return 0;
+	EVP_DigestFinal_ex(s->ev_sha, evd, NULL);
+	EVP_DigestFinal_ex(s->bytes_sha, bd, NULL);
+	if (o->segs.n == o->segs.cap) {
+		o->segs.cap = o->segs.cap ? 2 * o->segs.cap : 256;
+		o->segs.v = cb_xrealloc(o->segs.v, o->segs.cap * sizeof(*o->segs.v));
+	}
+	g = &o->segs.v[o->segs.n++];
+	memset(g, 0, sizeof(*g));
+	g->u_off = s->start;
+	g->u_len = s->len;
+	put64(len, s->len);
+	k = sha_new();
+	EVP_DigestUpdate(k, s->settings, s->settings_len);
+	EVP_DigestUpdate(k, evd, sizeof(evd));
+	EVP_DigestUpdate(k, bd, sizeof(bd));
+	EVP_DigestUpdate(k, len, sizeof(len));
+	EVP_DigestFinal_ex(k, g->key, NULL);
+	EVP_MD_CTX_free(k);
+	r = try_copy(w, g->key);
+	if (r == 0)
+		r = replay(w);
+	if (r < 0) {
+		w->failed = 1;
+		return -1;
+	}
+	s->start += s->len;
+	seg_begin(s);
+	return 0;
+}
+
+int cb_codec_seg_flush(struct cb_codec_writer *w)
+{
+	return seg_end(w);
+}
+
+/* ---- what the archive writer calls ---- */
+
+int cb_codec_member(struct cb_codec_writer *w, const char *path)
+{
+	struct cb_seg_state *s = w->seg;
+	uint64_t len;
+	int cut, hit;
+
+	if (!s || w->failed || w->finished)
+		return w->failed ? -1 : 0;
+	len = s->len;
+	hit = path ? path_hit(path) : 0;
+	cut = len > 0 && (s->grid_cut || (s->prev_hit && len >= w->unit_size / 4) ||
+			  len >= w->unit_size);
+	s->grid = 0;
+	s->grid_cut = 0;
+	s->prev_hit = hit;
+	return cut ? seg_end(w) : 0;
+}
+
+int cb_codec_hint(struct cb_codec_writer *w, enum cb_data_kind kind, uint64_t nbytes)
+{
+	struct cb_seg_state *s = w->seg;
+
+	/* codec.c's rules, mirrored: the hint the codec will hold */
+	if (!s || w->policy == CB_POLICY_ALWAYS)
+		return 0;
+	if (kind != CB_DATA_UNKNOWN && nbytes < s->min_store)
+		kind = CB_DATA_UNKNOWN;
+	add_event(s, EV_HINT, kind, nbytes);
+	s->kind = kind;
+	s->left = nbytes;
+	return 0;
+}
+
+void cb_codec_begin_file(struct cb_codec_writer *w)
+{
+	struct cb_seg_state *s = w->seg;
+
+	if (!s) {
+		w->file_id++;
+		return;
+	}
+	add_event(s, EV_FILE, CB_DATA_UNKNOWN, 0);
+	s->grid = 1;
+	s->grid_origin = s->start + s->len;
+	s->grid_cut = 0;
+}
+
+unsigned char *cb_codec_write_buffer(struct cb_codec_writer *w, size_t *avail)
+{
+	if (!w->seg || w->finished || w->failed)
+		return NULL;
+	*avail = seg_room(w);
+	return w->seg->buf + w->seg->len;
+}
+
+int cb_codec_write(struct cb_codec_writer *w, const void *buf, size_t len)
+{
+	struct cb_seg_state *s = w->seg;
+	const unsigned char *p = buf;
+
+	/* after a failure the message that says why is already set: keep it */
+	if (w->failed)
+		return -1;
+	if (w->finished)
+		return cb_error("codec: write after finish");
+	w->bytes_in += len;
+	cb_progress_update(w->progress, w->bytes_in);
+	if (w->tap && w->tap(w->tap_ctx, buf, len) < 0)
+		w->tap = NULL;
+	if (!s)
+		return cb_codec_out_write(&w->out, buf, len);
+	while (len > 0) {
+		size_t room = seg_room(w), k = len < room ? len : room;
+
+		/* bytes read in place (cb_codec_write_buffer) are already there */
+		if (p != s->buf + s->len)
+			memcpy(s->buf + s->len, p, k);
+		EVP_DigestUpdate(s->bytes_sha, s->buf + s->len, k);
+		s->left -= s->left < k ? s->left : k;
+		s->len += k;
+		p += k;
+		len -= k;
+		if (k < room)
+			continue;
+		if (s->grid && s->len < s->cap)
+			s->grid_cut = 1;
+		if (seg_end(w) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+void cb_codec_seg_stats(const struct cb_codec_writer *w, struct cb_codec_stats *st)
+{
+	const struct cb_seg_state *s = w->seg;
+
+	if (!s)
+		return;
+	st->segs_reused = s->reused;
+	st->segs_reused_bytes = s->reused_bytes;
+	st->segs_reused_archive_bytes = s->reused_cbytes;
+	st->segs_compressed = s->compressed;
+	st->segs_compressed_bytes = s->compressed_bytes;
+}
