@@ -70,7 +70,7 @@ test_expect_success ROOT 'a read-only dump directory: exit 1, the ERROR says so'
 	no_probe_files
 '
 
-test_expect_success 'SIGTERM while the tmpdir is written: exit 1, nothing left behind' '
+test_expect_success 'SIGTERM while the tmpdir is written: exit 143, nothing left behind' '
 	"$CBACKUP" probe --dumpdir "$D" --tmpdir "$T" >out 2>err &
 	pid=$!
 	cleanup_pid $pid
@@ -78,7 +78,7 @@ test_expect_success 'SIGTERM while the tmpdir is written: exit 1, nothing left b
 	kill -TERM $pid
 	rc=0; wait $pid || rc=$?
 	cat err
-	test "$rc" = 1
+	test "$rc" = 143
 	grep -F "ERROR: probe failed - " err | grep -F "interrupted by signal TERM"
 	no_probe_files
 '

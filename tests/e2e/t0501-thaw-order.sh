@@ -57,7 +57,7 @@ test_expect_success ROOT 'SIGTERM in pass 2: thawed by the signal handler, befor
 	fi
 	EOS
 	chmod +x "$SCRATCH/freeze.sh" "$SCRATCH/phase.sh"
-	with_fault "read:SIGTERM:late.bin" cbackup_run 1 backup --root "$SRC" --id 2 \
+	with_fault "read:SIGTERM:late.bin" cbackup_run 143 backup --root "$SRC" --id 2 \
 		--tmpdir "$SCRATCH/tmp" --dumpdir "$SCRATCH/dump" --script "$SCRATCH/phase.sh" \
 		--freeze-cmd "$SCRATCH/freeze.sh" --thaw-cmd "echo thaw >>$TRACE"
 	fault_fired "^read .*late.bin"
