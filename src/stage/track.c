@@ -635,7 +635,8 @@ void cb_changes_sort(struct cb_changes *c)
 {
 	size_t k = 0;
 
-	qsort(c->dirs, c->n_dirs, sizeof(*c->dirs), cmp_rel);
+	if (c->n_dirs)   /* qsort(NULL, 0, ...) is undefined (UBSan) */
+		qsort(c->dirs, c->n_dirs, sizeof(*c->dirs), cmp_rel);
 	for (size_t i = 0; i < c->n_dirs; i++) {
 		if (k && !strcmp(c->dirs[k - 1].rel, c->dirs[i].rel))
 			changed_dir_merge(&c->dirs[k - 1], &c->dirs[i]);
