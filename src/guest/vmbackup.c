@@ -6,7 +6,6 @@
  * transaction ran, all disks at the same instant; the VM is never paused.
  * See include/cb_vmcbw.h. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,22 +44,14 @@ static int check_space(struct cb_vmcbw *v, const char *stage_dir, int dfd)
 static int add_target(struct cb_vmcbw *v, const char *stage_dir, int dfd, size_t i)
 {
 	const struct vmdisk *d = &v->d[i];
-	char *path = cb_xasprintf("%s/%s", stage_dir, d->name), *q = cb_json_quote(path);
-	int fd = -1, rc = -1;
+	char *path = cb_xasprintf("%s/%s", stage_dir, d->name);
+	int rc = -1;
 
 	if (unlinkat(dfd, d->name, 0) < 0 && errno != ENOENT)   /* a kept image of an earlier run */
 		cb_error_errno("cannot replace '%s'", path);
-	else if ((fd = openat(dfd, d->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-			      0600)) < 0 || ftruncate(fd, (off_t)d->size) < 0)
-		cb_error_errno("backup image '%s'", path);
 	else
-		rc = cb_qmps_execf(&v->s, NULL, "blockdev-add",
-				   "{\"driver\":\"raw\",\"node-name\":\"" PREFIX "tgt%zu\","
-				   "\"file\":{\"driver\":\"file\",\"filename\":%s}}", i, q);
-	if (fd >= 0)
-		close(fd);
+		rc = cb_vmcbw_add_image(v, dfd, d->name, path, d->size, "tgt", i);
 	free(path);
-	free(q);
 	return rc;
 }
 

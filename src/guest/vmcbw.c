@@ -616,24 +616,39 @@ static int open_work_dir(struct cb_vmcbw *v, const char *stage_dir)
 	return clean_work_dir(v->work_dir);
 }
 
-/* A sparse file of the disk's size (O_EXCL in the private directory) as
- * the filter's target: it holds only what the guest overwrites while the
- * backup reads. */
-static int add_fleecing(struct cb_vmcbw *v, size_t i)
+int cb_vmcbw_add_image(struct cb_vmcbw *v, int dfd, const char *name, const char *path,
+		       uint64_t size, const char *kind, size_t i)
 {
-	char *path = cb_xasprintf("%s/fleece-%zu.raw", v->work_dir, i), *q = cb_json_quote(path);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), rc = -1;
+	char *q = cb_json_quote(path);
+	int fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int rc = -1;
 
-	if (fd < 0 || ftruncate(fd, (off_t)v->d[i].size) < 0)
-		cb_error_errno("fleecing image '%s'", path);
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
+		cb_error_errno("image '%s'", path);
 	else
 		rc = cb_qmps_execf(&v->s, NULL, "blockdev-add",
-				   "{\"driver\":\"raw\",\"node-name\":\"" PREFIX "fl%zu\","
-				   "\"file\":{\"driver\":\"file\",\"filename\":%s}}", i, q);
+				   "{\"driver\":\"raw\",\"node-name\":\"" PREFIX "%s%zu\","
+				   "\"file\":{\"driver\":\"file\",\"filename\":%s}}", kind, i, q);
 	if (fd >= 0)
 		close(fd);
-	free(path);
 	free(q);
+	return rc;
+}
+
+/* The fleecing image, the filter's target: it holds only what the guest
+ * overwrites while the backup reads. */
+static int add_fleecing(struct cb_vmcbw *v, size_t i)
+{
+	char name[64], *path;
+	int dfd = open(v->work_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc;
+
+	if (dfd < 0)
+		return cb_error_errno("cannot open '%s'", v->work_dir);
+	snprintf(name, sizeof(name), "fleece-%zu.raw", i);
+	path = cb_xasprintf("%s/%s", v->work_dir, name);
+	rc = cb_vmcbw_add_image(v, dfd, name, path, v->d[i].size, "fl", i);
+	free(path);
+	close(dfd);
 	return rc;
 }
 

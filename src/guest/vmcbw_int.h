@@ -44,6 +44,10 @@ struct cb_vmcbw {
 };
 
 /* vmcbw.c */
+/* A new sparse file NAME in DFD (a private directory; O_EXCL) of SIZE bytes,
+ * PATH by name, as raw node cbackup-KIND<I> in QEMU. */
+int cb_vmcbw_add_image(struct cb_vmcbw *v, int dfd, const char *name, const char *path,
+		       uint64_t size, const char *kind, size_t i);
 int cb_vmcbw_hook(struct cb_vmcbw *v, const char *phase);
 void cb_vmcbw_fs_freeze(struct cb_vmcbw *v);
 void cb_vmcbw_fs_thaw(struct cb_vmcbw *v);

@@ -42,6 +42,16 @@ test_expect_success 'QEMU 4.1.0: WARN naming the version, the staging path, noth
 	cmp "$SCRATCH/disk0.img" r/disk0.img
 '
 
+test_expect_success 'mode snapshot on QEMU 4.1.0: falls back to suspend, saying why' '
+	mkdir "$SCRATCH/dump3"
+	cbackup_run 0 backup --type vm --id 321 --disk "$SCRATCH/disk0.img" --qmp "$SOCK" \
+		--tmpdir "$SCRATCH/tmp" --dumpdir "$SCRATCH/dump3" --mode snapshot
+	grep -E "^INFO: snapshot mode: QEMU.s own live backup" "$CB_ERR"
+	grep -E "^INFO: snapshot not possible: QEMU older than 4\.2 has no live backup" "$CB_ERR"
+	grep -E "^INFO: trying .suspend. mode instead" "$CB_ERR"
+	grep -q "^INFO: starting final sync of 1 disk image" "$CB_ERR"
+'
+
 test_expect_success 'vm-method stage never asks for the version' '
 	: >"$CMDS"
 	mkdir "$SCRATCH/dump2"
