@@ -93,7 +93,7 @@ build_blind() {
 	mkdir -p "$BLIND"
 	tar -C "$TOP" --exclude=build/rel/tests -cf - Makefile src include build/rel | tar -C "$BLIND" -xf -
 	sed -E -i -e "$sed" "$BLIND/$file"
-	grep -q 'if (!strcmp(rel, "blind"))' "$BLIND/$file" ||
+	grep -q 'strcmp(rels\[i\], "blind")' "$BLIND/$file" ||
 		{ echo "the mutant $MUT no longer applies: refresh it"; return 1; }
 	make -C "$BLIND" --no-print-directory -s cbackup >"$SCRATCH/blind-make.log" 2>&1 ||
 		{ cat "$SCRATCH/blind-make.log"; return 1; }
