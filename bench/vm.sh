@@ -104,11 +104,16 @@ one() {
 make_disk() {
 	rm -f "$work/disk.raw"
 	qemu-img create -q -f raw "$work/disk.raw" "${1}M"
-	qemu-io -f raw -c "write -P 0x5a 0 ${1}M" "$work/disk.raw" >/dev/null
+	local off=0
+	while [ "$off" -lt "$1" ]; do   # qemu-io takes at most 2 GiB a request
+		qemu-io -f raw -c "write -P 0x5a ${off}M $(( $1 - off < 1024 ? $1 - off : 1024 ))M" \
+			"$work/disk.raw" >/dev/null
+		off=$((off + 1024))
+	done
 }
 
-# rate_start SIZE / rate_stop: the guest writer; rate_stop prints
-# "writes/s p99-ms"
+# rate_start SIZE / rate_stop VAR: the guest writer; rate_stop sets VAR to
+# "writes/s p99-ms" (not in a $(...): the writer is this shell's child)
 rate_start() {
 	python3 bench/vmpause.py rate "$work/hook.qmp" drive0 "$1" "$work/rate" &
 	rpid=$!
@@ -117,7 +122,8 @@ rate_stop() {
 	kill "$rpid"
 	wait "$rpid" || :
 	rpid=
-	awk '{ printf "%.0f %.1f\n", $1 / $2, $3 }' "$work/rate"
+	printf -v "$1" "%s" "$(awk '{ printf "%.0f %.1f\n", $1 / $2, $3 }' "$work/rate")"
+	rm -f "$work/rate"
 }
 
 # plain blockdev-backup to a 25 MB/s target, no fleecing; prints seconds
@@ -145,7 +151,7 @@ mode_rate() {
 		make_disk "$size"
 		start_vm
 		sleep 1
-		rate_start "$size"; sleep "$RATE_SECS"; base=$(rate_stop)
+		rate_start "$size"; sleep "$RATE_SECS"; rate_stop base
 		rm -rf "$work/tmp" "$work/dump"; mkdir "$work/tmp" "$work/dump"
 		rate_start "$size"
 		t0=$(now)
@@ -153,10 +159,10 @@ mode_rate() {
 			--compress zstd --bwlimit 24414 --tmpdir "$work/tmp" --dumpdir "$work/dump" \
 			>"$work/cb.log" 2>&1 || { cat "$work/cb.log"; exit 1; }
 		t1=$(now)
-		cbw=$(rate_stop)
+		rate_stop cbw
 		rate_start "$size"
 		plain_t=$(plain_backup "$size")
-		plain=$(rate_stop)
+		rate_stop plain
 		set -- $base $cbw $plain
 		printf "| %s MiB raw, full | %s (%s) | %s (%s) | %s (%s) | %s s / %s s |\n" "$size" \
 			"$1" "$2" "$3" "$4" "$5" "$6" "$(elapsed "$t0" "$t1")" "$plain_t"

@@ -1051,8 +1051,10 @@ int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *
 			goto out;
 	if (snapshot_cbw(v, pause_s) < 0)
 		goto out;
+	/* a SHUTDOWN or MIGRATION event during a read that still completed
+	 * fails the backup as well (as vzdump) */
 	if (export_disks(v, &sock) < 0 || read_disks(v, dfd, sock) < 0 ||
-	    (v->bitmap && hand_over(v) < 0))
+	    cb_vmcbw_vm_gone(v, "the backup") < 0 || (v->bitmap && hand_over(v) < 0))
 		goto out;
 	rc = 0;
 out:
