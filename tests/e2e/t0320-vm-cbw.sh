@@ -19,7 +19,8 @@
 # exact at the transaction's instant with writes going on, never pauses the
 # VM and leaves no job or node. The guest agent's fsfreeze comes before the
 # filters go in and its thaw after they are in and the VM runs, also when
-# the insertion fails; a freeze refused is a WARN. The agent is
+# the insertion fails (with blockdev-backup: around the transaction); a
+# freeze refused is a WARN. The agent is
 # tests/helpers/qgapeer.py, a peer speaking qemu-ga's protocol on a unix
 # socket: these VMs run no guest OS, so no real qemu-ga could answer, and
 # the peer asks QEMU (the test's monitor) at each call where the VM is. Mode
@@ -395,6 +396,18 @@ test_expect_success 'qga: a freeze the agent refuses is a WARN, the backup goes 
 	fsfreeze_calls | cut -d" " -f1 >calls
 	[ "$(cat calls)" = "$(printf "guest-fsfreeze-freeze\nguest-fsfreeze-thaw")" ]
 	archive_exact qgawarn
+	graph_restored
+'
+
+test_expect_success 'qga with blockdev-backup: frozen before the jobs start, thawed once they run' '
+	start_qga
+	HOOK_ACTION="pre-stop:before" backup_vm 0 qgabdb --qga "$QGA" --vm-method blockdev-backup \
+		--bwlimit 8192
+	stop_qga
+	cat "$QGALOG"
+	# the jobs'"'"' own copy-before-write filters are in at the thaw
+	[ "$(fsfreeze_calls)" = "$(printf "guest-fsfreeze-freeze running 0\nguest-fsfreeze-thaw running 2")" ]
+	archive_exact qgabdb
 	graph_restored
 '
 
