@@ -143,4 +143,48 @@ test_expect_success ROOT 'lzo: units copied too (no padding), the same bytes as 
 	lzop -dc "$(newest "$DUMP" .lzo)" | tar -tf - >/dev/null
 '
 
+test_expect_success ROOT 'gzip: one member per unit, units copied, the same bytes as reuse 0' '
+	night --compress gzip
+	night --compress gzip
+	read -r reused compressed <<<"$(counts)"
+	test "$reused" -gt 8
+	test "$compressed" = 0
+	same_as_no_reuse .gz gzip
+	gzip -t "$(newest "$DUMP" .gz)"
+	gzip -dc "$(newest "$DUMP" .gz)" | tar -tf - >/dev/null
+	tar -xzOf "$(newest "$DUMP" .gz)" ./usr/share/f200.txt >"$SCRATCH/got"
+	cmp "$SRC/usr/share/f200.txt" "$SCRATCH/got"
+	cbackup_run 0 verify "$(newest "$DUMP" .gz)"
+	# every unit padded to 4 KiB (an empty member with an FEXTRA field)
+	$PY -c "import struct, sys
+d = open(sys.argv[1], \"rb\").read()
+ne, nu, sl = struct.unpack(\"<QQQ\", d[16:40])
+off = 64 + ne * 64 + (ne * 4 + 7) // 8 * 8 + nu * 24 + sl
+n = struct.unpack(\"<Q\", d[off:off + 8])[0]
+segs = [struct.unpack(\"<QQQQ\", d[off + 8 + i * 96:off + 40 + i * 96]) for i in range(n)]
+assert n > 8 and all(c % 4096 == 0 and l % 4096 == 0 for u, ul, c, l in segs), segs" \
+		"$(newest "$DUMP" .gz).idx"
+'
+
+test_expect_success ROOT 'gzip: a changed member is compressed, the rest copied, GNU tar reads it' '
+	printf "gzip night\n" >>"$SRC/var/log/syslog"
+	night --compress gzip
+	read -r reused compressed <<<"$(counts)"
+	test "$reused" -gt 8
+	test "$compressed" -ge 1
+	same_as_no_reuse .gz gzip
+	tar -xzOf "$(newest "$DUMP" .gz)" ./var/log/syslog >"$SCRATCH/got"
+	cmp "$SRC/var/log/syslog" "$SCRATCH/got"
+'
+
+test_expect_success ROOT 'pigz (threaded gzip): units copied too, the same bytes as reuse 0' '
+	night --compress gzip --pigz 2
+	night --compress gzip --pigz 2
+	read -r reused compressed <<<"$(counts)"
+	test "$reused" -gt 8
+	test "$compressed" = 0
+	same_as_no_reuse .gz "gzip --pigz 2"
+	gzip -t "$(newest "$DUMP" .gz)"
+'
+
 test_done
