@@ -44,6 +44,18 @@ same_as_no_reuse() {
 	cmp "$(newest "$DUMP" "$1")" "$(newest "$ref" "$1")"
 }
 
+# aligned_units IDX: more than 8 units, each at a 4 KiB multiple and 4 KiB
+# long (padded: clones need aligned offsets)
+aligned_units() {
+	$PY -c "import struct, sys
+d = open(sys.argv[1], \"rb\").read()
+ne, nu, sl = struct.unpack(\"<QQQ\", d[16:40])
+off = 64 + ne * 64 + (ne * 4 + 7) // 8 * 8 + nu * 24 + sl
+n = struct.unpack(\"<Q\", d[off:off + 8])[0]
+segs = [struct.unpack(\"<QQQQ\", d[off + 8 + i * 96:off + 40 + i * 96]) for i in range(n)]
+assert n > 8 and all(c % 4096 == 0 and l % 4096 == 0 for u, ul, c, l in segs), segs" "$1"
+}
+
 # counts: "REUSED COMPRESSED" from the log line of the last run
 counts() {
 	sed -n 's/.*INFO: reused \([0-9]*\) units .*, compressed \([0-9]*\) units (.*/\1 \2/p' "$CB_ERR"
@@ -71,14 +83,7 @@ assert g[\"reused_units\"] > 8 and g[\"compressed_units\"] == 0 and g[\"reused_f
 	cbackup_run 0 verify "$(newest "$DUMP" .zst)"
 	zstd -dc "$(newest "$DUMP" .zst)" | tar -tf - >/dev/null
 	# zstd units are padded to 4 KiB (clones need aligned offsets)
-	$PY -c "import struct, sys
-d = open(sys.argv[1], \"rb\").read()
-ne, nu, sl = struct.unpack(\"<QQQ\", d[16:40])
-off = 64 + ne * 64 + (ne * 4 + 7) // 8 * 8 + nu * 24 + sl
-n = struct.unpack(\"<Q\", d[off:off + 8])[0]
-segs = [struct.unpack(\"<QQQQ\", d[off + 8 + i * 96:off + 40 + i * 96]) for i in range(n)]
-assert n > 8 and all(c % 4096 == 0 and l % 4096 == 0 for u, ul, c, l in segs), segs" \
-		"$(newest "$DUMP" .zst).idx"
+	aligned_units "$(newest "$DUMP" .zst).idx"
 '
 
 test_expect_success ROOT 'a member changed with its size and mtime kept is compressed, never copied' '
@@ -156,14 +161,7 @@ test_expect_success ROOT 'gzip: one member per unit, units copied, the same byte
 	cmp "$SRC/usr/share/f200.txt" "$SCRATCH/got"
 	cbackup_run 0 verify "$(newest "$DUMP" .gz)"
 	# every unit padded to 4 KiB (an empty member with an FEXTRA field)
-	$PY -c "import struct, sys
-d = open(sys.argv[1], \"rb\").read()
-ne, nu, sl = struct.unpack(\"<QQQ\", d[16:40])
-off = 64 + ne * 64 + (ne * 4 + 7) // 8 * 8 + nu * 24 + sl
-n = struct.unpack(\"<Q\", d[off:off + 8])[0]
-segs = [struct.unpack(\"<QQQQ\", d[off + 8 + i * 96:off + 40 + i * 96]) for i in range(n)]
-assert n > 8 and all(c % 4096 == 0 and l % 4096 == 0 for u, ul, c, l in segs), segs" \
-		"$(newest "$DUMP" .gz).idx"
+	aligned_units "$(newest "$DUMP" .gz).idx"
 '
 
 test_expect_success ROOT 'gzip: a changed member is compressed, the rest copied, GNU tar reads it' '
