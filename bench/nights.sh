@@ -161,7 +161,7 @@ stored() {
 	fi
 	sync -f "$2"
 	if [ "$1" = btrfs ]; then
-		btrfs filesystem du --raw -s "$2" | awk 'NR == 2 { print $2 + $3 }'
+		btrfs filesystem du --raw -s "$2" | awk 'NR == 2 { printf "%.0f\n", $2 + $3 }'
 	else
 		du -sB1 "$2" | cut -f1
 	fi
