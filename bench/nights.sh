@@ -240,7 +240,7 @@ table() {
 	done
 	for k in wall cpu storage; do
 		awk -v c="$(median "$work/r.$fs.cbackup.$k")" -v b="$(median "$work/r.$fs.borg.$k")" -v k="$k" \
-			'BEGIN { printf "cbackup/borg %s: %.2fx\n", k, b > 0 ? c / b : 0 }'
+			'BEGIN { printf "cbackup/borg %s: %.2fx\n", k, (b > 0 ? c / b : 0) }'
 	done
 }
 
