@@ -1,13 +1,16 @@
 /* cb_discover: the guests of this host; LXC's part. See include/cb_discover.h. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cb_opts.h"
+#include "cb_trust.h"
 #include "discover_int.h"
 
 const char *cb_lxc_dir(void)
@@ -59,7 +62,7 @@ void found_error(struct cb_found *f, const char *key, const char *file, int line
 {
 	if (f->error)
 		return;
-	f->error = cb_xasprintf("%s:%d: %s", file, line, msg);
+	f->error = line ? cb_xasprintf("%s:%d: %s", file, line, msg) : cb_xstrdup(msg);
 	f->error_key = cb_xstrdup(key);
 }
 
@@ -75,6 +78,29 @@ void found_note(struct cb_found *f, const char *fmt, ...)
 	if (s)
 		cb_strvec_push(&f->notes, s);
 	free(s);
+}
+
+FILE *found_fopen(const char *file, char **why)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+	FILE *in = NULL;
+
+	*why = NULL;
+	if (fd < 0) {
+		if (errno != ENOENT && errno != ENOTDIR)
+			*why = cb_xasprintf("cannot read '%s': %s", file, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		*why = cb_xasprintf("'%s' is not a regular file", file);
+	else if (cb_trust_file_root_group(fd, file, "guest configuration") < 0)
+		*why = cb_xstrdup(cb_last_error());
+	else if (!(in = fdopen(fd, "r")))
+		*why = cb_xasprintf("cannot read '%s': %s", file, strerror(errno));
+	if (!in)
+		close(fd);
+	return in;
 }
 
 const struct cb_found *cb_found_get(const struct cb_found_list *list, const char *id)
@@ -264,10 +290,14 @@ static void discover_lxc(struct cb_found_list *list)
 		cb_strvec_push(&list->warnings, "cannot read the LXC directory");
 	for (int i = 0; i < n; i++) {
 		const char *name = names[i]->d_name;
-		char *file = cb_xasprintf("%s/%s/config", cb_lxc_dir(), name);
-		FILE *in = name[0] != '.' ? fopen(file, "re") : NULL;
+		char *file = cb_xasprintf("%s/%s/config", cb_lxc_dir(), name), *why = NULL;
+		FILE *in = name[0] != '.' ? found_fopen(file, &why) : NULL;
 
-		if (in && cb_found_get(list, name)) {
+		if (why && !cb_found_get(list, name) && cb_guest_id_check(name) == 0) {
+			/* a configuration it may not trust: that guest fails, loudly */
+			struct cb_found *f = found_add(list, name, 0, file);
+			found_error(f, "root", file, 0, why);
+		} else if (in && cb_found_get(list, name)) {
 			found_note((struct cb_found *)cb_found_get(list, name), "'%s' is another "
 				   "guest of the same ID, not backed up", file);
 		} else if (in && cb_guest_id_check(name) < 0) {
@@ -278,6 +308,7 @@ static void discover_lxc(struct cb_found_list *list)
 		}
 		if (in)
 			fclose(in);
+		free(why);
 		free(file);
 		free(names[i]);
 	}

@@ -186,20 +186,24 @@ static void pve_dir(struct cb_found_list *list, const char *sub, int is_vm)
 	if (n < 0 && errno != ENOENT)
 		cb_strvec_push(&list->warnings, "cannot read a Proxmox guest directory");
 	for (int i = 0; i < n; i++) {
-		char *id = cb_xstrdup(names[i]->d_name), *dot = strrchr(id, '.'), *file;
+		char *id = cb_xstrdup(names[i]->d_name), *dot = strrchr(id, '.'), *file, *why;
 		FILE *in;
 
 		if (dot && !strcmp(dot, ".conf") && dot > id &&
 		    (size_t)(dot - id) == strspn(id, "0123456789")) {
 			*dot = '\0';
 			file = cb_xasprintf("%s/%s", dir, names[i]->d_name);
-			if ((in = fopen(file, "re"))) {
-				if (!cb_found_get(list, id)) {
-					pve_guest(list, id, file, in, is_vm);
-					pve_guest_extras(&list->v[list->n - 1]);
-				}
-				fclose(in);
+			in = found_fopen(file, &why);
+			if (why && !cb_found_get(list, id))
+				found_error(found_add(list, id, is_vm, file), is_vm ? "disk" : "root",
+					    file, 0, why);
+			else if (in && !cb_found_get(list, id)) {
+				pve_guest(list, id, file, in, is_vm);
+				pve_guest_extras(&list->v[list->n - 1]);
 			}
+			if (in)
+				fclose(in);
+			free(why);
 			free(file);
 		}
 		free(id);

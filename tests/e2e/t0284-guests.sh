@@ -168,8 +168,13 @@ test_expect_success ROOT 'more layouts: a zfspool dataset, a cgroup set by lxc.c
 	printf "lxc.rootfs.path = dir:/x\n" >"$H/lxc/.hidden/config"
 	mkdir -p "$H/lxc/bad name"
 	printf "lxc.rootfs.path = dir:/x\n" >"$H/lxc/bad name/config"
+	# a configuration another user may write names what root archives: refused
+	printf "rootfs: /etc\n" >"$H/pve/lxc/205.conf"
+	chmod 666 "$H/pve/lxc/205.conf"
 	cbackup_run 2 guests --config "$CONF"
 	cat "$CB_OUT"
+	test_has "$CB_OUT" "^CT 205: ERROR: guest configuration .$H/pve/lxc/205.conf. is not trusted: .*mode 0666"
+	test_lacks "$CB_OUT" "^  root ./etc.\$"
 	test_has "$CB_OUT" "^CT 204: backed up, mode suspend, stopped"
 	test_has "$CB_OUT" "^  root .$H/zfs/subvol-204-disk-0.\$"
 	test_has "$CB_OUT" "^  freeze cgroup .machines/cg$$.\$"
@@ -180,10 +185,13 @@ test_expect_success ROOT 'more layouts: a zfspool dataset, a cgroup set by lxc.c
 	rm -f "$D"/*
 	cbackup_run 2 --all --config "$CONF"
 	test_has "$CB_ERR" "ERROR: Backup of VM lvm$$ failed - $H/lxc/lvm$$/config:1: "
+	test_has "$CB_ERR" "ERROR: Backup of VM 205 failed - .*205.conf"
+	test -z "$(ls "$D" | grep "cbackup-ct-205-.*\.tar")"
 	test_has "$CB_ERR" "INFO: skipping CT bad name - its name is no guest ID"
 	tar -xOf "$(find_archive "$D" ct 204 .zst)" ./etc/hostname | grep -qx ct204
 	tar -xOf "$(find_archive "$D" ct "cg$$" .zst)" ./etc/hostname | grep -qx cg
-	rm -rf "$H/lxc/lvm$$" "$H/lxc/.hidden" "$H/lxc/bad name" "$H/lxc/cg$$" "$H/pve/lxc/204.conf"
+	rm -rf "$H/lxc/lvm$$" "$H/lxc/.hidden" "$H/lxc/bad name" "$H/lxc/cg$$" "$H/pve/lxc/204.conf" \
+		"$H/pve/lxc/205.conf"
 '
 
 # lxc_runs: Debian's lxc can start a busybox container here
