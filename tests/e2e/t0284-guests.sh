@@ -243,8 +243,20 @@ if [ -z "$LXC_WHY" ]; then
 		lxc-info -P "$H/lxc" -n "$RUN" -s | grep -q RUNNING
 		test_lacks "$(cgroup2_mount)/lxc.payload.$RUN/cgroup.events" "^frozen 1"
 	'
+	test_expect_success ROOT,CGROUP2 'mode stop on the LXC container: lxc-stop -P DIR, one copy, lxc-start, running again' '
+		rm -f "$D"/cbackup-ct-"$RUN"-*
+		cbackup_run 0 "$RUN" --config "$CONF" --mode stop --stopwait 1
+		test_has "$CB_ERR" "INFO: backup mode: stop"
+		test_has "$CB_ERR" "INFO: stopping virtual guest"
+		test_has "$CB_ERR" "INFO: restarting guest"
+		test_lacks "$CB_ERR" "suspending guest"
+		tar -tf "$(find_archive "$D" ct "$RUN" .zst)" | grep -qx "./root-note"
+		wait_for 10 lxc-info -P "$H/lxc" -n "$RUN" -s
+		lxc-info -P "$H/lxc" -n "$RUN" -s | grep -q RUNNING
+	'
 else
 	test_skip 'a running LXC busybox container' "$LXC_WHY"
+	test_skip 'mode stop on the LXC container' "$LXC_WHY"
 fi
 
 test_expect_success ROOT,CGROUP2 'a running container where lxc puts its cgroup (a cgroup made by the test)' '
