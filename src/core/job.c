@@ -352,6 +352,39 @@ static int check_script(const struct cb_cli *cli, const struct cb_config *cfg,
 	return -1;
 }
 
+/* The command line's keys that say where a job's result goes: when the
+ * other options do not resolve, these and the file's still do. */
+static void reporting_kv(const struct cb_strvec *kv, struct cb_strvec *out)
+{
+	static const char keys[] = " output-format json-status mailto mailnotification sendmail "
+				   "mail-timeout dry-run ";
+	char word[80];
+
+	for (size_t i = 0; i + 1 < kv->n; i += 2) {
+		snprintf(word, sizeof(word), " %s ", kv->v[i]);
+		if (strstr(keys, word)) {
+			cb_strvec_push(out, kv->v[i]);
+			cb_strvec_push(out, kv->v[i + 1]);
+		}
+	}
+}
+
+/* The job's reporting options: all of them, else those of the file and
+ * the command line's reporting keys, else the file's alone. */
+static int resolve_reporting(const struct cb_cli *cli, const struct cb_config *cfg,
+			     struct cb_opts *o)
+{
+	struct cb_strvec kv = CB_STRVEC_INIT;
+	int r;
+
+	if (cb_config_resolve(cfg, NULL, &cli->kv, o) == 0)
+		return 0;
+	reporting_kv(&cli->kv, &kv);
+	r = cb_config_resolve(cfg, NULL, &kv, o);
+	cb_strvec_clear(&kv);
+	return r == 0 ? 0 : cb_config_resolve(cfg, NULL, NULL, o);
+}
+
 /* The job stopped before its first guest: the error goes wherever the
  * configuration got far enough to say (JSON, json-status, mail), and
  * always to stderr and syslog. */
@@ -363,7 +396,7 @@ static int config_failed(const struct cb_cli *cli, const struct cb_config *cfg, 
 
 	cb_err(log, "%s", msg);
 	cb_log_syslog(LOG_ERR, "Backup job failed - %s", msg);
-	if (cb_config_resolve(cfg, NULL, &cli->kv, &o) == 0) {
+	if (resolve_reporting(cli, cfg, &o) == 0) {
 		cb_jobstatus_init(&js, cli->cmdline);
 		cb_jobstatus_set_error(&js, msg);
 		report_job(&js, &o, CB_EXIT_USAGE, log);
