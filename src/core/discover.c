@@ -293,13 +293,16 @@ static void discover_lxc(struct cb_found_list *list)
 		char *file = cb_xasprintf("%s/%s/config", cb_lxc_dir(), name), *why = NULL;
 		FILE *in = name[0] != '.' ? found_fopen(file, &why) : NULL;
 
-		if (why && !cb_found_get(list, name) && cb_guest_id_check(name) == 0) {
+		struct cb_found *same = (struct cb_found *)cb_found_get(list, name);
+
+		if (why && !same && cb_guest_id_check(name) == 0) {
 			/* a configuration it may not trust: that guest fails, loudly */
-			struct cb_found *f = found_add(list, name, 0, file);
-			found_error(f, "root", file, 0, why);
-		} else if (in && cb_found_get(list, name)) {
-			found_note((struct cb_found *)cb_found_get(list, name), "'%s' is another "
-				   "guest of the same ID, not backed up", file);
+			found_error(found_add(list, name, 0, file), "root", file, 0, why);
+		} else if (same && (in || why)) {
+			/* pct writes a running container's lxc config here: the same guest */
+			if (same->is_vm)
+				found_note(same, "'%s' is another guest of the same ID, not backed up",
+					   file);
 		} else if (in && cb_guest_id_check(name) < 0) {
 			struct cb_found *f = found_add(list, name, 0, file);
 			f->skip = cb_xasprintf("its name is no guest ID (%s)", cb_last_error());

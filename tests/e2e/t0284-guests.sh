@@ -168,6 +168,13 @@ test_expect_success ROOT 'more layouts: a zfspool dataset, a cgroup set by lxc.c
 	printf "lxc.rootfs.path = dir:/x\n" >"$H/lxc/.hidden/config"
 	mkdir -p "$H/lxc/bad name"
 	printf "lxc.rootfs.path = dir:/x\n" >"$H/lxc/bad name/config"
+	# Proxmox'"'"'s default container volume on a dir storage: a raw image
+	mkdir -p "$H/vz/images/206"
+	head -c 64K /dev/zero >"$H/vz/images/206/vm-206-disk-0.raw"
+	printf "rootfs: local:206/vm-206-disk-0.raw,size=8G\n" >"$H/pve/lxc/206.conf"
+	# pct writes a running container'"'"'s lxc config beside: the same guest
+	mkdir -p "$H/lxc/204"
+	printf "lxc.rootfs.path = /var/lib/lxc/204/rootfs\n" >"$H/lxc/204/config"
 	# a configuration another user may write names what root archives: refused
 	printf "rootfs: /etc\n" >"$H/pve/lxc/205.conf"
 	chmod 666 "$H/pve/lxc/205.conf"
@@ -176,6 +183,8 @@ test_expect_success ROOT 'more layouts: a zfspool dataset, a cgroup set by lxc.c
 	test_has "$CB_OUT" "^CT 205: ERROR: guest configuration .$H/pve/lxc/205.conf. is not trusted: .*mode 0666"
 	test_lacks "$CB_OUT" "^  root ./etc.\$"
 	test_has "$CB_OUT" "^CT 204: backed up, mode suspend, stopped"
+	test "$(grep -c "^CT 204:" "$CB_OUT")" = 1
+	test_has "$CB_OUT" "^CT 206: ERROR: $H/pve/lxc/206.conf:1: key .rootfs.: volume .local:206/vm-206-disk-0.raw. is a disk image .*pct mount 206"
 	test_has "$CB_OUT" "^  root .$H/zfs/subvol-204-disk-0.\$"
 	test_has "$CB_OUT" "^  freeze cgroup .machines/cg$$.\$"
 	test_has "$CB_OUT" "^  not backed up: $H/lxc/cg$$/config:3: lxc.include ./usr/share/lxc/config/common.conf. is not read"
@@ -191,7 +200,7 @@ test_expect_success ROOT 'more layouts: a zfspool dataset, a cgroup set by lxc.c
 	tar -xOf "$(find_archive "$D" ct 204 .zst)" ./etc/hostname | grep -qx ct204
 	tar -xOf "$(find_archive "$D" ct "cg$$" .zst)" ./etc/hostname | grep -qx cg
 	rm -rf "$H/lxc/lvm$$" "$H/lxc/.hidden" "$H/lxc/bad name" "$H/lxc/cg$$" "$H/pve/lxc/204.conf" \
-		"$H/pve/lxc/205.conf"
+		"$H/pve/lxc/205.conf" "$H/pve/lxc/206.conf" "$H/lxc/204"
 '
 
 # lxc_runs: Debian's lxc can start a busybox container here
