@@ -1295,6 +1295,9 @@ static int run_guest_phases(struct guest_run *r)
 			cb_info(r->log, "dry run: mode %s: %s%s", cb_mode_name(r->mode),
 				r->mode == CB_MODE_SNAPSHOT ? "" : "snapshot not possible: ",
 				r->mode_why);
+		else if (r->stopped)
+			cb_info(r->log, "dry run: mode stop: the guest is stopped, backed up as it is "
+				"without a freeze (%s configured)", cb_mode_name(r->opts.mode));
 		else
 			cb_info(r->log, "dry run: mode %s, as configured", cb_mode_name(r->mode));
 		log_dry_run(r);

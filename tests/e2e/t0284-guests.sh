@@ -134,6 +134,7 @@ test_expect_success ROOT 'cbackup guests: what, from where, in which mode, why n
 	test_has "$CB_OUT" "^  not backed up: $H/pve/qemu-server/300.conf:4: scsi1 .local-lvm:vm-300-disk-1.: backup=0"
 	cbackup_run 0 --all --config "$CONF" --exclude 203 --dry-run
 	test_has "$CB_ERR" "INFO: dry run: CT 201 found in .$H/pve/lxc/201.conf.\$"
+	test_has "$CB_ERR" "INFO: dry run: mode stop: the guest is stopped, backed up as it is without a freeze \(suspend configured\)\$"
 	test_has "$CB_ERR" "INFO: dry run: CT 201: $H/pve/lxc/201.conf:5: mp2"
 	test_has "$CB_ERR" "INFO: skipping CT 202 - a template"
 '
