@@ -1280,6 +1280,10 @@ static void audit_guest(struct guest_run *r)
 	r->res->audit_seconds = a.seconds;
 	cb_info(r->log, "tracking audit: %llu entries checked in %.2f s, %llu missed",
 		(unsigned long long)a.checked, a.seconds, (unsigned long long)a.missed);
+	if (a.in_flight)
+		cb_info(r->log, "tracking audit: %llu entries looked changed before the freeze but "
+			"were being changed by the running guest (a second look found them changed "
+			"after it, or as archived)", (unsigned long long)a.in_flight);
 	if (a.missed)
 		audit_report(r, &a);
 	cb_audit_release(&a);
