@@ -286,8 +286,11 @@ static void discover_lxc(struct cb_found_list *list)
 	struct dirent **names = NULL;
 	int n = scandir(cb_lxc_dir(), &names, NULL, alphasort);
 
-	if (n < 0 && errno != ENOENT)
-		cb_strvec_push(&list->warnings, "cannot read the LXC directory");
+	if (n < 0 && errno != ENOENT && errno != ENOTDIR) {
+		char *w = cb_xasprintf("cannot read '%s': %s", cb_lxc_dir(), strerror(errno));
+		cb_strvec_push(&list->warnings, w);
+		free(w);
+	}
 	for (int i = 0; i < n; i++) {
 		const char *name = names[i]->d_name;
 		char *file = cb_xasprintf("%s/%s/config", cb_lxc_dir(), name), *why = NULL;

@@ -201,8 +201,11 @@ static void pve_dir(struct cb_found_list *list, const char *sub, int is_vm)
 	struct dirent **names = NULL;
 	int n = scandir(dir, &names, NULL, versionsort);
 
-	if (n < 0 && errno != ENOENT)
-		cb_strvec_push(&list->warnings, "cannot read a Proxmox guest directory");
+	if (n < 0 && errno != ENOENT && errno != ENOTDIR) {
+		char *w = cb_xasprintf("cannot read '%s': %s", dir, strerror(errno));
+		cb_strvec_push(&list->warnings, w);
+		free(w);
+	}
 	for (int i = 0; i < n; i++) {
 		char *id = cb_xstrdup(names[i]->d_name), *dot = strrchr(id, '.'), *file, *why;
 		FILE *in;

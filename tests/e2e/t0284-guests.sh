@@ -139,6 +139,12 @@ test_expect_success ROOT 'cbackup guests: what, from where, in which mode, why n
 	test_has "$CB_ERR" "INFO: skipping CT 202 - a template"
 '
 
+test_expect_success 'a place that cannot be read is a warning, not silence' '
+	ln -s loop "$SCRATCH/loop"
+	CBACKUP_LXC_DIR=$SCRATCH/loop cbackup_run 2 guests --config "$CONF"
+	test_has "$CB_ERR" "^WARN: guest discovery: cannot read .$SCRATCH/loop.: Too many levels of symbolic links\$"
+'
+
 test_expect_success ROOT 'a [ct ID] section overrides what was found; it mends an unresolvable volume' '
 	make_small_tree "$SCRATCH/other203" other203
 	printf "\n[ct %s]\nexclude-path = /srv/data\n\n[ct 203]\nroot = %s\n" "$NAME" \
@@ -234,7 +240,8 @@ if [ -z "$LXC_WHY" ]; then
 		>"$SCRATCH/lxc-start.out" 2>&1; then
 		LXC_WHY="lxc-start failed: $(grep -m1 ERROR "$SCRATCH/lxc-start.log")"
 	else
-		trap 'lxc_cleanup; _lib_cleanup' EXIT
+		# the test's status survives the container's cleanup (_lib_cleanup exits with $?)
+		trap '_rc=$?; lxc_cleanup; (exit "$_rc"); _lib_cleanup' EXIT
 	fi
 fi
 
