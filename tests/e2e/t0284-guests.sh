@@ -6,6 +6,8 @@
 # overrides what was found; a stopped guest is backed up without a freeze;
 # one whose volume cannot be resolved fails with file:line, the others are
 # still backed up; `cbackup guests` says what, from where, in which mode.
+# A running Proxmox VM is a real QEMU (TCG) with its QMP socket in
+# $CBACKUP_QEMU_RUN_DIR.
 # The host trees live under $SCRATCH/host; the running container is a real
 # LXC busybox container when Debian's lxc can start one here, else a real
 # cgroup made by the test where lxc would put the container's.
@@ -208,6 +210,20 @@ test_expect_success ROOT 'more layouts: a zfspool dataset, a cgroup set by lxc.c
 	tar -xOf "$(find_archive "$D" ct "cg$$" .zst)" ./etc/hostname | grep -qx cg
 	rm -rf "$H/lxc/lvm$$" "$H/lxc/.hidden" "$H/lxc/bad name" "$H/lxc/cg$$" "$H/pve/lxc/204.conf" \
 		"$H/pve/lxc/205.conf" "$H/pve/lxc/206.conf" "$H/lxc/204"
+'
+
+test_expect_success ROOT,QEMU 'a running Proxmox VM: found, its QMP socket in the run directory, backed up as (qemu)' '
+	qemu_start vm300 "$H/run/300.qmp" "$H/vz/images/300/vm-300-disk-0.raw:raw"
+	cbackup_run 0 guests --config "$CONF"
+	test_has "$CB_OUT" "^VM 300: backed up, mode suspend, running\$"
+	test_has "$CB_OUT" "^  qmp .$H/run/300.qmp.\$"
+	rm -f "$D"/cbackup-vm-300-*
+	cbackup_run 0 300 --config "$CONF"
+	test_has "$CB_ERR" "INFO: Starting Backup of VM 300 \(qemu\)\$"
+	test_has "$CB_ERR" "INFO: status = running"
+	tar -xOf "$(find_archive "$D" vm 300 .zst)" ./vm-300-disk-0.raw | cmp - "$H/vz/images/300/vm-300-disk-0.raw"
+	vm_status_is "$H/run/300.qmp" running
+	qemu_stop "$H/run/300.qmp" "$QEMU_PID"
 '
 
 # lxc_runs: Debian's lxc can start a busybox container here
