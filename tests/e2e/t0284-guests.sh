@@ -172,6 +172,9 @@ test_expect_success ROOT 'more layouts: a zfspool dataset, a cgroup set by lxc.c
 	make_small_tree "$H/lxc/cg$$/rootfs" cg
 	printf "lxc.rootfs.path = %s\nlxc.cgroup.dir = machines/cg%s\nlxc.include = /usr/share/lxc/config/common.conf\n" \
 		"$H/lxc/cg$$/rootfs" "$$" >"$H/lxc/cg$$/config"
+	make_small_tree "$H/lxc/cgc$$/rootfs" cgc
+	printf "lxc.cgroup.dir.container = inner/cgc\nlxc.rootfs.path = dir:%s\nlxc.cgroup.dir = outer/cgc\n" \
+		"$H/lxc/cgc$$/rootfs" >"$H/lxc/cgc$$/config"
 	mkdir -p "$H/lxc/lvm$$" "$H/lxc/.hidden"
 	printf "lxc.rootfs.path = lvm:/dev/vg0/lvm%s\n" "$$" >"$H/lxc/lvm$$/config"
 	printf "lxc.rootfs.path = dir:/x\n" >"$H/lxc/.hidden/config"
@@ -196,6 +199,7 @@ test_expect_success ROOT 'more layouts: a zfspool dataset, a cgroup set by lxc.c
 	test_has "$CB_OUT" "^CT 206: ERROR: $H/pve/lxc/206.conf:1: key .rootfs.: volume .local:206/vm-206-disk-0.raw. is a disk image .*pct mount 206"
 	test_has "$CB_OUT" "^  root .$H/zfs/subvol-204-disk-0.\$"
 	test_has "$CB_OUT" "^  freeze cgroup .machines/cg$$.\$"
+	test_has "$CB_OUT" "^  freeze cgroup .inner/cgc.\$"
 	test_has "$CB_OUT" "^  not backed up: $H/lxc/cg$$/config:3: lxc.include ./usr/share/lxc/config/common.conf. is not read"
 	test_has "$CB_OUT" "^CT lvm$$: ERROR: $H/lxc/lvm$$/config:1: key .lxc.rootfs.path.: rootfs .lvm:/dev/vg0/lvm$$. is not a directory"
 	test_has "$CB_OUT" "^CT bad name: skipped - its name is no guest ID"
@@ -208,7 +212,8 @@ test_expect_success ROOT 'more layouts: a zfspool dataset, a cgroup set by lxc.c
 	test_has "$CB_ERR" "INFO: skipping CT bad name - its name is no guest ID"
 	tar -xOf "$(find_archive "$D" ct 204 .zst)" ./etc/hostname | grep -qx ct204
 	tar -xOf "$(find_archive "$D" ct "cg$$" .zst)" ./etc/hostname | grep -qx cg
-	rm -rf "$H/lxc/lvm$$" "$H/lxc/.hidden" "$H/lxc/bad name" "$H/lxc/cg$$" "$H/pve/lxc/204.conf" \
+	rm -rf "$H/lxc/lvm$$" "$H/lxc/.hidden" "$H/lxc/bad name" "$H/lxc/cg$$" "$H/lxc/cgc$$" \
+		"$H/pve/lxc/204.conf" \
 		"$H/pve/lxc/205.conf" "$H/pve/lxc/206.conf" "$H/lxc/204"
 '
 
