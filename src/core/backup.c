@@ -233,6 +233,14 @@ static int check_dir(const char *what, const char *path, int need_write)
 	return 0;
 }
 
+/* Snapshot mode of a container reads its volumes' snapshots, nothing is
+ * staged; a VM's snapshot mode is QEMU's live backup into the staging
+ * directory (cb_vmcbw.h). */
+static int reads_snapshots(const struct guest_run *r)
+{
+	return r->mode == CB_MODE_SNAPSHOT && r->opts.type != CB_GUEST_VM;
+}
+
 /* What staging one container volume needs: with reflink staging its
  * file data is cloned, not copied, and counts as free. */
 static int volume_estimate(struct guest_run *r, const char *src, uint64_t *need, uint64_t *entries)
@@ -303,7 +311,7 @@ static int check_space(struct guest_run *r)
 	cb_verbose(r->log, "space estimate: %s in %llu entries, %s free in '%s'", need_s,
 		   (unsigned long long)entries, avail_s, r->opts.tmpdir);
 	/* snapshot mode reads the snapshots: the tmpdir is not written */
-	if (need > avail && !r->opts.keep_staging && r->mode != CB_MODE_SNAPSHOT)
+	if (need > avail && !r->opts.keep_staging && !reads_snapshots(r))
 		return cb_error("not enough space in tmpdir '%s': need %s, %s available",
 				r->opts.tmpdir, need_s, avail_s);
 	return r->opts.to_stdout ? 0 : check_dump_space(r, need);
@@ -712,7 +720,8 @@ static int stage_vm_cbw(struct guest_run *r)
 	    r->opts.vm_method == CB_VM_STAGE)
 		return 1;
 	r->vm_opts = (struct cb_vmcbw_opts){
-		.qmp = r->opts.qmp, .id = r->opts.id, .disks = &r->opts.disks,
+		.qmp = r->opts.qmp, .qga = r->opts.qga, .method = r->opts.vm_method,
+		.id = r->opts.id, .disks = &r->opts.disks,
 		.max_freeze = r->opts.max_freeze, .cbw_timeout = 60, .bwlimit = r->opts.bwlimit,
 		.keep_staging = r->opts.keep_staging, .progress = &r->progress,
 		.show_progress = !r->opts.quiet, .log = r->log,
@@ -738,6 +747,13 @@ static int stage_guest(struct guest_run *r)
 
 	if ((rc = stage_vm_cbw(r)) != 1)
 		return rc;
+	if (r->mode == CB_MODE_SNAPSHOT) {   /* a VM on a QEMU older than 4.2 */
+		snprintf(r->mode_why, sizeof(r->mode_why), "QEMU older than 4.2 has no live backup "
+			 "cbackup can use");
+		cb_info(r->log, "snapshot not possible: %s", r->mode_why);
+		cb_info(r->log, "trying 'suspend' mode instead");
+		r->mode = CB_MODE_SUSPEND;
+	}
 	if (!r->stopped && r->mode != CB_MODE_STOP)
 		warn_no_freezer(r, "backing up while it runs");
 	if (open_stage(r) < 0)
@@ -765,9 +781,16 @@ static const char *volume_path(const struct guest_run *r, size_t i)
  * guest archived half from a snapshot and half live is neither. */
 static int detect_snapshots(struct guest_run *r)
 {
-	if (r->opts.type == CB_GUEST_VM) {
-		snprintf(r->mode_why, sizeof(r->mode_why), "VM disk images have no snapshot backend yet");
+	if (r->opts.type == CB_GUEST_VM && (!r->opts.qmp || r->opts.vm_method == CB_VM_STAGE)) {
+		snprintf(r->mode_why, sizeof(r->mode_why), "a VM's snapshot is QEMU's own live backup, "
+			 "which needs a qmp socket and vm-method auto or blockdev-backup");
 		return 0;
+	}
+	if (r->opts.type == CB_GUEST_VM) {   /* vzdump's snapshot mode of a VM */
+		snprintf(r->mode_why, sizeof(r->mode_why), "QEMU's own live backup (a copy-before-write "
+			 "snapshot on QEMU 7.1 or later, blockdev-backup jobs on 4.2 to 7.0): the VM "
+			 "runs on while its disks are read");
+		return 1;
 	}
 	r->snap_be = cb_xcalloc(r->n_mps + 1, sizeof(*r->snap_be));
 	for (size_t i = 0; i <= r->n_mps; i++)
@@ -867,8 +890,13 @@ static void choose_mode(struct guest_run *r)
 		r->mode = CB_MODE_SUSPEND;
 		return;
 	}
-	if (r->mode != CB_MODE_SNAPSHOT || detect_snapshots(r))
+	if (r->mode != CB_MODE_SNAPSHOT)
 		return;
+	if (detect_snapshots(r)) {
+		if (r->opts.type == CB_GUEST_VM)
+			cb_info(r->log, "snapshot mode: %s", r->mode_why);
+		return;
+	}
 	cb_info(r->log, "snapshot not possible: %s", r->mode_why);
 	cb_info(r->log, "mode failure - some volumes do not support snapshots");
 	cb_info(r->log, "trying 'suspend' mode instead");
@@ -1310,7 +1338,7 @@ static int run_guest_phases(struct guest_run *r)
 		return 0;
 	}
 	if (guest_hook(r, "backup-start") < 0 ||
-	    (r->mode == CB_MODE_SNAPSHOT ? snapshot_guest(r) : stage_guest(r)) < 0 ||
+	    (reads_snapshots(r) ? snapshot_guest(r) : stage_guest(r)) < 0 ||
 	    (r->stage && cb_stage_save_index(r->stage) < 0))
 		return -1;
 	audit_guest(r);
