@@ -24,6 +24,7 @@
 #include "cb_catalog.h"
 #include "cb_backup.h"
 #include "cb_cleanup.h"
+#include "cb_discover.h"
 #include "cb_fullsync.h"
 #include "cb_codec.h"
 #include "cb_index.h"
@@ -825,11 +826,36 @@ static int file_exists(char *path)
 	return ok;
 }
 
+/* S in single quotes for sh (each ' as '\''). Malloc'ed. */
+static char *sh_quote(const char *s)
+{
+	size_t n = 3;
+	char *q, *p;
+
+	for (const char *c = s; *c; c++)
+		n += *c == '\'' ? 4 : 1;
+	p = q = cb_xmalloc(n);
+	*p++ = '\'';
+	for (const char *c = s; *c; c++) {
+		if (*c == '\'') {
+			memcpy(p, "'\\''", 4);
+			p += 4;
+		} else {
+			*p++ = *c;
+		}
+	}
+	*p++ = '\'';
+	*p = '\0';
+	return q;
+}
+
 /* How mode stop stops and starts this guest: stop-cmd/start-cmd, else pct
- * for a Proxmox container, lxc-stop/lxc-start for an LXC one; 0 if none. */
+ * for a Proxmox container, lxc-stop/lxc-start for an LXC one (in the LXC
+ * directory discovery reads, cb_lxc_dir); 0 if none. */
 static int find_stop_method(struct guest_run *r)
 {
-	const char *lxc = getenv("CBACKUP_LXC_DIR");
+	const char *lxc = cb_lxc_dir();
+	char *lxcpath;
 	int secs = r->opts.stopwait * 60;
 
 	if (r->opts.stop_cmd && r->opts.start_cmd) {
@@ -840,10 +866,11 @@ static int find_stop_method(struct guest_run *r)
 		r->stop_cmd = cb_xasprintf("pct shutdown %s --timeout %d", r->opts.id, secs);
 		r->start_cmd = cb_xasprintf("pct start %s", r->opts.id);
 	} else if (r->opts.type == CB_GUEST_CT && on_path("lxc-stop") &&
-		   file_exists(cb_xasprintf("%s/%s/config", lxc && *lxc ? lxc : "/var/lib/lxc",
-					    r->opts.id))) {
-		r->stop_cmd = cb_xasprintf("lxc-stop -n %s -t %d", r->opts.id, secs);
-		r->start_cmd = cb_xasprintf("lxc-start -n %s", r->opts.id);
+		   file_exists(cb_xasprintf("%s/%s/config", lxc, r->opts.id))) {
+		lxcpath = sh_quote(lxc);
+		r->stop_cmd = cb_xasprintf("lxc-stop -P %s -n %s -t %d", lxcpath, r->opts.id, secs);
+		r->start_cmd = cb_xasprintf("lxc-start -P %s -n %s", lxcpath, r->opts.id);
+		free(lxcpath);
 	}
 	return r->stop_cmd != NULL;
 }
@@ -1302,6 +1329,9 @@ static int run_guest_phases(struct guest_run *r)
 			cb_info(r->log, "dry run: mode %s: %s%s", cb_mode_name(r->mode),
 				r->mode == CB_MODE_SNAPSHOT ? "" : "snapshot not possible: ",
 				r->mode_why);
+		else if (r->stopped)
+			cb_info(r->log, "dry run: mode stop: the guest is stopped, backed up as it is "
+				"without a freeze (%s configured)", cb_mode_name(r->opts.mode));
 		else
 			cb_info(r->log, "dry run: mode %s, as configured", cb_mode_name(r->mode));
 		log_dry_run(r);

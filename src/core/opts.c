@@ -146,12 +146,12 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "maximal time to wait until a guest is stopped (mode stop: the stop command's time limit)",
 	  0, OFF(stopwait), 0, INT_MAX / 60, NULL, NULL },
 	{ "stop-cmd", CB_OPT_STRING, NULL, G | U | C, "COMMAND",
-	  "mode stop: shell command that stops the guest (default: lxc-stop -n ID or pct shutdown "
-	  "ID when the guest is an LXC or Proxmox container of this host)", 0, OFF(stop_cmd), 0, 0,
+	  "mode stop: shell command that stops the guest (default: lxc-stop -P LXCDIR -n ID or pct "
+	  "shutdown ID when the guest is an LXC or Proxmox container of this host)", 0, OFF(stop_cmd), 0, 0,
 	  NULL, NULL },
 	{ "start-cmd", CB_OPT_STRING, NULL, G | U | C, "COMMAND",
 	  "mode stop: shell command that starts the guest again after the copy (default: lxc-start "
-	  "-n ID or pct start ID, with stop-cmd's default)", 0, OFF(start_cmd), 0, 0, NULL, NULL },
+	  "-P LXCDIR -n ID or pct start ID, with stop-cmd's default)", 0, OFF(start_cmd), 0, 0, NULL, NULL },
 	{ "exclude-path", CB_OPT_LIST, NULL, G | U | C, "GLOB",
 	  "exclude paths, split on blanks as vzdump's list (a leading '/' anchors at the guest root; "
 	  "repeatable)", 0,
