@@ -61,6 +61,10 @@ int main(int argc, char **argv)
 	cb_cleanup_install();
 	if (cb_cli_parse(&cli, argc, argv) < 0) {
 		cb_err(&log, "%s", cb_last_error());
+		/* a backup's command line is cron's or a timer's: its mistake
+		 * alerts like a configuration error (no config read yet) */
+		if (cli.command == CB_CMD_BACKUP)
+			cb_log_syslog(LOG_ERR, "Backup job failed - %s", cb_last_error());
 		cb_cli_release(&cli);
 		return CB_EXIT_USAGE;
 	}

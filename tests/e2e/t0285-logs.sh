@@ -137,4 +137,19 @@ test_expect_success ROOT 'globals that do not resolve (a bad value, an unknown k
 	test "$(wc -l <"$SCRATCH/syslog.out")" = 1
 '
 
+test_expect_success ROOT 'a bad value on the command line of a backup (cron'"'"'s): stderr and syslog, exit 2' '
+	rc=0
+	in_private_dev "$CBACKUP" --all --compress frob --dumpdir "$D" >out 2>err || rc=$?
+	cat err
+	test "$rc" = 2
+	test_has err "^ERROR: .*frob"
+	cat "$SCRATCH/syslog.out"
+	test_has "$SCRATCH/syslog.out" "^[<]27[>].*cbackup\\[[0-9]+\\]: Backup job failed - .*frob"
+	# not for the other commands: a mistyped ls is the admin'"'"'s at the terminal
+	rc=0
+	in_private_dev "$CBACKUP" ls --frobnicate x >out 2>err || rc=$?
+	test "$rc" = 2
+	test_lacks "$SCRATCH/syslog.out" "."
+'
+
 test_done
