@@ -24,29 +24,15 @@ def strip(text):
     return re.sub(r"'(\\.|[^'\\\n])*'", "''", text)
 
 
+# A function definition: its head (not static) ends with ") {" or with ")"
+# and "{" alone on the next line, its parameters may span lines.
+FUNC = re.compile(r"^(?!static\b)(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\(([^;{}]*?)\)\s*\{", re.M)
+TABLE = re.compile(r"^(?!static\b)(?:const\s+)?(?:struct\s+)?\w[\w\s\*]*?\b(cb_\w+)\s*(\[[^\]]*\])?\s*=", re.M)
+
+
 def definitions(code):
     """Names of the non-static functions and tables a file defines."""
-    names = set()
-    lines = code.split("\n")
-    for i, line in enumerate(lines):
-        if line.startswith("{") and i > 0:
-            j, head = i - 1, []
-            while j >= 0 and lines[j] and not lines[j][0].isspace() and not lines[j].startswith(("}", "#")):
-                head.insert(0, lines[j])
-                j -= 1
-                if head[0].rstrip().endswith(";"):
-                    head.pop(0)
-                    break
-            h = " ".join(head)
-            if not h or re.match(r"\s*(static|struct\s+\w+\s*$|enum|union|typedef)", h):
-                continue
-            m = re.search(r"(\w+)\s*\(", h)
-            if m:
-                names.add(m.group(1))
-        m = re.match(r"(?!static)(?:const\s+)?(?:struct\s+)?\w[\w\s\*]*?\b(cb_\w+)\s*(\[[^\]]*\])?\s*=", line)
-        if m:
-            names.add(m.group(1))
-    return names
+    return {m.group(1) for m in FUNC.finditer(code)} | {m.group(1) for m in TABLE.finditer(code)}
 
 
 def includes(code):
