@@ -45,7 +45,7 @@ endif
 # are the modules' contracts, included by name from every folder.
 SRCS    := $(wildcard src/*/*.c)
 OBJS    := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
-LIBOBJS := $(filter-out $(BUILD)/core/main.o,$(OBJS))
+LIBOBJS := $(filter-out %/main.o,$(OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
@@ -141,7 +141,7 @@ FUZZ_CC      ?= clang
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS    := $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 FUZZ_CFLAGS  := $(COMMON_CFLAGS) -O1 -g $(SAN_FLAGS)
-FUZZ_OBJS    := $(patsubst src/%.c,build/fuzz/obj/%.o,$(filter-out src/core/main.c,$(SRCS)))
+FUZZ_OBJS    := $(patsubst src/%.c,build/fuzz/obj/%.o,$(filter-out %/main.c,$(SRCS)))
 
 fuzz-deps:
 	@for p in clang libclang-rt-14-dev; do \
