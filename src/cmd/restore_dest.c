@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cb_rmtree.h"
 #include "cb_util.h"
 #include "restore_int.h"
 

@@ -18,6 +18,7 @@
 #include "cb_nbdread.h"
 #include "cb_private.h"
 #include "cb_qmpsess.h"
+#include "cb_rmtree.h"
 #include "cb_vmcbw.h"
 
 #define PREFIX "cbackup-"

@@ -39,6 +39,7 @@
 #include "cb_prune.h"
 #include "cb_pve.h"
 #include "cb_reuse.h"
+#include "cb_rmtree.h"
 #include "cb_run.h"
 #include "cb_sink.h"
 #include "cb_snapshot.h"

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cb_cleanup.h"
+#include "cb_rmtree.h"
 #include "cb_track.h"
 #include "stage_int.h"
 

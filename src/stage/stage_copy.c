@@ -12,6 +12,7 @@
 #include <linux/fs.h>
 
 #include "cb_cleanup.h"
+#include "cb_rmtree.h"
 #include "stage_int.h"
 
 /* Interrupt checks between chunks: SIGINT stops a multi-GB file quickly. */

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "cb_config.h"
+#include "cb_rmtree.h"
 
 struct fixture {
 	char dir[64];

@@ -23,6 +23,7 @@
 
 #include "cb_audit.h"
 #include "cb_cleanup.h"
+#include "cb_rmtree.h"
 #include "cb_stage.h"
 #include "cb_util.h"
 
