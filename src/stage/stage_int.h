@@ -115,6 +115,7 @@ struct cb_stage {
 	struct stage_pool *pool;    /* pass 1 with workers: the walker's pool */
 	/* a worker's view (stage_pool.c): its pool, the shared bucket */
 	struct stage_pool *pool_of;
+	uint64_t *pool_bytes;       /* the workers' total, under throttle_mu */
 	struct cb_throttle *throttle_shared;
 	pthread_mutex_t *throttle_mu;
 	struct cb_changes *changes; /* pass 2: what tracking saw (NULL: full walk) */
@@ -189,7 +190,6 @@ int stage_pool_push(struct cb_stage *st, int in, int out, const struct stat *sb,
 int stage_pool_failed(struct cb_stage *st);
 void stage_pool_kick(struct cb_stage *st);
 int stage_pool_finish(struct cb_stage *st);
-int stage_pool_tick(struct cb_stage *w, size_t n, int throttle);
 
 /* stage_copy.c */
 /* openat below sdfd, never following a symlink; with sb, the fd must be
