@@ -41,8 +41,9 @@ BUILD   := build/rel
 endif
 
 # src/ is laid out by stage of the data flow (DESIGN §1): core/, stage/,
-# guest/, archive/, codec/, sink/, cmd/. Headers stay flat in include/: they
-# are the modules' contracts, included by name from every folder.
+# guest/, archive/, codec/, sink/, cmd/, and job/ on top (README, Layout).
+# Every folder is picked up here. Headers stay flat in include/: they are
+# the modules' contracts, included by name from every folder.
 SRCS    := $(wildcard src/*/*.c)
 OBJS    := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
 LIBOBJS := $(filter-out %/main.o,$(OBJS))
@@ -73,9 +74,12 @@ $(BUILD) $(BUILD)/tests:
 deps:
 	@sh scripts/deps.sh
 
-# the lint first: a test body whose assertions cannot fail proves nothing
+# the lint first: a test body whose assertions cannot fail proves nothing;
+# and the layers (scripts/layers.py): nothing in src/core/ uses or includes
+# a module above it, no two files use each other, directly or in a circle
 lint:
 	@sh tests/lint.sh
+	@python3 scripts/layers.py
 
 check: lint
 	@sh scripts/deps.sh
