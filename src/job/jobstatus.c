@@ -1,4 +1,5 @@
-/* cb_jobstatus: the job's results and its JSON document. See include/cb_jobstatus.h. */
+/* cb_jobstatus: the job's results and its JSON document. See include/cb_jobstatus.h.
+ * In src/job/ with the job (cb_job) and the guest's backup (cb_backup) that fill it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>

@@ -1,4 +1,5 @@
-/* cb_notify: the mail report. See include/cb_notify.h. */
+/* cb_notify: the mail report. See include/cb_notify.h. In src/job/, the
+ * job's: mailto's syntax, checked with the configuration, is cb_mailto. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
