@@ -16,6 +16,13 @@
  * counted. A change the tracker missed in those last milliseconds before
  * the freeze, or one that left every stat field as it was, is not seen.
  *
+ * A stat is not atomic with a change it races (an open with O_TRUNC sets
+ * the new size before the new times), so an entry found changed before
+ * MARK is looked at again when the walk is done, after 20 ms and then at
+ * doubling intervals up to 1.26 s: if it has a later ctime by then, or is
+ * again as the index has it, or is gone, the change was in flight after
+ * the thaw (counted in in_flight); if not, it is missed.
+ *
  * A symlink's target and a file's xattrs, ACLs and flags are not in the
  * index, but none changes without a new inode or a new ctime. Excluded
  * entries and sockets (never staged) are not counted; a directory on
@@ -35,6 +42,7 @@
 struct cb_audit {
 	uint64_t checked;     /* entries compared */
 	uint64_t missed;      /* changes the tracker missed */
+	uint64_t in_flight;   /* looked changed at first, settled on a second look */
 	/* the first CB_AUDIT_NAMES of them: path ("etc/x", owned) and how it
 	 * differs ("content", "mode or owner", "attributes", "replaced", "not
 	 * archived", "gone"; static) */

@@ -52,9 +52,13 @@ struct cb_track;
  * entries (content, attributes), not made, removed or renamed one, pass 2
  * re-checks just those names; else it lists the directory. */
 struct cb_changed_dir {
-	char *rel;          /* "" (the root) or "a/b" */
-	char **names;       /* the entries that changed; NULL: list it */
+	char *rel;          /* "" (the root) or "a/b"; NULL in by_ino */
+	char **names;       /* the entries that changed (none: the directory's
+			     * own inode only); NULL: list it */
 	size_t n_names;
+	int deep;           /* walk its whole subtree (it was moved in: what
+			     * changed in it while outside is unknown) */
+	uint64_t ino;       /* by_ino: the directory's inode */
 };
 
 /* What pass 2 re-checks. Owned by the caller (cb_changes_free). */
@@ -63,6 +67,10 @@ struct cb_changes {
 	size_t n_dirs, cap_dirs;
 	uint64_t *inos;     /* inodes of the root's file system to look up */
 	size_t n_inos;
+	/* directories that could not be placed by a path (issue 24): pass 2
+	 * finds them in its index by inode */
+	struct cb_changed_dir *by_ino;
+	size_t n_by_ino, cap_by_ino;
 	uint64_t events;    /* events read, for the log */
 };
 

@@ -10,9 +10,10 @@ cd "$(dirname "$0")/.." || exit 2
 rounds=${1:-5}
 [ $# -gt 0 ] && shift
 # the live writer, max-freeze, guest safety, snapshot and change tracking,
-# and the other scripts that watch a guest around its freeze
+# (and its audit), and the other scripts that watch a guest around its freeze
 [ $# = 0 ] && set -- t0020-live-writer t0030-sigkill-frozen t0220-max-freeze t0310-guest-safety \
-	t0450-freeze-delta t0455-churn t0501-thaw-order t0650-snapshot-btrfs t0720-change-tracking
+	t0450-freeze-delta t0455-churn t0501-thaw-order t0650-snapshot-btrfs t0720-change-tracking \
+	t0725-tracking-audit
 out=$(mktemp -d /tmp/cbackup-soak.XXXXXX)
 loads=()
 stop_loads() {
@@ -43,6 +44,5 @@ for r in $(seq "$rounds"); do
 		fi
 	done
 done
-echo "soak: $pass passed, $fail failed"
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

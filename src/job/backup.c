@@ -553,7 +553,7 @@ static int frozen_time_left_ms(const struct guest_run *r, int max_ms)
 }
 
 /* Thaws even when the pre-restart hook fails: the guest must run again. */
-static int thaw(struct guest_run *r, double frozen_at, int max_ms)
+static int thaw(struct guest_run *r, int max_ms)
 {
 	int ret = guest_hook_bounded(r, "pre-restart", frozen_time_left_ms(r, max_ms));
 
@@ -561,7 +561,10 @@ static int thaw(struct guest_run *r, double frozen_at, int max_ms)
 		cb_info(r->log, "resuming guest");
 		if (cb_guest_thaw(&r->guest) < 0)
 			return cb_error_prefix("thaw");
-		r->res->freeze = cb_now() - frozen_at;
+		/* from the freeze request to the thaw: not the pre-stop hook
+		 * (the guest runs during it); the pre-restart hook, which runs
+		 * frozen, is in */
+		r->res->freeze = cb_now() - r->guest.frozen_since;
 		cb_info(r->log, "guest is online again after %.2f seconds", r->res->freeze);
 	}
 	if (guest_hook(r, "post-restart") < 0)
@@ -570,12 +573,12 @@ static int thaw(struct guest_run *r, double frozen_at, int max_ms)
 }
 
 /* Thaw after the frozen part; the first error is the one reported. */
-static int finish_freeze(struct guest_run *r, double frozen_at, int max_ms, int ret)
+static int finish_freeze(struct guest_run *r, int max_ms, int ret)
 {
 	char first[2048];
 
 	snprintf(first, sizeof(first), "%s", cb_last_error());
-	if (thaw(r, frozen_at, max_ms) < 0)
+	if (thaw(r, max_ms) < 0)
 		return ret < 0 ? cb_error("%s", first) : -1;
 	return ret;
 }
@@ -594,7 +597,6 @@ static void warn_no_freezer(struct guest_run *r, const char *what)
 static int frozen_section(struct guest_run *r, int (*work)(struct guest_run *))
 {
 	char why[128];
-	double frozen_at = cb_now();
 	int max_ms = r->opts.max_freeze * 1000, ret;
 
 	if (freeze(r, max_ms) < 0)
@@ -605,7 +607,7 @@ static int frozen_section(struct guest_run *r, int (*work)(struct guest_run *))
 		cb_cleanup_deadline(r->guest.frozen_since + r->opts.max_freeze, why);
 	ret = work(r);
 	cb_cleanup_deadline(0, NULL);
-	return finish_freeze(r, frozen_at, max_ms, ret);
+	return finish_freeze(r, max_ms, ret);
 }
 
 static int final_sync(struct guest_run *r)
@@ -1256,6 +1258,10 @@ static void audit_guest(struct guest_run *r)
 	r->res->audit_seconds = a.seconds;
 	cb_info(r->log, "tracking audit: %llu entries checked in %.2f s, %llu missed",
 		(unsigned long long)a.checked, a.seconds, (unsigned long long)a.missed);
+	if (a.in_flight)
+		cb_info(r->log, "tracking audit: %llu entries looked changed before the freeze but "
+			"were being changed by the running guest (a second look found them changed "
+			"after it, or as archived)", (unsigned long long)a.in_flight);
 	if (a.missed)
 		audit_report(r, &a);
 	cb_audit_release(&a);

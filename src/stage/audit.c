@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cb_audit.h"
@@ -16,12 +17,28 @@
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
+/* An entry that looked changed before the mark, to be looked at again
+ * (recheck_all): rec NULL for a name the index lacks; gone: a name the
+ * index has and the listing lacked (its directory is what is looked at). */
+struct suspect {
+	char *rel;
+	const struct cb_index_rec *rec;
+	const char *what;
+	int gone;
+};
+
+/* At most this many suspects are kept for a second look; any more count
+ * as missed straight away (loud rather than silent). */
+#define MAX_SUSPECTS 10000
+
 struct audit {
 	struct cb_stage *st;
 	struct cb_audit *a;
 	struct timespec mark;
 	struct cb_fdpath p;
 	struct p2_pool *pool;
+	struct suspect *sus;
+	size_t n_sus, cap_sus;
 };
 
 /* The ctime was given before the mark, whatever the clock's tick: pass
@@ -61,7 +78,7 @@ static const char *differs(const struct cb_index_rec *o, const struct stat *sb)
 	return NULL;
 }
 
-static void missed(struct audit *au, const char *what)
+static void missed(struct audit *au, const char *rel, const char *what)
 {
 	struct cb_audit *a = au->a;
 
@@ -73,7 +90,31 @@ static void missed(struct audit *au, const char *what)
 		a->whats = cb_xcalloc(CB_AUDIT_NAMES, sizeof(*a->whats));
 	}
 	a->whats[a->n_names] = what;
-	a->paths[a->n_names++] = cb_xstrdup(stage_relname(au->st));
+	a->paths[a->n_names++] = cb_xstrdup(rel);
+}
+
+/* The entry at the current name looked changed before the mark. A stat is
+ * not atomic with the change it races: an open(O_TRUNC) sets the size
+ * before the times (ext4 and xfs alike), so a file the guest truncates
+ * right now can show its new size with its old mtime and ctime. Such an
+ * entry is looked at again once the walk is done (recheck_all). */
+static void suspect(struct audit *au, const struct cb_index_rec *rec, const char *what, int gone)
+{
+	struct suspect *s;
+
+	if (au->n_sus == MAX_SUSPECTS) {
+		missed(au, stage_relname(au->st), what);
+		return;
+	}
+	if (au->n_sus == au->cap_sus) {
+		au->cap_sus = au->cap_sus ? 2 * au->cap_sus : 16;
+		au->sus = cb_xrealloc(au->sus, au->cap_sus * sizeof(*au->sus));
+	}
+	s = &au->sus[au->n_sus++];
+	s->rel = cb_xstrdup(stage_relname(au->st));
+	s->rec = rec;
+	s->what = what;
+	s->gone = gone;
 }
 
 static int audit_dir(struct audit *au, const struct stage_dir *d, int dir_settled);
@@ -119,11 +160,11 @@ static int audit_entry(struct audit *au, size_t lv, const char *name, const stru
 		    stage_excluded_slash(&st->excludes, st->rel, S_ISDIR(sb->st_mode)))
 			return 0;
 		if (settled(&sb->st_ctim, &au->mark))
-			missed(au, "not archived");
+			suspect(au, NULL, "not archived", 0);
 		return 0;
 	}
 	if ((what = differs(&o->rec, sb)) && settled(&sb->st_ctim, &au->mark))
-		missed(au, what);
+		suspect(au, &o->rec, what, 0);
 	if (!S_ISDIR(sb->st_mode) || !S_ISDIR(o->rec.mode) || o->rec.ino != (uint64_t)sb->st_ino ||
 	    sb->st_dev != st->root_dev || !o->sub)
 		return 0;
@@ -147,7 +188,7 @@ static void audit_gone(struct audit *au, const struct stage_dir *d, const struct
 		if (!dir_settled)
 			continue;
 		stage_rel_push(au->st, d->ents[i].name, &saved);
-		missed(au, "gone");
+		suspect(au, NULL, "gone", 1);
 		stage_rel_pop(au->st, saved);
 	}
 }
@@ -184,6 +225,96 @@ static int audit_dir(struct audit *au, const struct stage_dir *d, int dir_settle
 	return ret;
 }
 
+/* lstat REL ("" the root itself) beneath ROOT, one component at a time,
+ * following no symlink. 0, or -1 (errno set). */
+static int stat_beneath(int root, const char *rel, struct stat *sb)
+{
+	char *copy, *name, *slash;
+	int fd = root, next, ret = -1;
+
+	if (!*rel)
+		return fstat(root, sb);
+	copy = cb_xstrdup(rel);
+	name = copy;
+	while ((slash = strchr(name, '/'))) {
+		*slash = '\0';
+		next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd != root)
+			close(fd);
+		if (next < 0)
+			goto out;
+		fd = next;
+		name = slash + 1;
+	}
+	ret = fstatat(fd, name, sb, AT_SYMLINK_NOFOLLOW);
+	if (fd != root) {
+		int saved = errno;
+		close(fd);
+		errno = saved;
+	}
+out:
+	free(copy);
+	return ret;
+}
+
+/* Is the suspect still a change made before the mark? What cannot be
+ * looked at again for another reason than its being gone stays one. */
+static int still_missed(struct audit *au, int root, struct suspect *s)
+{
+	struct stat now;
+	char *parent, *slash;
+	int ret;
+
+	if (s->gone) {
+		parent = cb_xstrdup(s->rel);
+		slash = strrchr(parent, '/');
+		*(slash ? slash : parent) = '\0';
+		ret = stat_beneath(root, parent, &now);
+		free(parent);
+		if (ret < 0)
+			return errno != ENOENT && errno != ENOTDIR && errno != ELOOP;
+		return settled(&now.st_ctim, &au->mark);
+	}
+	if (stat_beneath(root, s->rel, &now) < 0)
+		return errno != ENOENT && errno != ENOTDIR && errno != ELOOP;
+	if (!settled(&now.st_ctim, &au->mark))
+		return 0;
+	if (s->rec && !(s->what = differs(s->rec, &now)))
+		return 0;
+	return 1;
+}
+
+/* Look at the suspects again, after 20 ms and then at doubling intervals
+ * (1.26 s in all): a change in flight ends with a new ctime or with the
+ * entry as the index has it; one still there after the last look is a
+ * change the tracker missed. */
+static void recheck_all(struct audit *au, int root)
+{
+	static const long delays_ms[] = { 20, 40, 80, 160, 320, 640 };
+	size_t first = au->n_sus, kept;
+
+	for (size_t r = 0; r < sizeof(delays_ms) / sizeof(*delays_ms) && au->n_sus; r++) {
+		struct timespec ts = { 0, delays_ms[r] * 1000000L };
+		nanosleep(&ts, NULL);
+		kept = 0;
+		for (size_t i = 0; i < au->n_sus; i++) {
+			if (still_missed(au, root, &au->sus[i]))
+				au->sus[kept++] = au->sus[i];
+			else
+				free(au->sus[i].rel);
+		}
+		au->n_sus = kept;
+	}
+	au->a->in_flight = first - au->n_sus;
+	for (size_t i = 0; i < au->n_sus; i++) {
+		missed(au, au->sus[i].rel, au->sus[i].what);
+		free(au->sus[i].rel);
+	}
+	free(au->sus);
+	au->sus = NULL;
+	au->n_sus = au->cap_sus = 0;
+}
+
 static int audit_root(void *arg)
 {
 	struct audit *au = arg;
@@ -200,16 +331,17 @@ static int audit_root(void *arg)
 	stage_rel_pop(st, 0);
 	au->a->checked++;
 	if (differs(&st->root_rec, &sb) && settled(&sb.st_ctim, &au->mark))
-		missed(au, differs(&st->root_rec, &sb));
-	if (sb.st_ino != (ino_t)st->root_rec.ino) {
-		close(fd);
-		return 0;
+		suspect(au, &st->root_rec, differs(&st->root_rec, &sb), 0);
+	if (sb.st_ino == (ino_t)st->root_rec.ino) {
+		cb_fdpath_init(&au->p, fd, O_NOATIME);
+		au->pool = p2_pool_new();
+		ret = audit_dir(au, st->root, settled(&sb.st_ctim, &au->mark));
+		p2_pool_free(au->pool);
+		cb_fdpath_release(&au->p);
+	} else {
+		ret = 0;
 	}
-	cb_fdpath_init(&au->p, fd, O_NOATIME);
-	au->pool = p2_pool_new();
-	ret = audit_dir(au, st->root, settled(&sb.st_ctim, &au->mark));
-	p2_pool_free(au->pool);
-	cb_fdpath_release(&au->p);
+	recheck_all(au, fd);
 	close(fd);
 	return ret;
 }

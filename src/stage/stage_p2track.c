@@ -195,7 +195,30 @@ static void inos_in_tree(struct cb_stage *st, struct cb_changes *c)
 		c->n_inos = k;
 }
 
-/* Every index entry whose inode is in c->inos, by its name. */
+static int cmp_dir_ino(const void *a, const void *b)
+{
+	return cmp_u64(&((const struct cb_changed_dir *)a)->ino,
+		       &((const struct cb_changed_dir *)b)->ino);
+}
+
+/* A directory tracking could not place by a path is the index's
+ * directory with its inode (issue 24): it is checked as its events said. */
+static void dir_by_ino(struct cb_stage *st, const struct stage_ent *e, const char *rel,
+		       struct cb_changes *c)
+{
+	struct cb_changed_dir key = { .ino = e->rec.ino }, *d;
+
+	if (e->rec.dev != (uint64_t)st->root_dev ||
+	    !(d = bsearch(&key, c->by_ino, c->n_by_ino, sizeof(key), cmp_dir_ino)))
+		return;
+	cb_changes_add_names(c, rel, d->names, d->n_names);
+	c->dirs[c->n_dirs - 1].deep = d->deep;
+	cb_verbose(st->log, "change tracking: directory inode %llu is '/%s'",
+		   (unsigned long long)e->rec.ino, rel);
+}
+
+/* Every index entry whose inode is in c->inos, by its name; every
+ * directory whose inode is in c->by_ino. */
 static void find_inos(struct cb_stage *st, struct stage_dir *d, const char *rel,
 		      struct cb_changes *c)
 {
@@ -203,6 +226,8 @@ static void find_inos(struct cb_stage *st, struct stage_dir *d, const char *rel,
 		struct stage_ent *e = &d->ents[i];
 		if (S_ISDIR(e->rec.mode) && e->sub) {
 			char *sub = *rel ? cb_xasprintf("%s/%s", rel, e->name) : cb_xstrdup(e->name);
+			if (c->n_by_ino)
+				dir_by_ino(st, e, sub, c);
 			find_inos(st, e->sub, sub, c);
 			free(sub);
 		} else if (e->rec.dev == (uint64_t)st->root_dev &&
@@ -222,21 +247,25 @@ int stage_p2_tracked(struct cb_stage *st, int sfd, int *dirty)
 
 	inos_in_tree(st, c);
 	links_moved(st, sfd, c);
-	if (c->n_inos) {
+	if (c->n_inos || c->n_by_ino) {
 		qsort(c->inos, c->n_inos, sizeof(*c->inos), cmp_u64);
+		qsort(c->by_ino, c->n_by_ino, sizeof(*c->by_ino), cmp_dir_ino);
 		find_inos(st, st->root, "", c);
 	}
-	cb_verbose(st->log, "change tracking: %zu inodes of the tree looked up (%.3f s)", c->n_inos,
-		   cb_now() - start);
+	cb_verbose(st->log, "change tracking: %zu inodes and %zu directories of the tree looked up "
+		   "(%.3f s)", c->n_inos, c->n_by_ino, cb_now() - start);
 	cb_changes_sort(c);
 	for (i = 0; i < c->n_dirs; i++)
 		listed += !c->dirs[i].names;
 	cb_info(st->log, "pass 2: tracked %zu directories, %zu to list, the others by name "
 		"(%llu events)", c->n_dirs, listed, (unsigned long long)c->events);
-	st->shallow = 1;
-	for (i = 0; i < c->n_dirs && ret == 0; i++)
+	for (i = 0; i < c->n_dirs && ret == 0; i++) {
+		/* a directory moved in is walked whole: an unchanged
+		 * subdirectory of it may have changed while it was outside */
+		st->shallow = !c->dirs[i].deep;
 		ret = c->dirs[i].rel[0] ? do_subdir(st, sfd, &c->dirs[i])
 					: do_dir(st, sfd, st->dst_fd, &c->dirs[i], &st->root, dirty);
+	}
 	st->shallow = 0;
 	/* a signal during the last directory's copies ends the pass, as it
 	 * would at the next directory of the whole walk */

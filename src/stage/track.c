@@ -12,23 +12,47 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/fanotify.h>
+#include <sys/ioctl.h>
+#include <sys/sysmacros.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <linux/loop.h>
 
 #include "cb_track.h"
 #include "cb_util.h"
 
+/* FAN_OPEN and FAN_CLOSE_NOWRITE: chattr (FS_IOC_SETFLAGS, FSSETXATTR)
+ * raises no event of its own, but needs a file descriptor: one opened
+ * while tracking (FAN_OPEN), one opened before and closed before the
+ * freeze (FAN_CLOSE_NOWRITE), or one held at the freeze (the scan of the
+ * guest's processes). cbackup's own opens are dropped by pid. */
+#define OPEN_MASK (FAN_OPEN | FAN_CLOSE_NOWRITE)
 #define EVENT_MASK (FAN_MODIFY | FAN_ATTRIB | FAN_CLOSE_WRITE | FAN_CREATE | FAN_DELETE | \
 		    FAN_MOVED_FROM | FAN_MOVED_TO | FAN_ONDIR)
 #define READ_BUF (64 << 10)
 /* Events that change an entry but not the directory's list of names. */
-#define NAME_ONLY_MASK (FAN_MODIFY | FAN_ATTRIB | FAN_CLOSE_WRITE)
+#define NAME_ONLY_MASK (FAN_MODIFY | FAN_ATTRIB | FAN_CLOSE_WRITE | OPEN_MASK)
+/* At most this many widenings are named in the log (--verbose). */
+#define WIDEN_LOGGED 32
+
+/* Where an event's object is (place(): the one rule, issue 24). Only a
+ * path verified to lead to the object says INSIDE or OUTSIDE; whatever
+ * cannot be placed exactly is looked up by inode or walks all. */
+enum place {
+	P_GONE,     /* no longer exists (stale handle, unlinked): nothing */
+	P_INSIDE,   /* under the root, or under a bind mount's source */
+	P_OUTSIDE,  /* verified outside the root and every bind source */
+	P_INODE,    /* unplaceable: pass 2 looks its inode up in the tree */
+	P_WHOLE,    /* unknowable: the whole walk */
+};
 
 /* One directory seen in an event, by its file handle. */
 struct hent {
 	uint64_t hash;
-	int inside;                 /* under the guest root when first seen */
+	int place;                  /* enum place, when first seen */
 	int whole;                  /* list it: names are not enough */
+	int self;                   /* the directory's own inode changed */
+	int deep;                   /* walk its subtree (moved in) */
 	struct file_handle *h;      /* NULL: empty slot */
 	char **names;               /* the entries changed in it (inside only) */
 	size_t n_names;
@@ -44,7 +68,12 @@ struct cb_track {
 	char *root;                 /* realpath of the guest root */
 	size_t root_len;
 	dev_t dev;
+	ino_t root_ino;
 	int fan_fd, mount_fd, stop_fd;
+	/* OPEN_MASK in a group of its own, its queue unlimited: every read
+	 * of the file system (the host's too) raises these, and their volume
+	 * must not overflow the queue of the events that change the tree */
+	int open_fd;
 	pthread_t reader;
 	int reader_running;
 	pthread_mutex_t lock;       /* the set and the flags below */
@@ -55,9 +84,24 @@ struct cb_track {
 	uint64_t *inos;             /* outside-linked inodes */
 	size_t n_inos, cap_inos;
 	size_t max;
-	uint64_t events;
+	uint64_t events, own_events;  /* own: cbackup's reads, dropped */
 	int overflow, over_cap;
 	char *buf;
+	pid_t self_pid;             /* cbackup's own opens are not the guest's */
+	struct bind *binds;         /* mounts under the root of its fs */
+	size_t n_binds;
+	char *mounts;               /* the mount table under the root at start */
+	const char *whole_why;      /* set: the final sync walks everything */
+	char *widened[WIDEN_LOGGED];/* what was widened and why, for --verbose */
+	size_t n_widened;
+};
+
+/* A mount inside the root of the root's file system (a bind mount): its
+ * source, as handles name it, maps to rel in the root. */
+struct bind {
+	char *src;                  /* NULL: not placeable, its subtree is walked */
+	size_t src_len;
+	char *rel;
 };
 
 /* ---- the set of directory handles ---- */
@@ -98,8 +142,14 @@ static void hset_grow(struct hset *s)
 	*s = big;
 }
 
+/* counted as inside: kept, resolved at the end */
+static int kept(int place)
+{
+	return place == P_INSIDE || place == P_INODE;
+}
+
 static struct hent *hset_add(struct hset *s, const struct file_handle *h, uint64_t hash,
-			     int inside)
+			     int place)
 {
 	size_t size = sizeof(*h) + h->handle_bytes;
 	struct hent *e;
@@ -112,9 +162,9 @@ static struct hent *hset_add(struct hset *s, const struct file_handle *h, uint64
 	e->h = cb_xmalloc(size);
 	memcpy(e->h, h, size);
 	e->hash = hash;
-	e->inside = inside;
+	e->place = place;
 	s->n++;
-	s->n_inside += inside;
+	s->n_inside += kept(place);
 	return e;
 }
 
@@ -137,22 +187,22 @@ static void hent_free_names(struct hent *e)
  * directory is outside is only a cache, wrong once a directory moves. */
 static void hset_forget_outside(struct hset *s)
 {
-	struct hset kept = { cb_xcalloc(s->cap, sizeof(struct hent)), s->cap, 0, 0 };
+	struct hset in = { cb_xcalloc(s->cap, sizeof(struct hent)), s->cap, 0, 0 };
 
 	for (size_t i = 0; i < s->cap; i++) {
 		if (!s->v[i].h)
 			continue;
-		if (s->v[i].inside) {
-			*hset_slot(&kept, s->v[i].h, s->v[i].hash) = s->v[i];
-			kept.n++;
-			kept.n_inside++;
+		if (kept(s->v[i].place)) {
+			*hset_slot(&in, s->v[i].h, s->v[i].hash) = s->v[i];
+			in.n++;
+			in.n_inside++;
 		} else {
 			free(s->v[i].h);
 			hent_free_names(&s->v[i]);
 		}
 	}
 	free(s->v);
-	*s = kept;
+	*s = in;
 }
 
 static void hset_release(struct hset *s)
@@ -177,41 +227,104 @@ static const char *rel_of(const struct cb_track *t, const char *path)
 	return path[t->root_len] ? path + t->root_len + 1 : "";
 }
 
-/* A /proc magic link's target (readlink's n bytes) names an unlinked file. */
-static int unlinked_target(const char *path, ssize_t n)
+/* Note that something was widened (--verbose names the first ones). */
+static void widen(struct cb_track *t, const char *what, const char *why, const char *scope)
 {
-	return n > 10 && !strcmp(path + n - 10, " (deleted)");
+	if (t->n_widened < WIDEN_LOGGED)
+		t->widened[t->n_widened++] = cb_xasprintf("'%s' %s: %s", what, why, scope);
 }
 
-/* The path an fd stands for now; "" if it is unlinked or unknown. */
-static void fd_path(int fd, char *out, size_t len)
+/* Every place in the root of the object at path (as the kernel names
+ * it): under the root, under each bind mount's source. Returns how many
+ * were put in rels (each freed by the caller), at most n. */
+static size_t rels_of(const struct cb_track *t, const char *path, char **rels, size_t n)
 {
-	char link[64];
-	ssize_t n;
+	const char *r = rel_of(t, path);
+	size_t k = 0;
 
-	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, out, len - 1);
-	out[n < 0 || (size_t)n >= len - 1 ? 0 : n] = '\0';
-	if (unlinked_target(out, n))
-		out[0] = '\0';
+	if (r && k < n)
+		rels[k++] = cb_xstrdup(r);
+	for (size_t i = 0; i < t->n_binds && k < n; i++) {
+		const struct bind *b = &t->binds[i];
+		const char *tail = path + b->src_len;
+		if (!b->src || strncmp(path, b->src, b->src_len) || (*tail && *tail != '/'))
+			continue;
+		rels[k++] = *tail ? cb_xasprintf("%s%s", b->rel, tail) : cb_xstrdup(b->rel);
+	}
+	return k;
 }
 
-/* The current path of a directory handle: 0, or -1 if it is gone. */
-static int handle_path(const struct cb_track *t, struct file_handle *h, char *out, size_t len)
+/* The path fd's /proc link names, if it leads back to the inode sb: 0,
+ * else -1 (errno: ENAMETOOLONG for a path of 4096 bytes or more, ESTALE
+ * for one that leads elsewhere: a disconnected dentry names "/", a name
+ * that ends in " (deleted)" is what it says only if the inode has no
+ * links left). */
+static int verified_path(const char *link, const struct stat *sb, char *out, size_t len)
+{
+	ssize_t n = readlink(link, out, len - 1);
+	struct stat now;
+
+	if (n < 0)
+		return -1;
+	if ((size_t)n >= len - 1)
+		return errno = ENAMETOOLONG, -1;
+	out[n] = '\0';
+	if (fstatat(AT_FDCWD, out, &now, AT_SYMLINK_NOFOLLOW) < 0 || now.st_dev != sb->st_dev || now.st_ino != sb->st_ino)
+		return errno = ESTALE, -1;
+	return 0;
+}
+
+/* The one rule (issue 24): where the object at fd (the /proc link LINK
+ * names its path) is. out: its verified path when INSIDE or OUTSIDE. */
+static enum place place_of(const struct cb_track *t, const char *link, const struct stat *sb,
+			   char *out, size_t len, const char **why)
+{
+	char *rel = NULL;
+
+	if (sb->st_nlink == 0)
+		return P_GONE;
+	if (verified_path(link, sb, out, len) < 0) {
+		*why = errno == ENAMETOOLONG ? "has a path of 4096 bytes or more"
+					     : "has a path that does not lead to it (disconnected)";
+		return sb->st_dev == t->dev ? P_INODE : P_WHOLE;
+	}
+	if (rels_of(t, out, &rel, 1)) {
+		free(rel);
+		return P_INSIDE;
+	}
+	return P_OUTSIDE;
+}
+
+/* A handle of the root's file system: where its object is. */
+static enum place place_handle(const struct cb_track *t, struct file_handle *h, char *out,
+			       size_t len, struct stat *sb, const char **why)
 {
 	int fd = open_by_handle_at(t->mount_fd, h, O_PATH | O_CLOEXEC);
+	char link[64];
+	enum place p;
 
-	if (fd < 0)
-		return -1;
-	fd_path(fd, out, len);
+	if (fd < 0) {
+		*why = "has a handle that cannot be opened";
+		/* a stale handle: its inode is freed, it is nowhere */
+		return errno == ESTALE || errno == ENOENT ? P_GONE : P_WHOLE;
+	}
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	if (fstat(fd, sb) < 0) {
+		*why = "cannot be read (fstat)";
+		p = P_WHOLE;
+	} else {
+		p = place_of(t, link, sb, out, len, why);
+	}
 	close(fd);
-	return out[0] ? 0 : -1;
+	return p;
 }
 
 /* ---- the reader ---- */
 
 static void add_ino(struct cb_track *t, uint64_t ino)
 {
+	if (t->n_inos && t->inos[t->n_inos - 1] == ino)
+		return;
 	if (t->n_inos == t->cap_inos) {
 		t->cap_inos = t->cap_inos ? t->cap_inos * 2 : 64;
 		t->inos = cb_xrealloc(t->inos, t->cap_inos * sizeof(*t->inos));
@@ -242,11 +355,16 @@ static void make_whole(struct cb_track *t, struct hent *e)
 }
 
 /* What an event says changed in directory e (inside the root): the entry
- * NAME only, or (made, removed, renamed, a directory) its list of names. */
+ * NAME only, the directory's own inode ("."), or (made, removed, renamed)
+ * its list of names. */
 static void note_change(struct cb_track *t, struct hent *e, uint64_t mask, const char *name)
 {
 	if (e->whole)
 		return;
+	if (name && !strcmp(name, ".") && !(mask & ~(uint64_t)(NAME_ONLY_MASK | FAN_ONDIR))) {
+		e->self = 1;
+		return;
+	}
 	if (!name || !strcmp(name, ".") || (mask & ~(uint64_t)NAME_ONLY_MASK)) {
 		make_whole(t, e);
 		return;
@@ -263,43 +381,160 @@ static void note_change(struct cb_track *t, struct hent *e, uint64_t mask, const
 	t->n_names++;
 }
 
-/* m: the event's header, copied out (the kernel aligns events to 4 bytes,
- * the header wants 8); info: what follows it in the read buffer. */
-static void note_event(struct cb_track *t, const struct fanotify_event_metadata *m,
-		       const void *info)
+/* What place() says to do with an object that is not placed by a path. */
+static void widen_place(struct cb_track *t, enum place p, const struct stat *sb, const char *why)
 {
-	const struct fanotify_event_info_fid *fid = info;
-	struct file_handle *h = (struct file_handle *)fid->handle;
-	const char *name = fid->hdr.info_type == FAN_EVENT_INFO_TYPE_DFID_NAME
-				   ? (const char *)h->f_handle + h->handle_bytes : NULL;
+	char what[64];
+
+	snprintf(what, sizeof(what), "%s inode %llu", S_ISDIR(sb->st_mode) ? "directory" : "file",
+		 (unsigned long long)sb->st_ino);
+	if (p == P_INODE)
+		widen(t, what, why, S_ISDIR(sb->st_mode) ? "the directory looked up in the tree "
+							   "by its inode" : "looked up in the tree by its inode");
+	if (p == P_WHOLE) {
+		widen(t, "an event's object", why, "the whole walk");
+		t->whole_why = "an event that cannot be placed";
+	}
+}
+
+/* The set's entry of directory handle h, placed when first seen. */
+static struct hent *dir_entry(struct cb_track *t, struct file_handle *h)
+{
 	uint64_t hash = handle_hash(h);
 	struct hent *e = t->dirs.cap ? hset_slot(&t->dirs, h, hash) : NULL;
+	const char *why = "";
 	char path[4096];
-	int inside;
+	struct stat sb;
+	enum place p;
 
-	if ((m->mask & FAN_ONDIR) && (m->mask & (FAN_MOVED_FROM | FAN_MOVED_TO))) {
+	if (e && e->h)
+		return e;
+	p = place_handle(t, h, path, sizeof(path), &sb, &why);
+	widen_place(t, p, &sb, why);
+	return hset_add(&t->dirs, h, hash, p);
+}
+
+/* An event with no directory (FAN_REPORT_FID only): its object has no
+ * parent the kernel can name, a disconnected dentry (a write through
+ * open_by_handle_at, as an NFS server does). */
+static void note_orphan(struct cb_track *t, struct file_handle *h, uint64_t mask)
+{
+	const char *why = "has no parent directory (a disconnected dentry)";
+	char path[4096];
+	struct stat sb;
+	enum place p = place_handle(t, h, path, sizeof(path), &sb, &why);
+
+	if (p == P_GONE || p == P_OUTSIDE)
+		return;
+	if (S_ISDIR(sb.st_mode)) {
+		note_change(t, dir_entry(t, h), mask, NULL);
+		return;
+	}
+	if (p == P_WHOLE) {
+		widen_place(t, p, &sb, why);
+		return;
+	}
+	widen_place(t, P_INODE, &sb, why);
+	add_ino(t, (uint64_t)sb.st_ino);
+}
+
+/* A directory moved in as NAME of directory handle h (inside): what
+ * changed in it while it was outside was forgotten, its subtree is walked.
+ * By its name now: moved again since, it has events of its own. */
+static void moved_in(struct cb_track *t, struct file_handle *h, const char *name)
+{
+	struct { struct file_handle h; unsigned char b[MAX_HANDLE_SZ]; } fh;
+	int dfd = open_by_handle_at(t->mount_fd, h, O_PATH | O_CLOEXEC), mnt_id;
+	struct hent *in;
+
+	fh.h.handle_bytes = MAX_HANDLE_SZ;
+	if (dfd < 0 || name_to_handle_at(dfd, name, &fh.h, &mnt_id, 0) < 0) {
+		if (dfd >= 0)
+			close(dfd);
+		return;
+	}
+	close(dfd);
+	in = dir_entry(t, &fh.h);
+	if (kept(in->place) && !in->deep) {
+		make_whole(t, in);
+		in->deep = 1;
+		widen(t, name, "was moved into a directory of the root", "its subtree walked");
+	}
+}
+
+/* The records of an event: its directory (with the entry's name) and its
+ * object (FAN_REPORT_FID). */
+struct ev {
+	struct file_handle *dir, *obj;
+	const char *name;
+};
+
+static void parse_event(const char *info, size_t len, struct ev *ev)
+{
+	struct fanotify_event_info_header hdr;
+
+	memset(ev, 0, sizeof(*ev));
+	while (len >= sizeof(hdr)) {
+		struct file_handle *h;
+		memcpy(&hdr, info, sizeof(hdr));
+		if (hdr.len < sizeof(struct fanotify_event_info_fid) || hdr.len > len)
+			break;
+		h = (struct file_handle *)((const struct fanotify_event_info_fid *)info)->handle;
+		if (hdr.info_type == FAN_EVENT_INFO_TYPE_DFID_NAME ||
+		    hdr.info_type == FAN_EVENT_INFO_TYPE_DFID) {
+			ev->dir = h;
+			if (hdr.info_type == FAN_EVENT_INFO_TYPE_DFID_NAME)
+				ev->name = (const char *)h->f_handle + h->handle_bytes;
+		} else if (hdr.info_type == FAN_EVENT_INFO_TYPE_FID) {
+			ev->obj = h;
+		}
+		info += hdr.len;
+		len -= hdr.len;
+	}
+}
+
+/* m: the event's header, copied out (the kernel aligns events to 4 bytes,
+ * the header wants 8); info: the len bytes that follow it. */
+static void note_event(struct cb_track *t, const struct fanotify_event_metadata *m,
+		       const char *info, size_t len)
+{
+	struct hent *e;
+	struct ev ev;
+
+	if (m->pid == t->self_pid && !(m->mask & ~(uint64_t)(OPEN_MASK | FAN_ONDIR))) {
+		t->own_events++;  /* pass 1 reading the tree */
+		return;
+	}
+	parse_event(info, len, &ev);
+	if (!ev.dir) {
+		if (ev.obj)
+			note_orphan(t, ev.obj, m->mask);
+		else
+			t->whole_why = "an event without a file handle";
+		return;
+	}
+	/* whether a directory is outside is only a cache, wrong once one moves */
+	if ((m->mask & FAN_ONDIR) && (m->mask & (FAN_MOVED_FROM | FAN_MOVED_TO)))
 		hset_forget_outside(&t->dirs);
-		e = NULL;
+	e = dir_entry(t, ev.dir);
+	if (kept(e->place)) {
+		note_change(t, e, m->mask, ev.name);
+		if ((m->mask & FAN_MOVED_TO) && (m->mask & FAN_ONDIR) && ev.name)
+			moved_in(t, ev.dir, ev.name);
+	} else if (e->place == P_OUTSIDE && ev.name && !(m->mask & FAN_ONDIR) &&
+		   (m->mask & FAN_CREATE)) {
+		outside_name(t, ev.dir, ev.name);
 	}
-	if (!(e && e->h)) {
-		if (handle_path(t, h, path, sizeof(path)) < 0)
-			return;  /* gone: its parent has an event of its own */
-		e = hset_add(&t->dirs, h, hash, rel_of(t, path) != NULL);
-	}
-	if ((inside = e->inside))
-		note_change(t, e, m->mask, name);
-	if (!inside && name && !(m->mask & FAN_ONDIR) && (m->mask & FAN_CREATE))
-		outside_name(t, h, name);
 	if (t->dirs.n - t->dirs.n_inside > t->max)
 		hset_forget_outside(&t->dirs);
 	if (t->dirs.n_inside + t->n_inos > t->max)
 		t->over_cap = 1;
 }
 
-/* Events of one read(): 0, or -1 when the queue is empty. */
-static int read_events(struct cb_track *t)
+/* Events of one read() of group fd: 0, or -1 when the queue is empty. */
+static int read_group(struct cb_track *t, int fd)
 {
-	ssize_t n = read(t->fan_fd, t->buf, READ_BUF);
+	ssize_t n = read(fd, t->buf, READ_BUF);
 	const char *p = (const char *)t->buf;
 	struct fanotify_event_metadata m;
 
@@ -316,7 +551,7 @@ static int read_events(struct cb_track *t)
 		if (m.mask & FAN_Q_OVERFLOW)
 			t->overflow = 1;
 		else if (!t->over_cap && m.event_len > sizeof(m))
-			note_event(t, &m, p + sizeof(m));
+			note_event(t, &m, p + sizeof(m), m.event_len - sizeof(m));
 		p += m.event_len;
 		n -= (ssize_t)m.event_len;
 	}
@@ -324,25 +559,122 @@ static int read_events(struct cb_track *t)
 	return 0;
 }
 
+/* Both groups until both are empty: 0, or -1 (errno) if a read failed. */
+static int read_events(struct cb_track *t)
+{
+	int ret = 0, err = EAGAIN;
+
+	for (int i = 0, fd[2] = { t->fan_fd, t->open_fd }; i < 2; i++) {
+		while (read_group(t, fd[i]) == 0)
+			;
+		if (errno != EAGAIN) {
+			ret = -1;
+			err = errno;
+		}
+	}
+	errno = err;
+	return ret;
+}
+
 static void *reader_main(void *arg)
 {
 	struct cb_track *t = arg;
-	struct pollfd p[2] = { { t->fan_fd, POLLIN, 0 }, { t->stop_fd, POLLIN, 0 } };
+	struct pollfd p[3] = { { t->fan_fd, POLLIN, 0 }, { t->open_fd, POLLIN, 0 },
+			       { t->stop_fd, POLLIN, 0 } };
 	/* tests: a reader that waits for the end lets the queue overflow */
 	int stall = getenv("CB_TRACK_STALL") != NULL;
 
 	if (stall)
-		p[0].fd = -1;  /* poll() skips it */
+		p[0].fd = p[1].fd = -1;  /* poll() skips them */
 	for (;;) {
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		if (poll(p, 3, -1) < 0 && errno != EINTR)
 			break;
-		if (p[1].revents)
+		if (p[2].revents)
 			break;
-		if (p[0].revents)
-			while (read_events(t) == 0)
-				;
+		if (p[0].revents || p[1].revents)
+			read_events(t);
 	}
 	return NULL;
+}
+
+/* ---- the mounts under the root ---- */
+
+/* mountinfo's octal escapes (\040 for a space) decoded in place */
+static void unescape(char *s)
+{
+	char *o = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 4;
+		} else {
+			*o++ = *s++;
+		}
+	}
+	*o = '\0';
+}
+
+/* The lines of /proc/self/mountinfo whose mount point is strictly under
+ * the root, in one string (compared at the end); each mount point is
+ * handed to fn. */
+static char *mounts_under(struct cb_track *t, void (*fn)(struct cb_track *, const char *))
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[8192], mp[4096];
+	char *all = cb_xstrdup(""), *next;
+	const char *r;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1)
+			continue;
+		unescape(mp);
+		if (!(r = rel_of(t, mp)) || !*r)
+			continue;
+		next = cb_xasprintf("%s%s", all, line);
+		free(all);
+		all = next;
+		if (fn)
+			fn(t, mp);
+	}
+	if (f)
+		fclose(f);
+	return all;
+}
+
+/* A mount at mp (under the root): a bind mount of the root's file system
+ * maps its source to mp; one of another file system is left empty by the
+ * passes (DESIGN §7), nothing to track. */
+static void add_mount(struct cb_track *t, const char *mp)
+{
+	struct { struct file_handle h; unsigned char b[MAX_HANDLE_SZ]; } fh;
+	char path[4096];
+	const char *why = "";
+	struct bind *b;
+	struct stat sb;
+	int mnt_id;
+	enum place p;
+
+	if (stat(mp, &sb) < 0 || sb.st_dev != t->dev)
+		return;
+	t->binds = cb_xrealloc(t->binds, (t->n_binds + 1) * sizeof(*t->binds));
+	b = &t->binds[t->n_binds];
+	memset(b, 0, sizeof(*b));
+	b->rel = cb_xstrdup(rel_of(t, mp));
+	/* its source as the events' handles name it: through the same
+	 * open_by_handle_at and /proc link */
+	fh.h.handle_bytes = MAX_HANDLE_SZ;
+	if (name_to_handle_at(AT_FDCWD, mp, &fh.h, &mnt_id, 0) == 0 &&
+	    ((p = place_handle(t, &fh.h, path, sizeof(path), &sb, &why)) == P_INSIDE ||
+	     p == P_OUTSIDE)) {
+		b->src = cb_xstrdup(path);
+		b->src_len = strlen(path);
+		cb_verbose(t->log, "change tracking: the bind mount '/%s' shows '%s'", b->rel, path);
+	} else {
+		widen(t, mp, "is a bind mount whose source cannot be placed", "its subtree walked");
+	}
+	t->n_binds++;
 }
 
 /* ---- start ---- */
@@ -369,7 +701,7 @@ struct cb_track *cb_track_start(const char *root, struct cb_log *log)
 	struct stat sb;
 
 	t->log = log;
-	t->fan_fd = t->mount_fd = t->stop_fd = -1;
+	t->fan_fd = t->open_fd = t->mount_fd = t->stop_fd = -1;
 	t->max = env_max("CB_TRACK_MAX", CB_TRACK_MAX);
 	t->max_names = env_max("CB_TRACK_NAMES", CB_TRACK_NAMES);
 	pthread_mutex_init(&t->lock, NULL);
@@ -378,14 +710,24 @@ struct cb_track *cb_track_start(const char *root, struct cb_log *log)
 		return start_fail(t, "guest root"), NULL;
 	t->root_len = strlen(t->root);
 	t->dev = sb.st_dev;
+	t->root_ino = sb.st_ino;
+	t->self_pid = getpid();
 	t->mount_fd = open(t->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	t->fan_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_NONBLOCK | FAN_CLOEXEC,
-				  O_RDONLY | O_CLOEXEC);
-	if (t->mount_fd < 0 || t->fan_fd < 0)
+	/* FAN_REPORT_FID too: an event on a file without a parent (a
+	 * disconnected dentry) is reported only with its own handle */
+	t->fan_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_REPORT_FID |
+				  FAN_NONBLOCK | FAN_CLOEXEC, O_RDONLY | O_CLOEXEC);
+	t->open_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_REPORT_FID |
+				   FAN_UNLIMITED_QUEUE | FAN_NONBLOCK | FAN_CLOEXEC, O_RDONLY | O_CLOEXEC);
+	if (t->mount_fd < 0 || t->fan_fd < 0 || t->open_fd < 0)
 		return start_fail(t, "fanotify_init"), NULL;
 	if (fanotify_mark(t->fan_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, EVENT_MASK, t->mount_fd,
-			  NULL) < 0)
+			  NULL) < 0 ||
+	    (OPEN_MASK && fanotify_mark(t->open_fd, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
+					OPEN_MASK | FAN_ONDIR, t->mount_fd, NULL) < 0))
 		return start_fail(t, "fanotify_mark"), NULL;
+	if (t->mount_fd >= 0)
+		t->mounts = mounts_under(t, add_mount);
 	t->stop_fd = eventfd(0, EFD_CLOEXEC);
 	t->buf = cb_xmalloc(READ_BUF);
 	if (t->stop_fd < 0 || cb_thread_start(&t->reader, reader_main, t) < 0)
@@ -406,7 +748,9 @@ void cb_track_ignore_dir(void *arg, int fd)
 	    sb.st_dev != t->dev)
 		return;
 	if (fanotify_mark(t->fan_fd, FAN_MARK_ADD | FAN_MARK_IGNORE_SURV,
-			  EVENT_MASK | FAN_EVENT_ON_CHILD, fd, NULL) == 0)
+			  EVENT_MASK | FAN_EVENT_ON_CHILD, fd, NULL) == 0 &&
+	    fanotify_mark(t->open_fd, FAN_MARK_ADD | FAN_MARK_IGNORE_SURV,
+			  OPEN_MASK | FAN_ONDIR | FAN_EVENT_ON_CHILD, fd, NULL) == 0)
 		t->n_ignored++;
 	else  /* an older kernel: the events are read and dropped, as before */
 		t->ignore_failed = 1;
@@ -427,49 +771,73 @@ void cb_track_free(struct cb_track *t)
 	}
 	if (t->fan_fd >= 0)
 		close(t->fan_fd);
+	if (t->open_fd >= 0)
+		close(t->open_fd);
 	if (t->mount_fd >= 0)
 		close(t->mount_fd);
 	if (t->stop_fd >= 0)
 		close(t->stop_fd);
 	hset_release(&t->dirs);
 	pthread_mutex_destroy(&t->lock);
+	for (size_t i = 0; i < t->n_binds; i++) {
+		free(t->binds[i].src);
+		free(t->binds[i].rel);
+	}
+	for (size_t i = 0; i < t->n_widened; i++)
+		free(t->widened[i]);
+	free(t->binds);
+	free(t->mounts);
 	free(t->inos);
 	free(t->root);
 	free(t->buf);
 	free(t);
 }
 
+static void changed_dirs_free(struct cb_changed_dir *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].rel);
+		names_free(&v[i].names, &v[i].n_names);
+	}
+	free(v);
+}
+
 void cb_changes_free(struct cb_changes *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->n_dirs; i++) {
-		free(c->dirs[i].rel);
-		names_free(&c->dirs[i].names, &c->dirs[i].n_names);
-	}
-	free(c->dirs);
+	changed_dirs_free(c->dirs, c->n_dirs);
+	changed_dirs_free(c->by_ino, c->n_by_ino);
 	free(c->inos);
 	free(c);
 }
 
 /* ---- finish: what the guest's processes hold ---- */
 
-void cb_changes_add_names(struct cb_changes *c, const char *rel, char *const *names, size_t n)
+static struct cb_changed_dir *dir_push(struct cb_changed_dir **v, size_t *n, size_t *cap,
+				       char *const *names, size_t n_names)
 {
 	struct cb_changed_dir *d;
 
-	if (c->n_dirs == c->cap_dirs) {
-		c->cap_dirs = c->cap_dirs ? c->cap_dirs * 2 : 64;
-		c->dirs = cb_xrealloc(c->dirs, c->cap_dirs * sizeof(*c->dirs));
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 64;
+		*v = cb_xrealloc(*v, *cap * sizeof(**v));
 	}
-	d = &c->dirs[c->n_dirs++];
-	d->rel = cb_xstrdup(rel);
-	d->names = NULL;
-	d->n_names = names && n ? n : 0;
-	if (d->n_names)
-		d->names = cb_xcalloc(n, sizeof(*d->names));
+	d = &(*v)[(*n)++];
+	memset(d, 0, sizeof(*d));
+	/* names, even none (the directory's own inode only), or NULL: list it */
+	if (names) {
+		d->names = cb_xcalloc(n_names ? n_names : 1, sizeof(*d->names));
+		d->n_names = n_names;
+	}
 	for (size_t i = 0; i < d->n_names; i++)
 		d->names[i] = cb_xstrdup(names[i]);
+	return d;
+}
+
+void cb_changes_add_names(struct cb_changes *c, const char *rel, char *const *names, size_t n)
+{
+	dir_push(&c->dirs, &c->n_dirs, &c->cap_dirs, names, n)->rel = cb_xstrdup(rel);
 }
 
 void cb_changes_add_dir(struct cb_changes *c, const char *rel)
@@ -477,57 +845,51 @@ void cb_changes_add_dir(struct cb_changes *c, const char *rel)
 	cb_changes_add_names(c, rel, NULL, 0);
 }
 
-/* A file a process holds (LINK: its /proc magic link): its directory, or
- * its inode if its path is not under the root but it has other names. */
+/* "a/b/c": names c in "a/b" */
+static void add_rel_name(struct cb_changes *c, char *rel)
+{
+	char *slash = strrchr(rel, '/'), *base = slash ? slash + 1 : rel;
+
+	if (slash)
+		*slash = '\0';
+	cb_changes_add_names(c, slash ? rel : "", &base, 1);
+}
+
+/* A file a process holds (LINK: its /proc magic link): its names in the
+ * root, checked by name; by inode if it cannot be placed, or if it is
+ * outside but has other names. */
 static void note_held(struct cb_track *t, struct cb_changes *c, const char *link)
 {
-	char path[4096];
-	const char *rel, *slash;
+	char path[4096], **rels = cb_xcalloc(t->n_binds + 1, sizeof(*rels));
+	const char *why = "";
 	struct stat sb;
-	ssize_t n;
+	size_t n;
 
 	if (stat(link, &sb) < 0 || sb.st_dev != t->dev || S_ISDIR(sb.st_mode))
-		return;
-	n = readlink(link, path, sizeof(path) - 1);
-	path[n < 0 ? 0 : n] = '\0';
-	/* the name it was opened by is gone (" (deleted)"): any other name */
-	if (unlinked_target(path, n)) {
-		if (sb.st_nlink > 0)
+		goto out;
+	switch (place_of(t, link, &sb, path, sizeof(path), &why)) {
+	case P_INSIDE:
+		n = rels_of(t, path, rels, t->n_binds + 1);
+		for (size_t i = 0; i < n; i++)
+			add_rel_name(c, rels[i]);
+		break;
+	case P_OUTSIDE:
+		if (sb.st_nlink > 1)  /* another name of it may be under the root */
 			add_ino(t, (uint64_t)sb.st_ino);
-		return;
+		break;
+	case P_INODE:  /* the name it was opened by is gone (" (deleted)") */
+		add_ino(t, (uint64_t)sb.st_ino);
+		break;
+	default:
+		break;
 	}
-	if (!(rel = rel_of(t, path))) {
-		/* another name of it may be under the root */
-		if (sb.st_nlink > 1)
-			add_ino(t, (uint64_t)sb.st_ino);
-		return;
-	}
-	slash = strrchr(rel, '/');
-	if (!slash) {
-		cb_changes_add_dir(c, "");
-		return;
-	}
-	path[0] = '\0';
-	strncat(path, rel, (size_t)(slash - rel));
-	cb_changes_add_dir(c, path);
+out:
+	for (size_t i = 0; i < t->n_binds + 1; i++)
+		free(rels[i]);
+	free(rels);
 }
 
-static int writable_fd(pid_t pid, const char *fd)
-{
-	char file[320], line[128];
-	unsigned long flags = 0;
-	FILE *f;
-
-	snprintf(file, sizeof(file), "/proc/%d/fdinfo/%s", (int)pid, fd);
-	if (!(f = fopen(file, "re")))
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "flags: %lo", &flags) == 1)
-			break;
-	fclose(f);
-	return (flags & O_ACCMODE) != O_RDONLY;
-}
-
+/* Every descriptor: chattr needs only a read-only one. */
 static void scan_fds(struct cb_track *t, struct cb_changes *c, pid_t pid)
 {
 	char dir[64], link[336];
@@ -538,14 +900,18 @@ static void scan_fds(struct cb_track *t, struct cb_changes *c, pid_t pid)
 	if (!(dp = opendir(dir)))
 		return;
 	while ((d = readdir(dp)))
-		if (d->d_name[0] != '.' && writable_fd(pid, d->d_name)) {
+		if (d->d_name[0] != '.') {
 			snprintf(link, sizeof(link), "%s/%s", dir, d->d_name);
 			note_held(t, c, link);
 		}
 	closedir(dp);
 }
 
-/* Shared writable mappings: their writes raise no event at all. */
+/* Shared mappings of files: their writes raise no event at all, and one
+ * made read-only or inaccessible (mprotect) after a write still has
+ * unwritten pages, or may be made writable again: every shared file
+ * mapping counts, whatever its permissions now (a superset of smaps'
+ * VmFlags "sh mw", without smaps' walk of the page tables). */
 static void scan_maps(struct cb_track *t, struct cb_changes *c, pid_t pid)
 {
 	char file[64], line[4352], range[64], perms[8], link[160];
@@ -557,7 +923,7 @@ static void scan_maps(struct cb_track *t, struct cb_changes *c, pid_t pid)
 		return;
 	while (fgets(line, sizeof(line), f))
 		if (sscanf(line, "%63s %7s %*s %*s %lu", range, perms, &ino) == 3 && ino &&
-		    perms[1] == 'w' && perms[3] == 's') {
+		    perms[3] == 's') {
 			snprintf(link, sizeof(link), "/proc/%d/map_files/%s", (int)pid, range);
 			note_held(t, c, link);
 		}
@@ -609,6 +975,65 @@ static void scan_all(struct cb_track *t, struct cb_changes *c)
 		closedir(dp);
 }
 
+/* ---- finish: what the kernel writes without an event ---- */
+
+/* st_dev of a loop device's backing file (LOOP_GET_STATUS64 encodes it as
+ * the kernel's new_encode_dev) */
+static int same_dev(uint64_t enc, dev_t dev)
+{
+	unsigned maj = (unsigned)((enc & 0xfff00) >> 8);
+	unsigned min = (unsigned)((enc & 0xff) | ((enc >> 12) & 0xfff00));
+
+	return maj == major(dev) && min == minor(dev);
+}
+
+/* Loop devices over files of the root's file system: the kernel writes
+ * to the file, no event, no descriptor in /proc. Their files are looked
+ * up by inode. */
+static void scan_loops(struct cb_track *t)
+{
+	DIR *dp = opendir("/sys/block");
+	struct loop_info64 li;
+	struct dirent *d;
+
+	while (dp && (d = readdir(dp))) {
+		char *dev, *bf;
+		struct stat sb;
+		int fd, ok;
+		if (strncmp(d->d_name, "loop", 4))
+			continue;
+		dev = cb_xasprintf("/dev/%s", d->d_name);
+		bf = cb_xasprintf("/sys/block/%s/loop/backing_file", d->d_name);
+		fd = open(dev, O_RDONLY | O_CLOEXEC);
+		ok = fd >= 0 && ioctl(fd, LOOP_GET_STATUS64, &li) == 0;
+		if (ok && same_dev(li.lo_device, t->dev)) {
+			add_ino(t, li.lo_inode);
+			cb_verbose(t->log, "change tracking: %s writes to inode %llu (offset %llu): "
+				   "looked up in the tree", dev, (unsigned long long)li.lo_inode,
+				   (unsigned long long)li.lo_offset);
+		} else if (!ok && access(bf, F_OK) == 0) {
+			/* bound, but not readable by its node (none in this
+			 * namespace): its backing file's path */
+			FILE *f = fopen(bf, "re");
+			char path[4096] = "";
+			if (f && fgets(path, sizeof(path), f))
+				path[strcspn(path, "\n")] = '\0';
+			if (f)
+				fclose(f);
+			if (stat(path, &sb) == 0 && sb.st_dev == t->dev)
+				add_ino(t, (uint64_t)sb.st_ino);
+			else if (stat(path, &sb) < 0)
+				t->whole_why = "a loop device whose backing file cannot be found";
+		}
+		if (fd >= 0)
+			close(fd);
+		free(dev);
+		free(bf);
+	}
+	if (dp)
+		closedir(dp);
+}
+
 /* ---- finish ---- */
 
 static int cmp_rel(const void *a, const void *b)
@@ -619,13 +1044,16 @@ static int cmp_rel(const void *a, const void *b)
 /* d is named again by o (freed here): listed if either says so. */
 static void changed_dir_merge(struct cb_changed_dir *d, struct cb_changed_dir *o)
 {
+	d->deep |= o->deep;
 	if (!d->names || !o->names) {
 		names_free(&d->names, &d->n_names);
 		names_free(&o->names, &o->n_names);
-	} else {
+	} else if (o->n_names) {
 		d->names = cb_xrealloc(d->names, (d->n_names + o->n_names) * sizeof(*d->names));
 		memcpy(d->names + d->n_names, o->names, o->n_names * sizeof(*o->names));
 		d->n_names += o->n_names;
+		free(o->names);
+	} else {
 		free(o->names);
 	}
 	free(o->rel);
@@ -646,27 +1074,104 @@ void cb_changes_sort(struct cb_changes *c)
 	c->n_dirs = k;
 }
 
-/* The directories the events named, where they are now. */
-static void resolve_dirs(struct cb_track *t, struct cb_changes *c)
+/* What pass 2 does with directory e: its names, none (its own inode
+ * only), or NULL: list it (walk it, if deep). The root's own inode is
+ * checked by listing it. */
+static char *const *hent_names(const struct hent *e, int root)
+{
+	static char *const none[1];
+
+	if (e->whole || e->deep || (root && e->self))
+		return NULL;
+	return e->names ? e->names : none;
+}
+
+/* One directory the events named, where it is now: by each of its paths
+ * in the root, or by inode (the rule of place()). */
+static void resolve_dir(struct cb_track *t, struct cb_changes *c, struct hent *e, char **rels)
 {
 	char path[4096];
-	const char *rel;
+	const char *why = "";
+	struct stat sb;
+	size_t n;
 
-	for (size_t i = 0; i < t->dirs.cap; i++) {
-		struct hent *e = &t->dirs.v[i];
-		if (e->h && e->inside && handle_path(t, e->h, path, sizeof(path)) == 0 &&
-		    (rel = rel_of(t, path)))
-			cb_changes_add_names(c, rel, e->whole ? NULL : e->names, e->n_names);
+	switch (place_handle(t, e->h, path, sizeof(path), &sb, &why)) {
+	case P_INSIDE:
+		n = rels_of(t, path, rels, t->n_binds + 1);
+		for (size_t i = 0; i < n; i++) {
+			cb_changes_add_names(c, rels[i], hent_names(e, !*rels[i]), e->n_names);
+			c->dirs[c->n_dirs - 1].deep = e->deep;
+			free(rels[i]);
+		}
+		break;
+	case P_INODE:
+		if (sb.st_ino == t->root_ino) {
+			cb_changes_add_names(c, "", hent_names(e, 1), e->n_names);
+			c->dirs[c->n_dirs - 1].deep = e->deep;
+			break;
+		}
+		if (e->place != P_INODE)  /* placed when first seen, not now */
+			widen_place(t, P_INODE, &sb, why);
+		dir_push(&c->by_ino, &c->n_by_ino, &c->cap_by_ino, hent_names(e, 0),
+			 e->n_names)->ino = (uint64_t)sb.st_ino;
+		c->by_ino[c->n_by_ino - 1].deep = e->deep;
+		break;
+	case P_WHOLE:
+		widen_place(t, P_WHOLE, &sb, why);
+		break;
+	default:  /* gone, or moved out: its move raised an event of its own */
+		break;
 	}
+}
+
+static void resolve_dirs(struct cb_track *t, struct cb_changes *c)
+{
+	char **rels = cb_xcalloc(t->n_binds + 1, sizeof(*rels));
+
+	for (size_t i = 0; i < t->dirs.cap; i++)
+		if (t->dirs.v[i].h && kept(t->dirs.v[i].place))
+			resolve_dir(t, c, &t->dirs.v[i], rels);
+	/* bind mounts whose source cannot be placed: walked */
+	for (size_t i = 0; i < t->n_binds; i++)
+		if (!t->binds[i].src) {
+			cb_changes_add_dir(c, t->binds[i].rel);
+			c->dirs[c->n_dirs - 1].deep = 1;
+		}
+	free(rels);
+}
+
+/* The widenings, named (--verbose) */
+static void log_widened(struct cb_track *t)
+{
+	for (size_t i = 0; i < t->n_widened; i++)
+		cb_verbose(t->log, "change tracking: %s", t->widened[i]);
 }
 
 static struct cb_changes *finish_fail(struct cb_track *t, struct cb_changes *c, const char *why)
 {
+	log_widened(t);
 	cb_warn(t->log, "change tracking is not exact this time (%s): the final sync walks the "
 		"whole tree", why);
 	cb_changes_free(c);
 	cb_track_free(t);
 	return NULL;
+}
+
+/* What the events cannot show: the guest's processes' files and
+ * mappings, loop devices, a change of the mounts under the root. */
+static void scan_unreported(struct cb_track *t, struct cb_changes *c, const struct cb_guest *g)
+{
+	char *mounts;
+
+	if (g && (g->kind == CB_FREEZER_CGROUP2 || g->kind == CB_FREEZER_CGROUP1) && g->path)
+		scan_cgroup(t, c, g->path);
+	else
+		scan_all(t, c);
+	scan_loops(t);
+	mounts = mounts_under(t, NULL);
+	if (strcmp(mounts, t->mounts ? t->mounts : ""))
+		t->whole_why = "the mounts under the root changed";
+	free(mounts);
 }
 
 struct cb_changes *cb_track_finish(struct cb_track *t, const struct cb_guest *g)
@@ -681,23 +1186,23 @@ struct cb_changes *cb_track_finish(struct cb_track *t, const struct cb_guest *g)
 		return finish_fail(t, c, "cannot stop the event reader");
 	pthread_join(t->reader, NULL);
 	t->reader_running = 0;
-	while (read_events(t) == 0)
-		;
-	if (errno != EAGAIN)
+	if (read_events(t) < 0)
 		return finish_fail(t, c, "reading the event queue failed");
 	if (t->overflow)
 		return finish_fail(t, c, "the event queue overflowed");
-	if (g && (g->kind == CB_FREEZER_CGROUP2 || g->kind == CB_FREEZER_CGROUP1) && g->path)
-		scan_cgroup(t, c, g->path);
-	else
-		scan_all(t, c);
+	scan_unreported(t, c, g);
 	if (t->over_cap || t->dirs.n_inside + t->n_inos + c->n_dirs > t->max)
 		return finish_fail(t, c, "more changed directories than the tracking cap");
 	resolve_dirs(t, c);
-	c->events = t->events;
-	cb_verbose(t->log, "change tracking: %llu events, %zu directories, %zu inodes to look up "
-		   "(%.3f s to drain and scan the processes)", (unsigned long long)t->events,
-		   c->n_dirs, t->n_inos, cb_now() - start);
+	if (t->whole_why)
+		return finish_fail(t, c, t->whole_why);
+	log_widened(t);
+	c->events = t->events - t->own_events;
+	cb_verbose(t->log, "change tracking: %llu events (and %llu of its own reads), %zu "
+		   "directories, %zu directories and %zu inodes to look up (%.3f s to drain and "
+		   "scan the processes)", (unsigned long long)c->events,
+		   (unsigned long long)t->own_events, c->n_dirs, c->n_by_ino, t->n_inos,
+		   cb_now() - start);
 	c->inos = t->inos;
 	c->n_inos = t->n_inos;
 	t->inos = NULL;

@@ -35,6 +35,8 @@ declare -A _prereq_cache=()
 cleanup_pid()    { echo "$1" >>"$SCRATCH/.cleanup-pids"; }
 cleanup_cgroup() { echo "$1" >>"$SCRATCH/.cleanup-cgroups"; }
 cleanup_mount()  { echo "$1" >>"$SCRATCH/.cleanup-mounts"; }
+cleanup_loop()   { echo "$1" >>"$SCRATCH/.cleanup-loops"; }   # a /dev/loopN to detach
+cleanup_flags()  { echo "$1" >>"$SCRATCH/.cleanup-flags"; }   # a tree to chattr -i -a
 
 _lines_reversed() { [ -f "$1" ] && tac "$1"; return 0; }
 
@@ -70,6 +72,12 @@ _lib_cleanup() {
 		kill -KILL -- "-$pid" "$pid" 2>/dev/null
 	done < <(_lines_reversed "$SCRATCH/.cleanup-pids")
 	_cleanup_cgroups_remove 2>/dev/null
+	while IFS= read -r m; do
+		chattr -R -i -a "$m" 2>/dev/null
+	done < <(_lines_reversed "$SCRATCH/.cleanup-flags")
+	while IFS= read -r m; do
+		losetup -d "$m" 2>/dev/null
+	done < <(_lines_reversed "$SCRATCH/.cleanup-loops")
 	while IFS= read -r m; do
 		umount "$m" 2>/dev/null || umount -l "$m"
 	done < <(_lines_reversed "$SCRATCH/.cleanup-mounts")

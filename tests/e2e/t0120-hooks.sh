@@ -153,6 +153,29 @@ test_expect_success 'the freeze hooks surround the frozen part of the log' '
 	diff -u expected seq
 '
 
+test_expect_success 'the pause in the log is the freeze, not the pre-stop hook before it' '
+	# the guest runs during pre-stop: a hook of 2 s there is no pause.
+	# The freeze and thaw commands record when they ran; the figure is
+	# checked against those, and against the hook start it must not reach
+	cat >"$SCRATCH/slow-hook.sh" <<-EOF
+	#!/bin/bash
+	[ "\$1" = pre-stop ] || exit 0
+	date +%s.%N >"$SCRATCH/hook-start"
+	sleep 2
+	EOF
+	chmod +x "$SCRATCH/slow-hook.sh"
+	mkdir -p "$SCRATCH/dump-pause"
+	cbackup_run 0 backup --root "$SCRATCH/ct101" --id 120 --tmpdir "$SCRATCH/tmp" \
+		--dumpdir "$SCRATCH/dump-pause" --script "$SCRATCH/slow-hook.sh" \
+		--freeze-cmd "date +%s.%N >$SCRATCH/frozen" --thaw-cmd "date +%s.%N >$SCRATCH/thawed"
+	pause=$(sed -nE "s/^INFO: guest is online again after ([0-9.]+) seconds$/\1/p" "$CB_ERR")
+	test -n "$pause"
+	# frozen at least from the freeze command to the thaw command (2 decimals)
+	at_least "$pause" "$(awk -v a="$(cat "$SCRATCH/frozen")" -v b="$(cat "$SCRATCH/thawed")" "BEGIN { printf \"%.2f\", b - a - 0.01 }")"
+	# and shorter than from the hook start to the thaw command: the hook is not in
+	test_must_fail at_least "$pause" "$(awk -v a="$(cat "$SCRATCH/hook-start")" -v b="$(cat "$SCRATCH/thawed")" "BEGIN { printf \"%.3f\", b - a }")"
+'
+
 test_expect_success '"script" in the config file works like --script' '
 	cp "$CONF" "$SCRATCH/script.conf"
 	sed -i "1i script = $HOOK" "$SCRATCH/script.conf"

@@ -93,7 +93,7 @@ build_blind() {
 	mkdir -p "$BLIND"
 	tar -C "$TOP" --exclude=build/rel/tests -cf - Makefile src include build/rel | tar -C "$BLIND" -xf -
 	sed -E -i -e "$sed" "$BLIND/$file"
-	grep -q 'if (!strcmp(rel, "blind"))' "$BLIND/$file" ||
+	grep -q 'strcmp(rels\[i\], "blind")' "$BLIND/$file" ||
 		{ echo "the mutant $MUT no longer applies: refresh it"; return 1; }
 	make -C "$BLIND" --no-print-directory -s cbackup >"$SCRATCH/blind-make.log" 2>&1 ||
 		{ cat "$SCRATCH/blind-make.log"; return 1; }
@@ -224,6 +224,25 @@ test_expect_success ROOT 'a kernel blind spot (chattr raises no event): archived
 		test_lacks "$SCRATCH/log-7" "^WARN"
 	fi
 '
+
+# A stat racing a change is not atomic with it: the kernel sets a
+# truncated file's size before its times, so the audit can see a new size
+# with the old mtime and ctime (t0455's churning guest did, one run in
+# three under load). The shim tears the audit's stat of seen/s that way
+# once (the third stat of it: two in pass 1, none in pass 2 with nothing
+# changed, then the audit's); the second look finds it as archived.
+test_expect_success ROOT 'a stat torn by a change in flight is looked at again, not counted as missed' '
+	make_guest
+	NO_CHANGES=1 with_fault "stat:TORN:/src/seen/s:after=2" backup 0 9 "$CBACKUP" \
+		--freeze-cmd true --thaw-cmd true
+	fault_fired "^stat TORN .*/src/seen/s$"
+	test_has "$SCRATCH/log-9" "^INFO: tracking audit: [0-9]+ entries checked in [0-9.]+ s, 0 missed$"
+	test_has "$SCRATCH/log-9" "^INFO: tracking audit: 1 entries looked changed before the freeze but were being changed by the running guest"
+	test_lacks "$SCRATCH/log-9" "^WARN"
+	test_cmp "$SCRATCH/at-freeze-9" "$SCRATCH/r-9.manifest"
+	test "$(json_get 9 "g[\"tracking_audit\"][\"missed\"]")" = 0
+'
+
 
 test_expect_success ROOT,CGROUP2 'a guest that writes, makes and removes files after the thaw: no WARN' '
 	make_guest

@@ -12,11 +12,17 @@
  *           fsync  fsync, fdatasync
  *           open   open, openat (matched on the path argument)
  *           unlink unlink, unlinkat (matched on the path argument)
+ *           stat   fstatat, fstatat64 (matched on the directory fd's path,
+ *                  '/', the name)
  *   ERRNO   EIO, ENOSPC, EDQUOT, EROFS, EACCES, EPERM or a number: the call
  *           fails with it (and so does every later matching call); or
  *           SIGINT, SIGTERM, SIGHUP, SIGKILL: the first matching call sends
  *           that signal to the process and then goes ahead (a real signal,
  *           delivered exactly inside the phase that makes the call)
+ *           TORN (stat only): the first matching call returns the real stat
+ *           with st_size one more, times unchanged: what a stat racing an
+ *           open(O_TRUNC) in another process can see (the kernel sets the
+ *           size before the times); later calls are real
  *   OPTION  PATH-SUBSTRING  only calls on paths containing it (for fds: the
  *                           /proc/self/fd link target); default: every path
  *           after=N         let N bytes pass first (read/write; a call that
@@ -36,13 +42,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-enum op { OP_READ, OP_WRITE, OP_RENAME, OP_FSYNC, OP_OPEN, OP_UNLINK, OP_NONE };
-static const char *const op_names[] = { "read", "write", "rename", "fsync", "open", "unlink" };
+enum op { OP_READ, OP_WRITE, OP_RENAME, OP_FSYNC, OP_OPEN, OP_UNLINK, OP_STAT, OP_NONE };
+static const char *const op_names[] = { "read", "write", "rename", "fsync", "open", "unlink",
+					"stat" };
 
 #define MAX_RULES 8
 
@@ -50,6 +58,7 @@ struct rule {
 	enum op op;
 	int err;
 	int sig;           /* instead of err: raise this once */
+	int torn;          /* instead of err: one torn stat */
 	int fired;
 	char match[512];
 	uint64_t after;
@@ -107,7 +116,9 @@ static void parse_rule(char *text)
 	for (size_t i = 0; i < sizeof(signames) / sizeof(signames[0]); i++)
 		if (!strcmp(tok, signames[i].name))
 			r->sig = signames[i].sig;
-	if (!r->sig && !(r->err = parse_errno(tok)))
+	if (r->op == OP_STAT && !strcmp(tok, "TORN"))
+		r->torn = 1;
+	if (!r->sig && !r->torn && !(r->err = parse_errno(tok)))
 		return;
 	while ((tok = strtok_r(NULL, ":", &save))) {
 		if (!strncmp(tok, "after=", 6))
@@ -144,7 +155,7 @@ static void log_fault(const struct rule *r, const char *path)
 	if (!logf)
 		return;
 	n = snprintf(line, sizeof(line), "%s %s %s\n", op_names[r->op],
-		     r->sig ? strsignal(r->sig) : errno_name(r->err), path);
+		     r->torn ? "TORN" : r->sig ? strsignal(r->sig) : errno_name(r->err), path);
 	fd = (int)syscall(SYS_openat, AT_FDCWD, logf, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return;
@@ -476,4 +487,46 @@ int unlinkat(int dfd, const char *path, int flags)
 {
 	REAL(unlinkat, unlinkat_fn);
 	return unlink_fails(path) ? -1 : real_unlinkat(dfd, path, flags);
+}
+
+/* ---- stat ------------------------------------------------------------------ */
+
+typedef int (*fstatat_fn)(int, const char *, struct stat *, int);
+
+/* After the real call: 0 as it was, or -1 failing it (errno set); a torn
+ * rule alters *sb once. */
+static int stat_fault(int dfd, const char *name, struct stat *sb, int ret)
+{
+	char path[4096 + 256], dir[4096];
+	struct rule *r;
+
+	if (!active || ret < 0 || (dfd != AT_FDCWD && fd_path(dfd, dir, sizeof(dir)) < 0))
+		return ret;
+	snprintf(path, sizeof(path), "%s/%s", dfd == AT_FDCWD ? "." : dir, name);
+	if (!(r = find_rule(OP_STAT, path)))
+		return ret;
+	if (__atomic_fetch_add(&r->seen, 1, __ATOMIC_SEQ_CST) < r->after)
+		return ret;
+	if (!r->torn)
+		return fire(r, path) ? ret : -1;
+	if (!__atomic_exchange_n(&r->fired, 1, __ATOMIC_SEQ_CST)) {
+		log_fault(r, path);
+		sb->st_size++;
+	}
+	return ret;
+}
+
+int fstatat(int dfd, const char *name, struct stat *sb, int flags)
+{
+	REAL(fstatat, fstatat_fn);
+	return stat_fault(dfd, name, sb, real_fstatat(dfd, name, sb, flags));
+}
+
+/* struct stat64 is struct stat on the 64-bit targets this shim serves */
+typedef int (*fstatat64_fn)(int, const char *, struct stat64 *, int);
+
+int fstatat64(int dfd, const char *name, struct stat64 *sb, int flags)
+{
+	REAL(fstatat64, fstatat64_fn);
+	return stat_fault(dfd, name, (struct stat *)sb, real_fstatat64(dfd, name, sb, flags));
 }
