@@ -2,7 +2,9 @@
 # Benchmark (not a test): a nightly backup as it runs on a host, cbackup
 # against its peers, on the same trees, interleaved in one run (issue 16).
 #
-#   bench/nightly.sh
+#   bench/nightly.sh          (the rows below, issue 16)
+#   bench/nightly.sh nights   (seven nights against borg, restic and
+#                             vzdump's way: bench/nights.sh, issue 27)
 #
 # Trees:
 #   distro  a copy of the real Debian root at DISTROOT (default /work/distroot,
@@ -25,6 +27,8 @@
 #   room for the trees, a copy of each and an archive).
 # Page caches are NOT dropped (shared machine): every run is warm, for all.
 set -eu
+# seven nights against borg, restic and vzdump's way (issue 27)
+[ "${1:-}" != nights ] || exec bash "$(dirname "$0")/nights.sh"
 cd "$(dirname "$0")/.."
 TOP=$(pwd)
 CB=$TOP/cbackup

@@ -36,6 +36,7 @@ int cb_cmd_probe(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 int cb_cmd_ls(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 int cb_cmd_help(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
+int cb_cmd_guests(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 int cb_cmd_mount(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 
 #endif

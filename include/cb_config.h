@@ -15,6 +15,7 @@
 #ifndef CB_CONFIG_H
 #define CB_CONFIG_H
 
+#include "cb_discover.h"
 #include "cb_opts.h"
 
 struct cb_config_entry {
@@ -38,6 +39,10 @@ struct cb_config {
 	struct cb_config_section *sections; /* sections[0] is always the global one */
 	size_t n_sections;
 	struct cb_strvec warnings;        /* "FILE:LINE: unknown key 'x'" */
+	/* the guests found on the host (cb_discover), not owned; NULL: none.
+	 * A found guest resolves without a section: its keys come after the
+	 * storage's and before its [ct ID]/[vm ID] section's. */
+	const struct cb_found_list *found;
 };
 
 /* Load and validate. path NULL: use /etc/cbackup.conf if it exists, else an
@@ -51,7 +56,7 @@ const struct cb_config_section *cb_config_storage(const struct cb_config *cfg, c
 
 /*
  * Resolve the options of guest `id` (may be NULL for an ad hoc backup):
- * defaults < global < storage < guest section < cli (key/value pairs in
+ * defaults < global < storage < found on the host < guest section < cli (key/value pairs in
  * order, as the command line gave them). The storage is the one named by
  * the highest-precedence "storage" key; its "path" becomes dumpdir unless
  * a higher level sets dumpdir. An unknown storage name is an error.
@@ -65,7 +70,8 @@ int cb_config_resolve(const struct cb_config *cfg, const char *id,
 char *cb_config_origin(const struct cb_config *cfg, const char *id, const struct cb_strvec *cli_kv,
 		       const char *key);
 
-/* IDs of every guest section, in file order (for --all). */
+/* IDs of every guest section, in file order, then of every guest found
+ * that has no section and is not skipped (for --all). */
 void cb_config_guest_ids(const struct cb_config *cfg, struct cb_strvec *ids);
 
 #endif

@@ -12,7 +12,15 @@
 #include "cb_config.h"
 #include "cb_log.h"
 
-/* Returns the exit status (enum cb_exit). */
+/* Returns the exit status (enum cb_exit). The guests found on the host
+ * (cb_discover) join those of the configuration. */
 int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
+
+/* One guest's configuration, checked before anything is touched: what
+ * was found for it could be resolved (or its section mends it), its root,
+ * tmpdir and dumpdir exist, its freeze cgroup has a freezer. 0, or -1 with
+ * the error set naming where the value comes from (file:line). */
+int cb_job_check_guest(const struct cb_cli *cli, const struct cb_config *cfg,
+		       const struct cb_opts *o);
 
 #endif

@@ -17,7 +17,7 @@ enum cb_mode { CB_MODE_SUSPEND, CB_MODE_STOP, CB_MODE_SNAPSHOT };
 enum cb_compress { CB_COMPRESS_NONE, CB_COMPRESS_LZO, CB_COMPRESS_GZIP, CB_COMPRESS_ZSTD };
 enum cb_policy { CB_POLICY_AUTO, CB_POLICY_ALWAYS };
 enum cb_tracking { CB_TRACKING_AUTO, CB_TRACKING_OFF };
-enum cb_vm_method { CB_VM_AUTO, CB_VM_STAGE };
+enum cb_vm_method { CB_VM_AUTO, CB_VM_STAGE, CB_VM_BACKUP };
 enum cb_guest_type { CB_GUEST_CT, CB_GUEST_VM };
 enum cb_mailnotification { CB_MAIL_ALWAYS, CB_MAIL_FAILURE };
 enum cb_output_format { CB_OUTPUT_TEXT, CB_OUTPUT_JSON };
@@ -83,6 +83,7 @@ struct cb_opts {
 	char *stop_cmd;           /* mode stop: stops the guest (else lxc-stop/pct if found) */
 	char *start_cmd;          /* mode stop: starts it again */
 	char *qmp;
+	char *qga;                    /* VM: QEMU guest agent socket (fsfreeze) */
 	enum cb_vm_method vm_method;  /* VM disks: QEMU copy-before-write or staging (issue 26) */
 };
 

@@ -21,4 +21,11 @@ const char *cb_pve_dir(void);
  * block storage, unreadable). */
 int cb_pve_storage_dumpdir(const char *name, char **dumpdir);
 
+/* The file or directory of a guest's volume "STORAGE:VOLNAME" (from a
+ * guest's rootfs, mpN or disk line) in *path (malloc'ed): 0, or -1 with the
+ * error set (storage not defined, a block storage, no storage.cfg). File
+ * system storages keep it at PATH/images/VOLNAME, a zfspool's container
+ * datasets at MOUNTPOINT/VOLNAME. */
+int cb_pve_volume_path(const char *volid, char **path);
+
 #endif

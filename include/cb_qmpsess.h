@@ -25,6 +25,8 @@ struct cb_qmps {
 	int timeout_ms;          /* per command */
 	double stop_ts, resume_ts;  /* QEMU's timestamps of the last STOP / RESUME */
 	int shutdown_seen;       /* a SHUTDOWN event came */
+	int migration_seen;      /* a MIGRATION event: the VM is moving away */
+	int lost;                /* QEMU closed the connection (it quit) */
 };
 
 /* Connect, read the greeting, negotiate capabilities. */
@@ -42,7 +44,8 @@ int cb_qmps_exec(struct cb_qmps *s, const char *cmd, const char *args, struct cb
 int cb_qmps_execf(struct cb_qmps *s, struct cb_json **ret, const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* Read events for up to ms milliseconds (or until one is waiting no more). */
+/* Read events (noted) for ms milliseconds; returns early only when the
+ * connection is lost. */
 void cb_qmps_drain(struct cb_qmps *s, int ms);
 
 #endif

@@ -5,9 +5,11 @@
  * fanotify (FAN_MARK_FILESYSTEM, FAN_REPORT_DFID_NAME) before pass 1; a
  * thread reads the events into a bounded set of the directories (as file
  * handles) under the root in which something changed. After the freeze is
- * confirmed, cb_track_finish() stops the thread, reads the queue until it
- * is empty (every write of a frozen guest has returned, and fsnotify queues
- * its event before the write returns), adds what events do not show, and
+ * confirmed, cb_track_finish() stops the thread, reads what the queue
+ * holds at that moment (every write of a frozen guest has returned, and
+ * fsnotify queues its event before the write returns; the rest of the
+ * host's events after it are not waited for), adds what events do not
+ * show, and
  * hands pass 2 the changed directories as paths, each with the names of
  * the entries that changed in it where the events allow (only content and
  * attribute changes of entries that are not directories):

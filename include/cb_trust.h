@@ -18,4 +18,8 @@
  * enforced when running as root (euid 0); always 0 otherwise. */
 int cb_trust_file(int fd, const char *path, const char *what);
 
+/* The same, but writable by group root (gid 0) too: lxc-create makes each
+ * container's directory 0770 root:root, and group root is root's. */
+int cb_trust_file_root_group(int fd, const char *path, const char *what);
+
 #endif

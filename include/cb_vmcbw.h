@@ -31,11 +31,25 @@
 #define CB_VMCBW_H
 
 #include "cb_log.h"
+#include "cb_opts.h"
 #include "cb_progress.h"
 #include "cb_util.h"
 
+/* How a VM's disks are read, by what its QEMU can do. */
+enum cb_vm_path {
+	CB_VMPATH_CBW,      /* 7.1+: copy-before-write filter, snapshot-access over NBD */
+	CB_VMPATH_BACKUP,   /* 4.2+: blockdev-backup sync=full jobs in one transaction */
+	CB_VMPATH_STAGE,    /* older: the image files staged, the VM paused for pass 2 */
+};
+
+/* The one place the QEMU version decides (unit-tested): what METHOD
+ * (vm-method) asks for on QEMU MAJOR.MINOR. */
+enum cb_vm_path cb_vm_path_choose(enum cb_vm_method method, int major, int minor);
+
 struct cb_vmcbw_opts {
 	const char *qmp;             /* QMP socket */
+	const char *qga;             /* guest agent socket (fsfreeze), or NULL */
+	enum cb_vm_method method;    /* vm-method: auto or blockdev-backup */
 	const char *id;              /* guest ID (bitmap name cbackup-ID) */
 	const struct cb_strvec *disks;
 	int max_freeze;              /* seconds the pause may last */
@@ -52,10 +66,12 @@ struct cb_vmcbw_opts {
 
 struct cb_vmcbw;
 
-/* 0: ready (*out set); 1: QEMU lacks what this needs (a WARN logged naming
- * its version; *out NULL, the caller stages the images instead); -1 error. */
+/* 0: ready (*out set; the path cb_vm_path_choose took is logged); 1: QEMU
+ * is older than 4.2 (a WARN logged naming its version; *out NULL, the
+ * caller stages the images instead); -1 error. */
 int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o);
-/* The pause, the filters, the read into STAGE_DIR. *pause_s: QEMU's pause. */
+/* The pause, the filters, the read into STAGE_DIR (or the blockdev-backup
+ * jobs into it). *pause_s: QEMU's pause (0: none). */
 int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *pause_s);
 /* Tears down whatever is left (also after a failed run); NULL is fine.
  * -1 if the graph could not be restored (the VM still runs). */

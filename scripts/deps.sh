@@ -10,11 +10,16 @@
 # btrfs-progs and xfsprogs are for the tests only: they make the btrfs and
 # xfs (reflink=1) file systems on loop devices that snapshot mode and reflink
 # staging are tested on (cbackup itself talks to btrfs through ioctls).
+# lxc and busybox-static are for the tests only: t0284 finds, freezes, stops
+# and restarts a real busybox container (lxc-create -t busybox) under its
+# own lxc path (cbackup reads LXC's configuration files, it runs no lxc tool
+# but lxc-stop/lxc-start in mode stop).
 set -e
 PKGS="build-essential pkg-config libarchive-dev libzstd-dev liblzo2-dev zlib1g-dev
       libiniparser-dev libssl-dev libcmocka-dev libisal-dev libfuse3-dev fuse3
       tar gzip zstd lzop pigz libarchive-tools acl attr rsync e2fsprogs util-linux procps
-      qemu-utils qemu-system-x86 groff-base python3 btrfs-progs xfsprogs libnbd-dev"
+      qemu-utils qemu-system-x86 groff-base python3 btrfs-progs xfsprogs libnbd-dev
+      lxc busybox-static"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

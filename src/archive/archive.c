@@ -314,8 +314,11 @@ static int read_meta(struct arch *c, struct archive *disk, struct archive_entry 
 		return cb_error("cannot read metadata of '%s': %s", src, archive_error_string(disk));
 	/* no ctime: a staged copy's is the time cbackup wrote it, which no
 	 * restore can set; it would make every night's archive differ in every
-	 * directory (and no unit could be copied from the last one) */
+	 * directory (and no unit could be copied from the last one). No atime
+	 * either (GNU tar's gnu format has none): a guest that reads a file
+	 * moves it (relatime: once a day), which changed its unit every night */
 	archive_entry_unset_ctime(e);
+	archive_entry_unset_atime(e);
 	if (r == ARCHIVE_WARN)
 		cb_warn(c->log, "'%s': %s", src, archive_error_string(disk));
 	return 0;

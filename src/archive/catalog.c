@@ -124,7 +124,9 @@ static int exists_beside(const char *path, const char *suffix)
 	return ok;
 }
 
-/* NAME.notes, if any: a regular file, read without following a symlink. */
+/* NAME.notes, if any: a regular file, read without following a symlink;
+ * its one trailing newline is the file's, not the note's (vzdump's notes
+ * have none: the JSON of list keeps the text only). */
 static char *read_notes(const char *path)
 {
 	enum { MAX_NOTES = 64 * 1024 };
@@ -137,6 +139,8 @@ static char *read_notes(const char *path)
 		text = cb_xmalloc(MAX_NOTES + 1);
 		n = read(fd, text, MAX_NOTES);
 		text[n > 0 ? n : 0] = '\0';
+		if (n > 0 && text[n - 1] == '\n')
+			text[n - 1] = '\0';
 	}
 	if (fd >= 0)
 		close(fd);

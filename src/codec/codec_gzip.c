@@ -105,6 +105,33 @@ static int gzip_trailer(struct gzip_writer *g)
 	return cb_codec_out_write(g->out, t, sizeof(t));
 }
 
+/*
+ * Padding after a unit, so that every unit starts 4 KiB-aligned and copies
+ * can be clones (codec_seg.c): an empty member of exactly n >= PAD_MIN bytes
+ * whose FEXTRA field holds one subfield ('C', 'b') of zeros. gzip, GNU tar
+ * (through gzip), zlib and our reader read concatenated members and skip
+ * an extra field they do not know.
+ */
+#define PAD_MIN 26
+
+static int gzip_pad(struct cb_codec_out *o, size_t n)
+{
+	unsigned char *b = cb_xcalloc(1, n);
+	size_t xlen = n - 22, sub = xlen - 4;
+	int ret;
+
+	b[0] = 0x1f, b[1] = 0x8b, b[2] = 8, b[3] = 4;   /* FLG: FEXTRA */
+	b[9] = 3;
+	b[10] = xlen & 0xff, b[11] = (xlen >> 8) & 0xff;
+	b[12] = 'C', b[13] = 'b';
+	b[14] = sub & 0xff, b[15] = (sub >> 8) & 0xff;
+	/* an empty final fixed-Huffman block, then CRC-32 0 and size 0 */
+	b[12 + xlen] = 0x03;
+	ret = cb_codec_out_write(o, b, n);
+	free(b);
+	return ret;
+}
+
 /* ---- classic: a single deflate stream ---- */
 
 /* Point zlib's output at the room left in the sink's buffer. */
@@ -188,8 +215,11 @@ static int gzip_member_end(struct gzip_writer *g)
 	g->zs.avail_in = 0;
 	if (gzip_run(g, Z_FINISH) < 0 || gzip_trailer(g) < 0)
 		return -1;
-	if (deflateReset(&g->zs) != Z_OK)
+	/* the next member starts at the writer's level whatever this one
+	 * ended with (a fresh stream: no output), as after a copied unit */
+	if (deflateReset(&g->zs) != Z_OK || deflateParams(&g->zs, g->level, Z_DEFAULT_STRATEGY) != Z_OK)
 		return cb_error("gzip: cannot reset compressor");
+	g->cur_level = g->level;
 	g->crc = 0;
 	g->total = 0;
 	g->started = 0;
@@ -210,7 +240,9 @@ static int gzip_deflate_chunk(struct gzip_writer *g, unsigned char *in, size_t l
 	g->zs.avail_in = (uInt)len;
 	if (gzip_run(g, Z_NO_FLUSH) < 0)
 		return -1;
-	return unit_end ? gzip_member_end(g) : 0;
+	if (!unit_end)
+		return 0;
+	return gzip_member_end(g) < 0 ? -1 : cb_codec_out_seg_done(g->out, gzip_pad, PAD_MIN);
 }
 
 static void *gzip_async_main(void *arg)
@@ -441,7 +473,9 @@ static int gzip_par_emit(void *ctx, struct cb_pool_job *j)
 	if ((j->m.cls == CB_CHUNK_STORE || gj->trial_store) ? put_stored(g->out, j->in, j->m.len) < 0
 	    : cb_codec_out_write(g->out, j->out, j->out_len) < 0)
 		return -1;
-	return j->m.unit_end ? gzip_par_member_end(g) : 0;
+	if (!j->m.unit_end)
+		return 0;
+	return gzip_par_member_end(g) < 0 ? -1 : cb_codec_out_seg_done(g->out, gzip_pad, PAD_MIN);
 }
 
 static void *gzip_scratch_new(void *ctx)
@@ -530,6 +564,22 @@ static int gzip_par_finish(void *st)
 	return gzip_par_member_end(g);
 }
 
+/* Every byte given so far is out (units end their members), so that
+ * copied units can follow. */
+static int gzip_classic_sync(void *st)
+{
+	struct gzip_writer *g = st;
+
+	return g->as ? gzip_async_idle(g) : 0;
+}
+
+static int gzip_par_sync(void *st)
+{
+	struct gzip_writer *g = st;
+
+	return cb_pool_drain(g->pool);
+}
+
 /* ---- common ---- */
 
 static void gzip_wfree(void *st)
@@ -546,10 +596,11 @@ static void gzip_wfree(void *st)
 }
 
 static const struct cb_codec_wops gzip_classic_wops = {
-	gzip_classic_buf, gzip_classic_chunk, gzip_classic_finish, gzip_wfree, 16 * 1024, NULL, NULL
+	gzip_classic_buf, gzip_classic_chunk, gzip_classic_finish, gzip_wfree, 16 * 1024, NULL,
+	gzip_classic_sync
 };
 static const struct cb_codec_wops gzip_par_wops = {
-	gzip_par_buf, gzip_par_chunk, gzip_par_finish, gzip_wfree, 16 * 1024, NULL, NULL
+	gzip_par_buf, gzip_par_chunk, gzip_par_finish, gzip_wfree, 16 * 1024, NULL, gzip_par_sync
 };
 
 static int gzip_classic_init(struct gzip_writer *g)

@@ -709,6 +709,11 @@ void cb_config_guest_ids(const struct cb_config *cfg, struct cb_strvec *ids)
 	for (size_t i = 1; i < cfg->n_sections; i++)
 		if (cfg->sections[i].kind == CB_SECTION_CT || cfg->sections[i].kind == CB_SECTION_VM)
 			cb_strvec_push(ids, cfg->sections[i].name);
+	for (size_t i = 0; cfg->found && i < cfg->found->n; i++) {
+		const struct cb_found *f = &cfg->found->v[i];
+		if (!f->skip && !cb_config_guest(cfg, f->id))
+			cb_strvec_push(ids, f->id);
+	}
 }
 
 /* The last value of KEY in a section, or NULL. */
@@ -747,6 +752,20 @@ static int apply_section(const struct cb_config *cfg, const struct cb_config_sec
 		if (cb_opts_set(out, e->key, e->value, NULL) < 0)
 			return cb_error_prefix("%s:%d: key '%s'", cfg->path, e->line, e->key);
 	}
+	return 0;
+}
+
+/* A guest found on the host: its keys, and its type and ID. */
+static int apply_found(const struct cb_found *f, struct cb_opts *out)
+{
+	if (!f)
+		return 0;
+	out->type = f->is_vm ? CB_GUEST_VM : CB_GUEST_CT;
+	free(out->id);
+	out->id = cb_xstrdup(f->id);
+	for (size_t i = 0; i < f->n_keys; i++)
+		if (cb_opts_set(out, f->keys[i].key, f->keys[i].value, NULL) < 0)
+			return cb_error_prefix("%s: %s", f->keys[i].src, f->keys[i].key);
 	return 0;
 }
 
@@ -811,7 +830,8 @@ static int pick_sections(const struct cb_config *cfg, const char *id, const stru
 
 	*guest = *storage = NULL;
 	*pve_dumpdir = NULL;
-	if (id && !(*guest = cfg->n_sections ? cb_config_guest(cfg, id) : NULL))
+	if (id && !(*guest = cfg->n_sections ? cb_config_guest(cfg, id) : NULL) &&
+	    !cb_found_get(cfg->found, id))
 		return not_defined(cfg, "guest", id);
 	name = cli_get(cli_kv, "storage");
 	if (!name)
@@ -844,9 +864,13 @@ char *cb_config_origin(const struct cb_config *cfg, const char *id, const struct
 	secs[0] = guest;
 	secs[1] = storage;
 	secs[2] = cfg->n_sections ? &cfg->sections[0] : NULL;
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
+		const char *src = NULL;
 		if ((line = key_line(secs[i], key)))
 			return cb_xasprintf("%s:%d: key '%s'", cfg->path, line, key);
+		if (i == 0 && id && cb_found_value(cb_found_get(cfg->found, id), key, &src))
+			return cb_xstrdup(src);
+	}
 	if (guest)
 		return cb_xasprintf("%s:%d: [%s %s]", cfg->path, guest->line, kind_name(guest->kind),
 				    guest->name);
@@ -869,6 +893,8 @@ int cb_config_resolve(const struct cb_config *cfg, const char *id,
 		free(pve_dumpdir);
 	}
 	if (apply_section(cfg, storage, out) < 0)
+		goto fail;
+	if (id && apply_found(cb_found_get(cfg->found, id), out) < 0)
 		goto fail;
 	if (guest) {
 		out->type = guest->kind == CB_SECTION_VM ? CB_GUEST_VM : CB_GUEST_CT;

@@ -37,7 +37,8 @@ static const struct cb_enum_name tracking_names[] = {
 	{ "auto", CB_TRACKING_AUTO }, { "off", CB_TRACKING_OFF }, { NULL, 0 }
 };
 static const struct cb_enum_name vm_method_names[] = {
-	{ "auto", CB_VM_AUTO }, { "stage", CB_VM_STAGE }, { NULL, 0 }
+	{ "auto", CB_VM_AUTO }, { "stage", CB_VM_STAGE }, { "blockdev-backup", CB_VM_BACKUP },
+	{ NULL, 0 }
 };
 static const struct cb_enum_name mailnotification_names[] = {
 	{ "always", CB_MAIL_ALWAYS }, { "failure", CB_MAIL_FAILURE }, { NULL, 0 }
@@ -120,9 +121,13 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "the one\n"
 	  ".B reuse 0\n"
 	  "writes: every archive stays standalone, any can be pruned. zstd pads\n"
-	  "units to 4 KiB with skippable frames so that copies can be clones; lzop\n"
-	  "has no padding (copies are plain copies); gzip and uncompressed\n"
-	  "archives get no keys yet and are written in\n"
+	  "units to 4 KiB with skippable frames so that copies can be clones. gzip\n"
+	  "writes one member per unit (no name, mtime 0: GNU gzip and tar read\n"
+	  "concatenated members) and pads it to 4 KiB with an empty member whose\n"
+	  "FEXTRA field (subfield 'Cb') fills the room: 26 bytes to 8 KiB a unit,\n"
+	  "so copies can be clones too. lzop has no padding: its units are as long\n"
+	  "as their blocks, and copies are plain copies. Uncompressed archives get\n"
+	  "no keys and are written in\n"
 	  "full. With\n"
 	  ".B reuse 0\n"
 	  "the catalog has no keys either (as one that\n"
@@ -141,12 +146,12 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "maximal time to wait until a guest is stopped (mode stop: the stop command's time limit)",
 	  0, OFF(stopwait), 0, INT_MAX / 60, NULL, NULL },
 	{ "stop-cmd", CB_OPT_STRING, NULL, G | U | C, "COMMAND",
-	  "mode stop: shell command that stops the guest (default: lxc-stop -n ID or pct shutdown "
-	  "ID when the guest is an LXC or Proxmox container of this host)", 0, OFF(stop_cmd), 0, 0,
+	  "mode stop: shell command that stops the guest (default: lxc-stop -P LXCDIR -n ID or pct "
+	  "shutdown ID when the guest is an LXC or Proxmox container of this host)", 0, OFF(stop_cmd), 0, 0,
 	  NULL, NULL },
 	{ "start-cmd", CB_OPT_STRING, NULL, G | U | C, "COMMAND",
 	  "mode stop: shell command that starts the guest again after the copy (default: lxc-start "
-	  "-n ID or pct start ID, with stop-cmd's default)", 0, OFF(start_cmd), 0, 0, NULL, NULL },
+	  "-P LXCDIR -n ID or pct start ID, with stop-cmd's default)", 0, OFF(start_cmd), 0, 0, NULL, NULL },
 	{ "exclude-path", CB_OPT_LIST, NULL, G | U | C, "GLOB",
 	  "exclude paths, split on blanks as vzdump's list (a leading '/' anchors at the guest root; "
 	  "repeatable)", 0,
@@ -309,8 +314,22 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "command that thaws the guest", 0, OFF(thaw_cmd), 0, 0, NULL, NULL },
 	{ "qmp", CB_OPT_STRING, NULL, U | C, "SOCKET",
 	  "QEMU QMP socket: stop/cont the VM", 0, OFF(qmp), 0, 0, NULL, NULL },
-	{ "vm-method", CB_OPT_ENUM, "auto", G | U | C, "auto|stage",
-	  "how VM disks are read: auto = QEMU's copy-before-write snapshot where QEMU has it",
+	{ "qga", CB_OPT_STRING, NULL, U | C, "SOCKET",
+	  "QEMU guest agent socket: the guest's file systems are frozen around the snapshot",
+	  0, OFF(qga), 0, 0, NULL,
+	  "With a\n"
+	  ".B qga\n"
+	  "socket (the host side of the VM's virtio-serial guest agent channel), the\n"
+	  "guest's file systems are frozen with\n"
+	  ".B guest-fsfreeze-freeze\n"
+	  "just before the copy-before-write filters go in (or the blockdev-backup\n"
+	  "jobs start) and thawed with\n"
+	  ".B guest-fsfreeze-thaw\n"
+	  "right after, as vzdump does: the disks are then consistent for the guest's\n"
+	  "file systems, not only crash-consistent. A freeze that fails or times out\n"
+	  "is a WARN and the backup goes on; a thaw is always attempted." },
+	{ "vm-method", CB_OPT_ENUM, "auto", G | U | C, "auto|stage|blockdev-backup",
+	  "how VM disks are read: auto = by QEMU's version (copy-before-write, blockdev-backup, staging)",
 	  0, OFF(vm_method), 0, 0, vm_method_names,
 	  "With\n"
 	  ".B auto\n"
@@ -321,12 +340,20 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "and the disks are read over NBD from QEMU itself while the VM runs; each\n"
 	  "is archived as a sparse raw image\n"
 	  ".IB NAME .raw\n"
-	  "(the guest-visible content, backing chains included). An older QEMU, mode\n"
+	  "(the guest-visible content, backing chains included). On QEMU 4.2 to 7.0\n"
+	  "(or with\n"
+	  ".BR blockdev-backup ),\n"
+	  "one QMP transaction starts a\n"
+	  ".B blockdev-backup sync=full\n"
+	  "job per disk (grouped completion) into a raw image in the private staging\n"
+	  "directory, at the\n"
+	  ".B bwlimit\n"
+	  "speed, after a check of the free space; the VM is not paused. A QEMU older\n"
+	  "than 4.2 (a WARN names its version), mode\n"
 	  ".BR stop ,\n"
 	  "or\n"
 	  ".B stage\n"
-	  "copy the image files in two passes with the VM paused for the second (a\n"
-	  "WARN names an older QEMU's version). See \"VM DISK IMAGES\" in\n"
+	  "copy the image files in two passes with the VM paused for the second. See \"VM DISK IMAGES\" in\n"
 	  ".BR cbackup (8)." },
 	{ "root", CB_OPT_STRING, NULL, U | C, "DIR",
 	  "container root file system", 0, OFF(root), 0, 0, NULL, NULL },

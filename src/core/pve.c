@@ -20,7 +20,7 @@ const char *cb_pve_dir(void)
 }
 
 struct stanza {
-	char type[64], name[256], path[4096], content[512];
+	char type[64], name[256], path[4096], content[512], pool[512], mountpoint[4096];
 	int line;
 };
 
@@ -62,6 +62,10 @@ static int find_stanza(FILE *f, const char *want, struct stanza *st)
 			snprintf(st->path, sizeof(st->path), "%s", v);
 		else if (!strcmp(k, "content"))
 			snprintf(st->content, sizeof(st->content), "%s", v);
+		else if (!strcmp(k, "pool"))
+			snprintf(st->pool, sizeof(st->pool), "%s", v);
+		else if (!strcmp(k, "mountpoint"))
+			snprintf(st->mountpoint, sizeof(st->mountpoint), "%s", v);
 	}
 	return in;
 }
@@ -128,4 +132,70 @@ int cb_pve_storage_dumpdir(const char *name, char **dumpdir)
 	fclose(f);
 	free(cfg);
 	return ret;
+}
+
+/* STORE's stanza from storage.cfg: 1 found, 0 not there, -1 unreadable
+ * (the error set); *cfg_out the file's name (malloc'ed). */
+static int load_stanza(const char *store, struct stanza *st, char **cfg_out)
+{
+	char *cfg = cb_xasprintf("%s/storage.cfg", cb_pve_dir());
+	FILE *f = fopen(cfg, "re");
+	int found;
+
+	*cfg_out = cfg;
+	if (!f)
+		return cb_error_errno("cannot read '%s'", cfg);
+	found = find_stanza(f, store, st);
+	fclose(f);
+	if (found)
+		default_path(st);
+	return found;
+}
+
+/* A volume of a storage that keeps it as a file or directory: where. */
+static int stanza_volume(const char *cfg, const struct stanza *st, const char *volname,
+			 char **path)
+{
+	const char *base = st->mountpoint[0] ? st->mountpoint : NULL;
+	char *pool = NULL;
+
+	if (is_file_type(st->type)) {
+		if (!st->path[0])
+			return cb_error("storage '%s' (%s:%d) has no path", st->name, cfg, st->line);
+		/* images are "VMID/NAME" under PATH/images */
+		*path = cb_xasprintf("%s/images/%s", st->path, volname);
+		return 0;
+	}
+	if (!strcmp(st->type, "zfspool") && !strncmp(volname, "subvol-", 7)) {
+		/* a container's ZFS dataset, mounted at its pool's mountpoint */
+		if (!base)
+			base = pool = cb_xasprintf("/%s", st->pool);
+		*path = cb_xasprintf("%s/%s", base, volname);
+		free(pool);
+		return 0;
+	}
+	return cb_error("storage '%s' (%s:%d) of type '%s' keeps '%s' as a block device, which "
+			"cbackup does not back up", st->name, cfg, st->line, st->type, volname);
+}
+
+int cb_pve_volume_path(const char *volid, char **path)
+{
+	char store[256], *cfg = NULL;
+	const char *colon = strchr(volid, ':');
+	struct stanza st;
+	int r;
+
+	*path = NULL;
+	if (!colon || colon == volid || (size_t)(colon - volid) >= sizeof(store) || !colon[1] ||
+	    strstr(colon + 1, ".."))
+		return cb_error("'%s' is not a volume STORAGE:NAME", volid);
+	memcpy(store, volid, (size_t)(colon - volid));
+	store[colon - volid] = '\0';
+	r = load_stanza(store, &st, &cfg);
+	if (r == 0)
+		r = cb_error("storage '%s' is not defined in '%s'", store, cfg);
+	else if (r == 1)
+		r = stanza_volume(cfg, &st, colon + 1, path);
+	free(cfg);
+	return r < 0 ? -1 : 0;
 }

@@ -23,11 +23,13 @@ static void owner_name(uid_t uid, char *buf, size_t len)
 }
 
 /* dir: a directory (sticky ones may be writable by all) or the file. */
-static int bad_modes(const struct stat *st, int dir)
+static int bad_modes(const struct stat *st, int dir, int root_group)
 {
+	mode_t w = root_group && st->st_gid == 0 ? 002 : 022;
+
 	if (st->st_uid != 0 && st->st_uid != geteuid())
 		return 1;
-	return (st->st_mode & 022) && !(dir && (st->st_mode & S_ISVTX));
+	return (st->st_mode & w) && !(dir && (st->st_mode & S_ISVTX));
 }
 
 static int refuse(const char *what, const char *file, const char *dir, const struct stat *st)
@@ -45,7 +47,7 @@ static int refuse(const char *what, const char *file, const char *dir, const str
 }
 
 /* Every directory from the one holding path up to "/". */
-static int check_dirs(const char *path, const char *what, const char *file)
+static int check_dirs(const char *path, const char *what, const char *file, int root_group)
 {
 	char *copy = cb_xstrdup(path), *dir = realpath(dirname(copy), NULL);
 	struct stat st;
@@ -60,7 +62,7 @@ static int check_dirs(const char *path, const char *what, const char *file)
 			ret = cb_error_errno("cannot stat '%s'", dir);
 			break;
 		}
-		if (bad_modes(&st, 1)) {
+		if (bad_modes(&st, 1, root_group)) {
 			ret = refuse(what, file, dir, &st);
 			break;
 		}
@@ -77,7 +79,7 @@ static int check_dirs(const char *path, const char *what, const char *file)
 	return ret;
 }
 
-int cb_trust_file(int fd, const char *path, const char *what)
+static int trust(int fd, const char *path, const char *what, int root_group)
 {
 	struct stat st;
 	char *real;
@@ -87,15 +89,25 @@ int cb_trust_file(int fd, const char *path, const char *what)
 		return 0;
 	if (fstat(fd, &st) < 0)
 		return cb_error_errno("cannot stat %s '%s'", what, path);
-	if (bad_modes(&st, 0))
+	if (bad_modes(&st, 0, root_group))
 		return refuse(what, path, NULL, &st);
 	/* where the name is, and where a symlink leads */
-	if (check_dirs(path, what, path) < 0)
+	if (check_dirs(path, what, path, root_group) < 0)
 		return -1;
 	real = realpath(path, NULL);
 	if (!real)
 		return cb_error_errno("cannot resolve %s '%s'", what, path);
-	ret = check_dirs(real, what, path);
+	ret = check_dirs(real, what, path, root_group);
 	free(real);
 	return ret;
+}
+
+int cb_trust_file(int fd, const char *path, const char *what)
+{
+	return trust(fd, path, what, 0);
+}
+
+int cb_trust_file_root_group(int fd, const char *path, const char *what)
+{
+	return trust(fd, path, what, 1);
 }

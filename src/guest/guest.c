@@ -96,6 +96,19 @@ static int kernel_request(const struct cb_guest *g, int freeze)
 	return 0;
 }
 
+/* One QMP command on the VM's socket (stop, cont); QEMU's error text, if
+ * any, in the error. */
+static int qmp_run(const struct cb_guest *g, const char *cmd)
+{
+	char reply[512] = "";
+	int st = cb_qmp_execute(g->path, cmd, reply, sizeof(reply), QMP_TIMEOUT_MS);
+
+	if (st != CB_QMP_OK)
+		return cb_error("qmp socket '%s': %s failed: %s%s%s", g->path, cmd, cb_qmp_strerror(st),
+				*reply ? " " : "", reply);
+	return 0;
+}
+
 /* Ask the backend to thaw; does not wait for it. -1 with the error set. */
 static int thaw_request(const struct cb_guest *g)
 {
@@ -103,7 +116,6 @@ static int thaw_request(const struct cb_guest *g)
 	struct cb_run run = { .timeout_ms = g->thaw_timeout_ms < 10000 ? g->thaw_timeout_ms : 10000,
 			      .ignore_interrupt = 1 };
 	char what[512];
-	int st;
 
 	switch (g->kind) {
 	case CB_FREEZER_CGROUP2:
@@ -115,10 +127,7 @@ static int thaw_request(const struct cb_guest *g)
 		run.what = what;
 		return cb_run_sh(&run, g->thaw_cmd);
 	case CB_FREEZER_QMP:
-		st = cb_qmp_execute(g->path, "cont", NULL, 0, QMP_TIMEOUT_MS);
-		if (st != CB_QMP_OK)
-			return cb_error("qmp socket '%s': cont failed: %s", g->path, cb_qmp_strerror(st));
-		return 0;
+		return qmp_run(g, "cont");
 	default:
 		return 0;
 	}
@@ -929,14 +938,8 @@ static int freeze_request(struct cb_guest *g, int wait_ms)
 		return kernel_request(g, 1);
 	case CB_FREEZER_CMD:
 		return freeze_cmd(g, wait_ms);
-	case CB_FREEZER_QMP: {
-		char reply[512] = "";
-		int st = cb_qmp_execute(g->path, "stop", reply, sizeof(reply), QMP_TIMEOUT_MS);
-		if (st != CB_QMP_OK)
-			return cb_error("qmp socket '%s': stop failed: %s %s", g->path, cb_qmp_strerror(st),
-					reply);
-		return 0;
-	}
+	case CB_FREEZER_QMP:
+		return qmp_run(g, "stop");
 	default:
 		return cb_error("cannot freeze: backend %s", cb_guest_kind_name(g->kind));
 	}

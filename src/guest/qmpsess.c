@@ -63,8 +63,10 @@ static struct cb_json *read_msg(struct cb_qmps *s, double deadline)
 		ssize_t r = read(s->fd, s->buf + s->len, s->cap - s->len - 1);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r <= 0)
+		if (r <= 0) {
+			s->lost = 1;
 			return cb_error("QMP connection lost"), NULL;
+		}
 		s->len += (size_t)r;
 	}
 }
@@ -81,6 +83,11 @@ static void note_event(struct cb_qmps *s, const struct cb_json *m)
 		s->resume_ts = ts;
 	else if (!strcmp(ev, "SHUTDOWN"))
 		s->shutdown_seen = 1;
+	else if (!strcmp(ev, "MIGRATION") && cb_json_str(m, "data.status") &&
+		 strcmp(cb_json_str(m, "data.status"), "none") &&
+		 strcmp(cb_json_str(m, "data.status"), "cancelled") &&
+		 strcmp(cb_json_str(m, "data.status"), "failed"))
+		s->migration_seen = 1;
 }
 
 int cb_qmps_open(struct cb_qmps *s, const char *path, int timeout_ms)
@@ -182,8 +189,10 @@ void cb_qmps_drain(struct cb_qmps *s, int ms)
 
 	for (;;) {
 		struct pollfd p = { s->fd, POLLIN, 0 };
+		int left = (int)((deadline - cb_now()) * 1000);
 		struct cb_json *m;
-		if (s->fd < 0 || poll(&p, 1, 0) <= 0 || !(m = read_msg(s, deadline)))
+		if (s->fd < 0 || s->lost || left <= 0 || poll(&p, 1, left) <= 0 ||
+		    !(m = read_msg(s, deadline)))
 			return;
 		if (cb_json_str(m, "event"))
 			note_event(s, m);

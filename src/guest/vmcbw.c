@@ -20,34 +20,7 @@
 #include "cb_qmpsess.h"
 #include "cb_rmtree.h"
 #include "cb_vmcbw.h"
-
-#define PREFIX "cbackup-"
-#define QMP_TIMEOUT_MS 30000
-
-struct vmdisk {
-	const char *path;           /* as configured */
-	char *device, *qdev, *node; /* query-block: device, qdev path, format node */
-	char *name;                 /* archived file name */
-	uint64_t size;              /* virtual size */
-	char *drv;                  /* format driver (persistent bitmaps: qcow2) */
-	int bm_state;               /* BM_*: the bitmap cbackup-ID on the node */
-	int incremental;            /* this run reads only the dirty extents */
-};
-
-enum { BM_NONE, BM_OK, BM_DISABLED, BM_INCONSISTENT };
-
-struct cb_vmcbw {
-	const struct cb_vmcbw_opts *o;
-	struct cb_qmps s;
-	struct vmdisk *d;
-	size_t n;
-	int major, minor, micro;
-	int was_paused;             /* paused before cbackup came: not resumed */
-	char *work_dir;             /* TMPDIR/cbackup/cbackup-ID.cbw: fleecing, socket */
-	char *bitmap;               /* keep-staging: cbackup-ID, else NULL */
-	pid_t wd_pid;
-	int wd_fd;                  /* commands to the watchdog, -1 when none */
-};
+#include "vmcbw_int.h"
 
 /* ---- the block graph: leftovers and teardown -------------------------- */
 
@@ -152,6 +125,45 @@ static int del_nodes(struct cb_qmps *s, const char *kind, int *count)
 	}
 }
 
+/* Every job named cbackup-job* (blockdev-backup) cancelled and dismissed;
+ * cancelling one of a grouped transaction cancels all: waited for up to
+ * 5 s, the jobs hold their target nodes. */
+static int end_jobs(struct cb_qmps *s, int *count)
+{
+	for (int tries = 0;; tries++) {
+		struct cb_json *jobs = NULL;
+		const struct cb_json *list;
+		int left = 0;
+		if (cb_qmps_exec(s, "query-jobs", NULL, &jobs) < 0)
+			return -1;
+		list = cb_json_get(jobs, "return");
+		for (size_t i = 0; list && i < list->n; i++) {
+			const char *id = cb_json_str(list->items[i], "id");
+			const char *st = cb_json_str(list->items[i], "status");
+			char *q;
+			if (!has_prefix(id, "job"))
+				continue;
+			q = cb_json_quote(id);
+			if (st && !strcmp(st, "concluded")) {
+				if (cb_qmps_execf(s, NULL, "job-dismiss", "{\"id\":%s}", q) == 0)
+					(*count)++;
+			} else {
+				left++;
+				if (st && strcmp(st, "aborting"))
+					cb_qmps_execf(s, NULL, "job-cancel", "{\"id\":%s}", q);
+			}
+			free(q);
+		}
+		cb_json_free(jobs);
+		if (!left)
+			return 0;
+		if (tries >= 50)
+			return cb_error("blockdev-backup job(s) " PREFIX "job* still running after "
+					"job-cancel");
+		cb_qmps_drain(s, 100);
+	}
+}
+
 static int del_exports(struct cb_qmps *s, int *count)
 {
 	struct cb_json *ex = NULL;
@@ -230,8 +242,9 @@ static int merge_back(struct cb_qmps *s, const char *bitmap, int *count)
 }
 
 /* Everything named cbackup-* in QEMU's graph goes, in the order that frees
- * each thing before what it uses: exports, snapshot-access nodes, devices
- * back on their format nodes, filters, fleecing nodes; a snapshot bitmap
+ * each thing before what it uses: blockdev-backup jobs, exports,
+ * snapshot-access nodes, devices back on their format nodes, filters,
+ * fleecing nodes, backup targets; a snapshot bitmap
  * goes back into BITMAP (may be NULL). Goes on after an error (each step
  * undoes what it can); the first error is kept. */
 static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
@@ -240,6 +253,8 @@ static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
 	int rc = 0;
 
 	*count = 0;
+	if (end_jobs(s, count) < 0 && !rc++)
+		snprintf(first, sizeof(first), "%s", cb_last_error());
 	if (del_exports(s, count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
 	if (del_nodes(s, "acc", count) < 0 && !rc++)
@@ -249,6 +264,8 @@ static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
 	if (del_nodes(s, "cbw", count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
 	if (del_nodes(s, "fl", count) < 0 && !rc++)
+		snprintf(first, sizeof(first), "%s", cb_last_error());
+	if (del_nodes(s, "tgt", count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
 	if (merge_back(s, bitmap, count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
@@ -390,6 +407,19 @@ static int bitmap_state(const struct cb_json *inserted, const char *name)
 	return BM_NONE;
 }
 
+/* The bytes the image and its backing files hold, at most the disk's size:
+ * what a full copy of its content may take. */
+static uint64_t allocated(const struct cb_json *image, uint64_t size)
+{
+	uint64_t sum = 0;
+
+	for (int depth = 0; image && depth < 64; depth++) {
+		sum += (uint64_t)cb_json_int(image, "actual-size", (long long)size);
+		image = cb_json_get(image, "backing-image");
+	}
+	return sum < size ? sum : size;
+}
+
 /* The query-block entry of configured disk PATH, or why there is none. */
 static int map_disk(const struct cb_json *list, struct vmdisk *d, const char *bitmap)
 {
@@ -418,6 +448,7 @@ static int map_disk(const struct cb_json *list, struct vmdisk *d, const char *bi
 	d->qdev = cb_xstrdup(qdev);
 	d->node = cb_xstrdup(node);
 	d->size = (uint64_t)cb_json_int(hit, "inserted.image.virtual-size", 0);
+	d->alloc = allocated(cb_json_get(hit, "inserted.image"), d->size);
 	d->name = cb_vmcbw_archive_name(d->path);
 	d->drv = cb_xstrdup(drv ? drv : "");
 	d->bm_state = bitmap_state(cb_json_get(hit, "inserted"), bitmap);
@@ -467,6 +498,17 @@ static int query_version(struct cb_vmcbw *v)
 	return 0;
 }
 
+enum cb_vm_path cb_vm_path_choose(enum cb_vm_method method, int major, int minor)
+{
+	int v = major * 1000 + minor;
+
+	if (method == CB_VM_STAGE || v < 4002)   /* 4.2: blockdev-backup's job-id, transactions */
+		return CB_VMPATH_STAGE;
+	if (method == CB_VM_BACKUP || v < 7001)   /* 7.1: on-cbw-error, snapshot-access */
+		return CB_VMPATH_BACKUP;
+	return CB_VMPATH_CBW;
+}
+
 static void free_disks(struct cb_vmcbw *v)
 {
 	for (size_t i = 0; i < v->n; i++) {
@@ -489,6 +531,7 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 	*out = NULL;
 	v->o = o;
 	v->wd_fd = -1;
+	v->qga.fd = -1;
 	if (o->keep_staging && (!*o->id || strlen(o->id) > 64 ||
 				o->id[strspn(o->id, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 						"0123456789._-")])) {
@@ -499,17 +542,25 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 	v->bitmap = o->keep_staging ? cb_xasprintf(PREFIX "%s", o->id) : NULL;
 	if (cb_qmps_open(&v->s, o->qmp, QMP_TIMEOUT_MS) < 0 || query_version(v) < 0)
 		goto fail;
-	if (v->major < 7 || (v->major == 7 && v->minor < 1)) {
-		cb_warn(o->log, "QEMU %d.%d.%d has no copy-before-write snapshot (7.1 or later): "
-			"the disk images are staged with the VM paused for the final sync",
+	v->path = cb_vm_path_choose(o->method, v->major, v->minor);
+	if (v->path == CB_VMPATH_STAGE) {
+		cb_warn(o->log, "QEMU %d.%d.%d has neither a copy-before-write snapshot (7.1 or "
+			"later) nor blockdev-backup jobs in a transaction (4.2 or later): the disk "
+			"images are staged with the VM paused for the final sync",
 			v->major, v->minor, v->micro);
 		cb_qmps_close(&v->s);
 		free(v->bitmap);
 		free(v);
 		return 1;
 	}
-	cb_info(o->log, "QEMU %d.%d.%d: copy-before-write snapshot of %zu disk(s)", v->major,
-		v->minor, v->micro, o->disks->n);
+	if (v->path == CB_VMPATH_CBW)
+		cb_info(o->log, "QEMU %d.%d.%d: copy-before-write snapshot of %zu disk(s)", v->major,
+			v->minor, v->micro, o->disks->n);
+	else
+		cb_info(o->log, "QEMU %d.%d.%d: blockdev-backup of %zu disk(s) into the staging "
+			"directory (%s)", v->major, v->minor, v->micro, o->disks->n,
+			o->method == CB_VM_BACKUP ? "vm-method blockdev-backup"
+						  : "copy-before-write snapshots need QEMU 7.1");
 	if (sweep(&v->s, v->bitmap, &count) < 0)
 		goto fail;
 	if (count)
@@ -566,24 +617,20 @@ static int open_work_dir(struct cb_vmcbw *v, const char *stage_dir)
 	return clean_work_dir(v->work_dir);
 }
 
-/* A sparse file of the disk's size (O_EXCL in the private directory) as
- * the filter's target: it holds only what the guest overwrites while the
- * backup reads. */
+/* The fleecing image, the filter's target: it holds only what the guest
+ * overwrites while the backup reads. */
 static int add_fleecing(struct cb_vmcbw *v, size_t i)
 {
-	char *path = cb_xasprintf("%s/fleece-%zu.raw", v->work_dir, i), *q = cb_json_quote(path);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), rc = -1;
+	char name[64], *path;
+	int dfd = open(v->work_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc;
 
-	if (fd < 0 || ftruncate(fd, (off_t)v->d[i].size) < 0)
-		cb_error_errno("fleecing image '%s'", path);
-	else
-		rc = cb_qmps_execf(&v->s, NULL, "blockdev-add",
-				   "{\"driver\":\"raw\",\"node-name\":\"" PREFIX "fl%zu\","
-				   "\"file\":{\"driver\":\"file\",\"filename\":%s}}", i, q);
-	if (fd >= 0)
-		close(fd);
+	if (dfd < 0)
+		return cb_error_errno("cannot open '%s'", v->work_dir);
+	snprintf(name, sizeof(name), "fleece-%zu.raw", i);
+	path = cb_xasprintf("%s/%s", v->work_dir, name);
+	rc = cb_vmcbw_add_image(v, dfd, name, path, v->d[i].size, "fl", i);
 	free(path);
-	free(q);
+	close(dfd);
 	return rc;
 }
 
@@ -846,27 +893,53 @@ static int read_disks(struct cb_vmcbw *v, int dfd, const char *sock)
 		cb_progress_start(v->o->progress, v->o->show_progress, "reading disk", v->d[i].size);
 		int rc = cb_nbdread(&no, &st, &no_bitmap);
 		cb_progress_end(v->o->progress);
-		if (rc < 0)
+		if (rc < 0) {
+			char what[PATH_MAX + 64];
+			snprintf(what, sizeof(what), "disk '%s' read", v->d[i].path);
+			if (cb_vmcbw_vm_gone(v, what) < 0)
+				return -1;
 			return cb_error_prefix("reading the snapshot of disk '%s' (drive '%s'; a failed "
 					       "copy-before-write, such as a full tmpdir, breaks it)",
 					       v->d[i].path, v->d[i].device);
+		}
 		cb_fmt_bytes(got, sizeof(got), st.read);
 		cb_fmt_bytes(size, sizeof(size), st.size);
 		cb_info(v->o->log, "disk '%s' (drive '%s'): %s of %s read in %.2f s into '%s'",
 			v->d[i].path, v->d[i].device, got, size, st.seconds, v->d[i].name);
-		if (v->d[i].incremental) {
-			cb_fmt_bytes(got, sizeof(got), st.dirty);
-			cb_info(v->o->log, "disk '%s': %s dirty since the last backup", v->d[i].path, got);
-		}
+		if (v->d[i].incremental)   /* exact counts: what the bitmap saved */
+			cb_info(v->o->log, "disk '%s': read %llu bytes of %llu dirty since the last "
+				"backup", v->d[i].path, (unsigned long long)st.read,
+				(unsigned long long)st.dirty);
 		if (v->bitmap)
 			state_write(v, &v->d[i]);
 	}
 	return 0;
 }
 
-static int hook(struct cb_vmcbw *v, const char *phase)
+/* pre-stop hook, fsfreeze, the pause with the filters, thaw, pre-restart
+ * and post-restart hooks. The pause is QEMU's (its STOP and RESUME
+ * events' timestamps): the hooks and the agent are outside it. */
+static int snapshot_cbw(struct cb_vmcbw *v, double *pause_s)
 {
-	return v->o->hook ? v->o->hook(v->o->hook_arg, phase) : 0;
+	int rc;
+
+	if (cb_vmcbw_hook(v, "pre-stop") < 0)
+		return -1;
+	cb_vmcbw_fs_freeze(v);
+	rc = pause_and_insert(v, pause_s);
+	cb_vmcbw_fs_thaw(v);
+	if (rc < 0)
+		return -1;
+	if (v->was_paused)
+		cb_info(v->o->log, "VM was paused already: filters inserted, it stays paused");
+	else if (*pause_s >= 0)
+		cb_info(v->o->log, "VM paused %.1f ms (QEMU's STOP at %.6f to RESUME at %.6f) to "
+			"insert %zu copy-before-write filter(s)", *pause_s * 1000, v->s.stop_ts,
+			v->s.resume_ts, v->n);
+	else
+		cb_warn(v->o->log, "VM paused to insert %zu copy-before-write filter(s); QEMU's STOP "
+			"and RESUME events did not come: the pause is unknown", v->n);
+	return cb_vmcbw_hook(v, "pre-restart") < 0 || cb_vmcbw_hook(v, "post-restart") < 0 ? -1 : 0;
 }
 
 int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *pause_s)
@@ -884,21 +957,21 @@ int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *
 	}
 	if (prune_stage(v, dfd) < 0)
 		goto out;
+	if (v->path == CB_VMPATH_BACKUP) {
+		*pause_s = 0;   /* the jobs start in one transaction: no pause */
+		rc = cb_vmcbw_backup_run(v, stage_dir, dfd);
+		goto out;
+	}
 	choose_incrementals(v, dfd, reused);
 	for (size_t i = 0; i < v->n; i++)
 		if (add_fleecing(v, i) < 0)
 			goto out;
-	if (hook(v, "pre-stop") < 0 || pause_and_insert(v, pause_s) < 0)
+	if (snapshot_cbw(v, pause_s) < 0)
 		goto out;
-	if (v->was_paused)
-		cb_info(v->o->log, "VM was paused already: filters inserted, it stays paused");
-	else
-		cb_info(v->o->log, "VM paused %.1f ms (QEMU's STOP to RESUME) to insert %zu "
-			"copy-before-write filter(s)", *pause_s * 1000, v->n);
-	if (hook(v, "pre-restart") < 0 || hook(v, "post-restart") < 0)
-		goto out;
+	/* a SHUTDOWN or MIGRATION event during a read that still completed
+	 * fails the backup as well (as vzdump) */
 	if (export_disks(v, &sock) < 0 || read_disks(v, dfd, sock) < 0 ||
-	    (v->bitmap && hand_over(v) < 0))
+	    cb_vmcbw_vm_gone(v, "the backup") < 0 || (v->bitmap && hand_over(v) < 0))
 		goto out;
 	rc = 0;
 out:
@@ -914,7 +987,8 @@ int cb_vmcbw_close(struct cb_vmcbw *v)
 
 	if (!v)
 		return 0;
-	if (v->s.fd >= 0 && sweep(&v->s, v->bitmap, &count) < 0)
+	cb_vmcbw_fs_thaw(v);
+	if (v->s.fd >= 0 && !v->s.lost && sweep(&v->s, v->bitmap, &count) < 0)
 		rc = cb_error_prefix("restoring the VM's block graph");
 	watchdog_stop(v);
 	if (v->work_dir && v->bitmap)

@@ -26,6 +26,7 @@
 #include "cb_catalog.h"
 #include "cb_backup.h"
 #include "cb_cleanup.h"
+#include "cb_discover.h"
 #include "cb_fullsync.h"
 #include "cb_codec.h"
 #include "cb_index.h"
@@ -235,6 +236,14 @@ static int check_dir(const char *what, const char *path, int need_write)
 	return 0;
 }
 
+/* Snapshot mode of a container reads its volumes' snapshots, nothing is
+ * staged; a VM's snapshot mode is QEMU's live backup into the staging
+ * directory (cb_vmcbw.h). */
+static int reads_snapshots(const struct guest_run *r)
+{
+	return r->mode == CB_MODE_SNAPSHOT && r->opts.type != CB_GUEST_VM;
+}
+
 /* What staging one container volume needs: with reflink staging its
  * file data is cloned, not copied, and counts as free. */
 static int volume_estimate(struct guest_run *r, const char *src, uint64_t *need, uint64_t *entries)
@@ -305,7 +314,7 @@ static int check_space(struct guest_run *r)
 	cb_verbose(r->log, "space estimate: %s in %llu entries, %s free in '%s'", need_s,
 		   (unsigned long long)entries, avail_s, r->opts.tmpdir);
 	/* snapshot mode reads the snapshots: the tmpdir is not written */
-	if (need > avail && !r->opts.keep_staging && r->mode != CB_MODE_SNAPSHOT)
+	if (need > avail && !r->opts.keep_staging && !reads_snapshots(r))
 		return cb_error("not enough space in tmpdir '%s': need %s, %s available",
 				r->opts.tmpdir, need_s, avail_s);
 	return r->opts.to_stdout ? 0 : check_dump_space(r, need);
@@ -714,7 +723,8 @@ static int stage_vm_cbw(struct guest_run *r)
 	    r->opts.vm_method == CB_VM_STAGE)
 		return 1;
 	r->vm_opts = (struct cb_vmcbw_opts){
-		.qmp = r->opts.qmp, .id = r->opts.id, .disks = &r->opts.disks,
+		.qmp = r->opts.qmp, .qga = r->opts.qga, .method = r->opts.vm_method,
+		.id = r->opts.id, .disks = &r->opts.disks,
 		.max_freeze = r->opts.max_freeze, .cbw_timeout = 60, .bwlimit = r->opts.bwlimit,
 		.keep_staging = r->opts.keep_staging, .progress = &r->progress,
 		.show_progress = !r->opts.quiet, .log = r->log,
@@ -740,6 +750,13 @@ static int stage_guest(struct guest_run *r)
 
 	if ((rc = stage_vm_cbw(r)) != 1)
 		return rc;
+	if (r->mode == CB_MODE_SNAPSHOT) {   /* a VM on a QEMU older than 4.2 */
+		snprintf(r->mode_why, sizeof(r->mode_why), "QEMU older than 4.2 has no live backup "
+			 "cbackup can use");
+		cb_info(r->log, "snapshot not possible: %s", r->mode_why);
+		cb_info(r->log, "trying 'suspend' mode instead");
+		r->mode = CB_MODE_SUSPEND;
+	}
 	if (!r->stopped && r->mode != CB_MODE_STOP)
 		warn_no_freezer(r, "backing up while it runs");
 	if (open_stage(r) < 0)
@@ -767,9 +784,16 @@ static const char *volume_path(const struct guest_run *r, size_t i)
  * guest archived half from a snapshot and half live is neither. */
 static int detect_snapshots(struct guest_run *r)
 {
-	if (r->opts.type == CB_GUEST_VM) {
-		snprintf(r->mode_why, sizeof(r->mode_why), "VM disk images have no snapshot backend yet");
+	if (r->opts.type == CB_GUEST_VM && (!r->opts.qmp || r->opts.vm_method == CB_VM_STAGE)) {
+		snprintf(r->mode_why, sizeof(r->mode_why), "a VM's snapshot is QEMU's own live backup, "
+			 "which needs a qmp socket and vm-method auto or blockdev-backup");
 		return 0;
+	}
+	if (r->opts.type == CB_GUEST_VM) {   /* vzdump's snapshot mode of a VM */
+		snprintf(r->mode_why, sizeof(r->mode_why), "QEMU's own live backup (a copy-before-write "
+			 "snapshot on QEMU 7.1 or later, blockdev-backup jobs on 4.2 to 7.0): the VM "
+			 "runs on while its disks are read");
+		return 1;
 	}
 	r->snap_be = cb_xcalloc(r->n_mps + 1, sizeof(*r->snap_be));
 	for (size_t i = 0; i <= r->n_mps; i++)
@@ -805,11 +829,36 @@ static int file_exists(char *path)
 	return ok;
 }
 
+/* S in single quotes for sh (each ' as '\''). Malloc'ed. */
+static char *sh_quote(const char *s)
+{
+	size_t n = 3;
+	char *q, *p;
+
+	for (const char *c = s; *c; c++)
+		n += *c == '\'' ? 4 : 1;
+	p = q = cb_xmalloc(n);
+	*p++ = '\'';
+	for (const char *c = s; *c; c++) {
+		if (*c == '\'') {
+			memcpy(p, "'\\''", 4);
+			p += 4;
+		} else {
+			*p++ = *c;
+		}
+	}
+	*p++ = '\'';
+	*p = '\0';
+	return q;
+}
+
 /* How mode stop stops and starts this guest: stop-cmd/start-cmd, else pct
- * for a Proxmox container, lxc-stop/lxc-start for an LXC one; 0 if none. */
+ * for a Proxmox container, lxc-stop/lxc-start for an LXC one (in the LXC
+ * directory discovery reads, cb_lxc_dir); 0 if none. */
 static int find_stop_method(struct guest_run *r)
 {
-	const char *lxc = getenv("CBACKUP_LXC_DIR");
+	const char *lxc = cb_lxc_dir();
+	char *lxcpath;
 	int secs = r->opts.stopwait * 60;
 
 	if (r->opts.stop_cmd && r->opts.start_cmd) {
@@ -820,10 +869,11 @@ static int find_stop_method(struct guest_run *r)
 		r->stop_cmd = cb_xasprintf("pct shutdown %s --timeout %d", r->opts.id, secs);
 		r->start_cmd = cb_xasprintf("pct start %s", r->opts.id);
 	} else if (r->opts.type == CB_GUEST_CT && on_path("lxc-stop") &&
-		   file_exists(cb_xasprintf("%s/%s/config", lxc && *lxc ? lxc : "/var/lib/lxc",
-					    r->opts.id))) {
-		r->stop_cmd = cb_xasprintf("lxc-stop -n %s -t %d", r->opts.id, secs);
-		r->start_cmd = cb_xasprintf("lxc-start -n %s", r->opts.id);
+		   file_exists(cb_xasprintf("%s/%s/config", lxc, r->opts.id))) {
+		lxcpath = sh_quote(lxc);
+		r->stop_cmd = cb_xasprintf("lxc-stop -P %s -n %s -t %d", lxcpath, r->opts.id, secs);
+		r->start_cmd = cb_xasprintf("lxc-start -P %s -n %s", lxcpath, r->opts.id);
+		free(lxcpath);
 	}
 	return r->stop_cmd != NULL;
 }
@@ -843,8 +893,13 @@ static void choose_mode(struct guest_run *r)
 		r->mode = CB_MODE_SUSPEND;
 		return;
 	}
-	if (r->mode != CB_MODE_SNAPSHOT || detect_snapshots(r))
+	if (r->mode != CB_MODE_SNAPSHOT)
 		return;
+	if (detect_snapshots(r)) {
+		if (r->opts.type == CB_GUEST_VM)
+			cb_info(r->log, "snapshot mode: %s", r->mode_why);
+		return;
+	}
 	cb_info(r->log, "snapshot not possible: %s", r->mode_why);
 	cb_info(r->log, "mode failure - some volumes do not support snapshots");
 	cb_info(r->log, "trying 'suspend' mode instead");
@@ -1277,13 +1332,16 @@ static int run_guest_phases(struct guest_run *r)
 			cb_info(r->log, "dry run: mode %s: %s%s", cb_mode_name(r->mode),
 				r->mode == CB_MODE_SNAPSHOT ? "" : "snapshot not possible: ",
 				r->mode_why);
+		else if (r->stopped)
+			cb_info(r->log, "dry run: mode stop: the guest is stopped, backed up as it is "
+				"without a freeze (%s configured)", cb_mode_name(r->opts.mode));
 		else
 			cb_info(r->log, "dry run: mode %s, as configured", cb_mode_name(r->mode));
 		log_dry_run(r);
 		return 0;
 	}
 	if (guest_hook(r, "backup-start") < 0 ||
-	    (r->mode == CB_MODE_SNAPSHOT ? snapshot_guest(r) : stage_guest(r)) < 0 ||
+	    (reads_snapshots(r) ? snapshot_guest(r) : stage_guest(r)) < 0 ||
 	    (r->stage && cb_stage_save_index(r->stage) < 0))
 		return -1;
 	audit_guest(r);

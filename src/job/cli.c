@@ -143,6 +143,10 @@ static const struct {
 		   "Measure each stage (read, compress, checksum, storage write) on this host.",
 	  (const char *const[]){ "config", "storage", "dumpdir", "tmpdir", "compress", "zstd",
 				 "help", NULL } },
+	{ "guests", "cbackup guests [--config FILE]\n"
+		    "List the guests --all backs up: those of the configuration and those found on\n"
+		    "this host (LXC, Proxmox VE), where from, in which mode, and why one is skipped.",
+	  (const char *const[]){ "config", "help", NULL } },
 	{ "help", "cbackup help [COMMAND]\nThis help, or one command's.",
 	  (const char *const[]){ NULL } },
 };
@@ -159,7 +163,7 @@ int cb_cli_unknown_command(const char *name)
 	if (near)
 		return cb_error("unknown command '%s' (did you mean '%s'? see cbackup help)", name, near);
 	return cb_error("unknown command '%s' (commands: backup, restore, ls, index, mount, verify, "
-			"list, prune, probe, help; see cbackup help)", name);
+			"list, prune, probe, guests, help; see cbackup help)", name);
 }
 
 static void print_named_option(FILE *out, const char *name, int width)
@@ -232,6 +236,7 @@ void cb_cli_usage(FILE *out)
 	      "       cbackup prune [ID] [--prune-backups keep-last=N,...] [--dry-run]\n"
 	      "       cbackup prune [ID] --staging [--tmpdir DIR] [--dry-run]\n"
 	      "       cbackup probe [--storage NAME | --dumpdir DIR] [--tmpdir DIR]\n"
+	      "       cbackup guests [--config FILE]\n"
 	      "       cbackup help [COMMAND]    (or cbackup COMMAND --help)\n\n"
 	      "options:\n", out);
 	all_options(out, term_width(), 0);

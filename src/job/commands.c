@@ -37,6 +37,7 @@ static const struct cb_command_def commands[] = {
 	{ "index",   CB_CMD_INDEX,   1,  1, 0, 1, cb_cmd_index },
 	{ "mount",   CB_CMD_MOUNT,   2,  2, 0, 0, cb_cmd_mount },
 	{ "help",    CB_CMD_HELP,    0,  1, 0, 0, cb_cmd_help },
+	{ "guests",  CB_CMD_GUESTS,  0,  0, 1, 0, cb_cmd_guests },
 	{ NULL, 0, 0, 0, 0, 0, NULL }
 };
 

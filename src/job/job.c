@@ -15,6 +15,7 @@
 
 #include "cb_backup.h"
 #include "cb_cleanup.h"
+#include "cb_discover.h"
 #include "cb_exit.h"
 #include "cb_guest.h"
 #include "cb_hook.h"
@@ -23,6 +24,7 @@
 #include "cb_lock.h"
 #include "cb_private.h"
 #include "cb_notify.h"
+#include "cb_pve.h"
 
 /* Default ID of an ad hoc backup: the root directory's base name. */
 static char *adhoc_id(const struct cb_opts *o)
@@ -58,6 +60,7 @@ static int job_guest_ids(const struct cb_cli *cli, const struct cb_config *cfg,
 	}
 	/* "cbackup frobnicate": no command of that name and no guest either */
 	if (!cli->command_given && cli->args.n && !cb_config_guest(cfg, cli->args.v[0]) &&
+	    !cb_found_get(cfg->found, cli->args.v[0]) &&
 	    cli->args.v[0][strspn(cli->args.v[0], "0123456789")])
 		return cb_cli_unknown_command(cli->args.v[0]);
 	/* as vzdump: --exclude without IDs means every guest but those */
@@ -66,8 +69,9 @@ static int job_guest_ids(const struct cb_cli *cli, const struct cb_config *cfg,
 			return cb_error("give guest IDs or --all, not both");
 		cb_config_guest_ids(cfg, ids);
 		if (!ids->n)
-			return cb_error("--all: no guests defined in %s",
-					cfg->path ? cfg->path : "the configuration (no config file)");
+			return cb_error("--all: no guests defined in %s, and none found on this host "
+					"(%s, %s)", cfg->path ? cfg->path : "the configuration (no config "
+					"file)", cb_lxc_dir(), cb_pve_dir());
 		return 0;
 	}
 	if (!cli->args.n)
@@ -278,11 +282,28 @@ static int check_freezer(const struct cb_cli *cli, const struct cb_config *cfg,
 	return ret;
 }
 
-/* One guest's paths: a missing one is a configuration error naming where
- * its value comes from (the message set). */
-static int check_guest_paths(const struct cb_cli *cli, const struct cb_config *cfg,
-			     const struct cb_opts *o)
+/* KEY set for guest ID by its section or the command line: what was
+ * found for it no longer counts. */
+static int key_given(const struct cb_cli *cli, const struct cb_config *cfg, const char *id,
+		     const char *key)
 {
+	const struct cb_config_section *sec = cb_config_guest(cfg, id);
+
+	if (cb_cli_get(cli, key))
+		return 1;
+	for (size_t i = 0; sec && i < sec->n_entries; i++)
+		if (!strcmp(sec->entries[i].key, key))
+			return 1;
+	return 0;
+}
+
+int cb_job_check_guest(const struct cb_cli *cli, const struct cb_config *cfg,
+		       const struct cb_opts *o)
+{
+	const struct cb_found *f = o->id ? cb_found_get(cfg->found, o->id) : NULL;
+
+	if (f && f->error && !key_given(cli, cfg, o->id, f->error_key))
+		return cb_error("%s", f->error);
 	if (o->type == CB_GUEST_CT && !o->root) {
 		char *origin = cb_config_origin(cfg, o->id, &cli->kv, "root");
 		cb_error("%s: CT %s has no root directory (set root = DIR)", origin, o->id);
@@ -307,7 +328,7 @@ static char **check_paths(const struct cb_cli *cli, const struct cb_config *cfg,
 	char **errors = cb_xcalloc(n + 1, sizeof(*errors));
 
 	for (size_t i = 0; i < n; i++)
-		if (check_guest_paths(cli, cfg, &guests[i]) < 0)
+		if (cb_job_check_guest(cli, cfg, &guests[i]) < 0)
 			errors[i] = cb_xstrdup(cb_last_error());
 	return errors;
 }
@@ -332,6 +353,39 @@ static int check_script(const struct cb_cli *cli, const struct cb_config *cfg,
 	return -1;
 }
 
+/* The command line's keys that say where a job's result goes: when the
+ * other options do not resolve, these and the file's still do. */
+static void reporting_kv(const struct cb_strvec *kv, struct cb_strvec *out)
+{
+	static const char keys[] = " output-format json-status mailto mailnotification sendmail "
+				   "mail-timeout dry-run ";
+	char word[80];
+
+	for (size_t i = 0; i + 1 < kv->n; i += 2) {
+		snprintf(word, sizeof(word), " %s ", kv->v[i]);
+		if (strstr(keys, word)) {
+			cb_strvec_push(out, kv->v[i]);
+			cb_strvec_push(out, kv->v[i + 1]);
+		}
+	}
+}
+
+/* The job's reporting options: all of them, else those of the file and
+ * the command line's reporting keys, else the file's alone. */
+static int resolve_reporting(const struct cb_cli *cli, const struct cb_config *cfg,
+			     struct cb_opts *o)
+{
+	struct cb_strvec kv = CB_STRVEC_INIT;
+	int r;
+
+	if (cb_config_resolve(cfg, NULL, &cli->kv, o) == 0)
+		return 0;
+	reporting_kv(&cli->kv, &kv);
+	r = cb_config_resolve(cfg, NULL, &kv, o);
+	cb_strvec_clear(&kv);
+	return r == 0 ? 0 : cb_config_resolve(cfg, NULL, NULL, o);
+}
+
 /* The job stopped before its first guest: the error goes wherever the
  * configuration got far enough to say (JSON, json-status, mail), and
  * always to stderr and syslog. */
@@ -343,7 +397,7 @@ static int config_failed(const struct cb_cli *cli, const struct cb_config *cfg, 
 
 	cb_err(log, "%s", msg);
 	cb_log_syslog(LOG_ERR, "Backup job failed - %s", msg);
-	if (cb_config_resolve(cfg, NULL, &cli->kv, &o) == 0) {
+	if (resolve_reporting(cli, cfg, &o) == 0) {
 		cb_jobstatus_init(&js, cli->cmdline);
 		cb_jobstatus_set_error(&js, msg);
 		report_job(&js, &o, CB_EXIT_USAGE, log);
@@ -353,6 +407,8 @@ static int config_failed(const struct cb_cli *cli, const struct cb_config *cfg, 
 	free(msg);
 	return CB_EXIT_USAGE;
 }
+
+static int run_job(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 
 static void free_guests(struct cb_opts *guests, size_t n)
 {
@@ -386,7 +442,49 @@ static int prepare_job(const struct cb_cli *cli, const struct cb_config *cfg,
 	return 0;
 }
 
-int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
+/* --all: the guests found that are not backed up, and why; a dry run also
+ * says where each guest was found and what of it is left out. */
+static void log_found(const struct cb_cli *cli, const struct cb_config *cfg,
+		      const struct cb_opts *guests, size_t n, struct cb_log *log)
+{
+	const struct cb_found_list *fl = cfg->found;
+
+	for (size_t i = 0; i < fl->warnings.n; i++)
+		cb_warn(log, "guest discovery: %s", fl->warnings.v[i]);
+	for (size_t i = 0; cli->all && i < fl->n; i++)
+		if (fl->v[i].skip && !cb_config_guest(cfg, fl->v[i].id))
+			cb_info(log, "skipping %s %s - %s", fl->v[i].is_vm ? "VM" : "CT", fl->v[i].id,
+				fl->v[i].skip);
+	for (size_t i = 0; i < n && guests[i].dry_run; i++) {
+		const struct cb_found *f = cb_found_get(fl, guests[i].id);
+		const struct cb_config_section *sec = cb_config_guest(cfg, guests[i].id);
+		if (f)
+			cb_info(log, "dry run: %s %s found in '%s'", f->is_vm ? "VM" : "CT", f->id,
+				f->file);
+		if (sec)
+			cb_info(log, "dry run: %s %s: section [%s %s] %s:%d", guests[i].type ==
+				CB_GUEST_VM ? "VM" : "CT", sec->name, guests[i].type == CB_GUEST_VM ?
+				"vm" : "ct", sec->name, cfg->path, sec->line);
+		for (size_t k = 0; f && k < f->notes.n; k++)
+			cb_info(log, "dry run: %s %s: %s", f->is_vm ? "VM" : "CT", f->id, f->notes.v[k]);
+	}
+}
+
+int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg_loaded, struct cb_log *log)
+{
+	struct cb_found_list found;
+	struct cb_config with_found = *cfg_loaded;
+	const struct cb_config *cfg = &with_found;
+	int status;
+
+	cb_discover(&found);
+	with_found.found = &found;
+	status = run_job(cli, cfg, log);
+	cb_found_list_release(&found);
+	return status;
+}
+
+static int run_job(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_lock lock = CB_LOCK_INIT;
 	struct cb_opts *guests, job_opts;
@@ -402,6 +500,7 @@ int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_
 	cfg_errors = check_paths(cli, cfg, guests, n);
 	log->quiet = job_opts.quiet;
 	log->verbose = job_opts.verbose;
+	log_found(cli, cfg, guests, n, log);
 	cb_jobstatus_init(&js, cli->cmdline);
 	for (size_t i = 0; i < n; i++)
 		cb_jobstatus_add(&js, guests[i].id, guests[i].type);

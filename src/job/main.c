@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <syslog.h>
 #include <unistd.h>
 
 #include "cb_cleanup.h"
@@ -35,6 +36,10 @@ static int run_command(const struct cb_cli *cli, struct cb_log *log)
 		return c->run(cli, NULL, log);
 	if (cb_config_load(&cfg, cli->config_path) < 0) {
 		cb_err(log, "%s", cb_last_error());
+		/* a night's job that cannot read its globals alerts as a failed one:
+		 * there is no json-status or mailto to say it with */
+		if (c->id == CB_CMD_BACKUP)
+			cb_log_syslog(LOG_ERR, "Backup job failed - %s", cb_last_error());
 		return CB_EXIT_USAGE;
 	}
 	status = c->run(cli, &cfg, log);

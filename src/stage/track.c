@@ -531,15 +531,19 @@ static void note_event(struct cb_track *t, const struct fanotify_event_metadata 
 		t->over_cap = 1;
 }
 
-/* Events of one read() of group fd: 0, or -1 when the queue is empty. */
-static int read_group(struct cb_track *t, int fd)
+/* Events of one read() of group fd: how many, or -1 when the queue is
+ * empty (errno EAGAIN) or the read failed. */
+static ssize_t read_group(struct cb_track *t, int fd)
 {
-	ssize_t n = read(fd, t->buf, READ_BUF);
+	ssize_t n = read(fd, t->buf, READ_BUF), got = 0;
 	const char *p = (const char *)t->buf;
 	struct fanotify_event_metadata m;
 
-	if (n <= 0)
+	if (n <= 0) {
+		if (n == 0)
+			errno = EAGAIN;
 		return -1;
+	}
 	pthread_mutex_lock(&t->lock);
 	/* FAN_EVENT_OK/NEXT, on a copy of each header: events are only
 	 * 4-byte aligned, and reading the header in place is undefined */
@@ -548,6 +552,7 @@ static int read_group(struct cb_track *t, int fd)
 		if (m.event_len < sizeof(m) || m.event_len > (size_t)n)
 			break;
 		t->events++;
+		got++;
 		if (m.mask & FAN_Q_OVERFLOW)
 			t->overflow = 1;
 		else if (!t->over_cap && m.event_len > sizeof(m))
@@ -556,26 +561,35 @@ static int read_group(struct cb_track *t, int fd)
 		n -= (ssize_t)m.event_len;
 	}
 	pthread_mutex_unlock(&t->lock);
+	return got;
+}
+
+/* At the freeze, both groups up to what they hold now: 0, or -1 (errno)
+ * if a read failed. The guest is frozen and every change it made has
+ * its event queued, so what is queued now is all that matters; the rest
+ * of the host goes on writing to the file system, and reading until the
+ * queue is empty could take as long as it keeps writing (seconds on a
+ * busy host, all of it frozen time). FIONREAD gives the events queued,
+ * FAN_EVENT_METADATA_LEN bytes counted for each (their records not). */
+static int drain_queued(struct cb_track *t)
+{
+	for (int i = 0, fd[2] = { t->fan_fd, t->open_fd }; i < 2; i++) {
+		int queued = 0;
+		ssize_t n;
+
+		if (ioctl(fd[i], FIONREAD, &queued) < 0)
+			return -1;
+		queued /= (int)FAN_EVENT_METADATA_LEN;
+		while (queued > 0 && (n = read_group(t, fd[i])) > 0)
+			queued -= (int)n;
+		if (queued > 0 && errno != EAGAIN)
+			return -1;
+	}
 	return 0;
 }
 
-/* Both groups until both are empty: 0, or -1 (errno) if a read failed. */
-static int read_events(struct cb_track *t)
-{
-	int ret = 0, err = EAGAIN;
-
-	for (int i = 0, fd[2] = { t->fan_fd, t->open_fd }; i < 2; i++) {
-		while (read_group(t, fd[i]) == 0)
-			;
-		if (errno != EAGAIN) {
-			ret = -1;
-			err = errno;
-		}
-	}
-	errno = err;
-	return ret;
-}
-
+/* One read of each group with events per wakeup, so that a stop request
+ * is seen between reads even while the host floods the queue. */
 static void *reader_main(void *arg)
 {
 	struct cb_track *t = arg;
@@ -591,8 +605,10 @@ static void *reader_main(void *arg)
 			break;
 		if (p[2].revents)
 			break;
-		if (p[0].revents || p[1].revents)
-			read_events(t);
+		if (p[0].revents)
+			read_group(t, t->fan_fd);
+		if (p[1].revents)
+			read_group(t, t->open_fd);
 	}
 	return NULL;
 }
@@ -1186,7 +1202,7 @@ struct cb_changes *cb_track_finish(struct cb_track *t, const struct cb_guest *g)
 		return finish_fail(t, c, "cannot stop the event reader");
 	pthread_join(t->reader, NULL);
 	t->reader_running = 0;
-	if (read_events(t) < 0)
+	if (drain_queued(t) < 0)
 		return finish_fail(t, c, "reading the event queue failed");
 	if (t->overflow)
 		return finish_fail(t, c, "the event queue overflowed");

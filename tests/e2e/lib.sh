@@ -26,6 +26,10 @@ CB_ERR=$SCRATCH/cb.stderr
 # /run/lock: a test neither waits for nor blocks a real backup job.
 export CBACKUP_LOCK_DIR=$SCRATCH/locks
 mkdir -m 700 -p "$CBACKUP_LOCK_DIR" || exit 1
+# --all finds the host's guests (LXC, Proxmox VE): a test finds only those it
+# made, never the host's (t0284 points these at trees of its own)
+export CBACKUP_LXC_DIR=$SCRATCH/no-lxc CBACKUP_PVE_DIR=$SCRATCH/no-pve \
+	CBACKUP_QEMU_RUN_DIR=$SCRATCH/no-qemu-run
 test_count=0
 test_failed=0
 declare -A _prereq_cache=()

@@ -99,6 +99,16 @@ test_expect_success 'a configuration error before the first guest still alerts: 
 	test_has "$MAIL"/msg.* "Backup job failed - guest .999. is not defined"
 '
 
+test_expect_success 'a storage the command line names and nothing defines (a crontab typo): the file'"'"'s mailto and json-status still alert' '
+	rm -f "$MAIL"/msg.* "$SCRATCH/status"/*
+	cbackup_run 2 101 --config "$CONF" --storage nas1 --output-format json
+	test_has "$CB_ERR" "^ERROR: option --storage: storage .nas1. is not defined"
+	test_has "$CB_OUT" "\"exit_status\": 2"
+	test_has "$CB_OUT" "\"error\": \"option --storage: storage .nas1. is not defined"
+	test_has "$SCRATCH"/status/cbackup-job-*.json "\"exit_status\": 2"
+	test_has "$MAIL"/msg.* "Backup job failed - option --storage: storage .nas1. is not defined"
+'
+
 # signal_run SIG: a backup held in its backup-start hook gets SIG
 signal_run() {
 	printf "#!/bin/sh\n[ \"\$1\" = backup-start ] && { touch \"%s/in-hook\"; sleep 30; }\nexit 0\n" \

@@ -120,4 +120,21 @@ test_expect_success ROOT 'a configuration error before the first guest: syslog t
 	test_has "$SCRATCH/syslog.out" "^[<]27[>].*cbackup\\[[0-9]+\\]: Backup job failed - guest .999. is not defined"
 '
 
+test_expect_success ROOT 'globals that do not resolve (a bad value, an unknown key): stderr and syslog, exit 2' '
+	printf "dumpdir: %s\ncompress: frob\n" "$D" >bad-value.conf
+	rc=0
+	in_private_dev "$CBACKUP" --all --config "$SCRATCH/bad-value.conf" >out 2>err || rc=$?
+	cat err
+	test "$rc" = 2
+	test_has err "^ERROR: .*bad-value.conf:2: key .compress.: invalid value .frob."
+	cat "$SCRATCH/syslog.out"
+	test_has "$SCRATCH/syslog.out" "^[<]27[>].*cbackup\\[[0-9]+\\]: Backup job failed - .*bad-value.conf:2: key .compress.: invalid value .frob."
+	printf "dumpdir = %s\ncompres = zstd\n" "$D" >typo.conf
+	rc=0
+	in_private_dev "$CBACKUP" --all --config "$SCRATCH/typo.conf" >out 2>err || rc=$?
+	test "$rc" = 2
+	test_has "$SCRATCH/syslog.out" "^[<]27[>].*cbackup\\[[0-9]+\\]: Backup job failed - .*typo.conf:2: unknown key .compres."
+	test "$(wc -l <"$SCRATCH/syslog.out")" = 1
+'
+
 test_done

@@ -16,7 +16,7 @@ test_expect_success 'cbackup restore --help: restore'"'"'s usage and options onl
 '
 
 test_expect_success 'cbackup help COMMAND is the same as COMMAND --help, for every command' '
-	for c in backup restore ls index mount verify list prune probe; do
+	for c in backup restore ls index mount verify list prune probe guests; do
 		cbackup_run 0 help "$c"
 		cp "$CB_OUT" "help-$c"
 		cbackup_run 0 "$c" --help
@@ -61,6 +61,17 @@ test_expect_success 'an unknown command says so, with the nearest (exit 2)' '
 	# a numeric ID that is not defined is still a guest
 	cbackup_run 2 4711 --config empty.conf
 	test_has "$CB_ERR" "guest .4711. is not defined"
+'
+
+test_expect_success 'the --stopwait help is mode stop'"'"'s time limit, not a 30 s freeze wait (freeze-wait is 10 s)' '
+	cbackup_run 0 backup --help
+	tr -s " \n" "  " <"$CB_OUT" >flat
+	test_has flat "--stopwait MINUTES maximal time to wait until a guest is stopped \(mode stop: the stop command.s time limit\)"
+	test_lacks flat "30 seconds"
+	cbackup_run 0 help guests
+	test_has "$CB_OUT" "^usage: cbackup guests"
+	test_has "$CB_OUT" "^  --config "
+	test_lacks "$CB_OUT" "^  --(mode|force|json) "
 '
 
 test_done

@@ -149,7 +149,7 @@ test_expect_success ROOT 'list: notes that are not UTF-8, in JSON (exact) and as
 	python3 -c "
 import base64, json, sys
 d = json.load(open(sys.argv[1]))
-assert base64.b64decode(d[0][\"notes_b64\"]) == b\"note \\xe9\\x1b[1m\\n\", d
+assert base64.b64decode(d[0][\"notes_b64\"]) == b\"note \\xe9\\x1b[1m\", d  # the file'"'"'s newline is not the note'"'"'s
 " "$CB_OUT"
 	cbackup_run 0 list --dumpdir "$D"
 	test_has "$CB_OUT" " note \\\\351\\\\033\\[1m\$"

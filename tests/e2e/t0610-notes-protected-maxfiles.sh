@@ -42,6 +42,17 @@ test_expect_success 'cbackup list shows the first line of the notes' '
 	test_lacks "$CB_OUT" "second line"
 '
 
+test_expect_success 'list --output-format json: the notes without the trailing newline (as vzdump)' '
+	cbackup_run 0 list 101 --config "$CONF" --output-format json
+	cat "$CB_OUT"
+	python3 -c "
+import json, sys
+notes = [e[\"notes\"] for e in json.load(open(sys.argv[1]))]
+want = sys.argv[2] + \"\\n\" + sys.argv[3]
+assert notes == [want], (notes, want)
+" "$CB_OUT" "web-101 (ct 101) on $NODE, cluster $NODE" "second line \\ end"
+'
+
 test_expect_success 'prune removes the notes with the archive' '
 	a=$(find_archive "$D" ct 101 .zst)
 	sleep 1.1

@@ -9,7 +9,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include <sys/stat.h>
+
 #include "cb_config.h"
+#include "cb_pve.h"
 #include "cb_rmtree.h"
 
 struct fixture {
@@ -686,6 +689,86 @@ static void test_pve_storage(void **state)
 	cb_config_release(&cfg);
 }
 
+/* issue 28: a guest's volumes through storage.cfg (cb_pve_volume_path) */
+static void test_pve_volumes(void **state)
+{
+	struct fixture *f = *state;
+	char path[300], *vol = NULL;
+	static const char storage_cfg[] =
+		"dir: local\n\tpath /var/lib/vz\n\tcontent images,rootdir\n\n"
+		"cifs: smb\n\tshare vms\n\tcontent images\n\n"
+		"zfspool: tank\n\tpool rpool/data\n\tcontent rootdir\n\n"
+		"lvmthin: local-lvm\n\tthinpool data\n\tvgname pve\n\tcontent rootdir,images\n";
+
+	snprintf(path, sizeof(path), "%s/storage.cfg", f->dir);
+	write_bytes(path, storage_cfg, strlen(storage_cfg));
+	assert_int_equal(cb_pve_volume_path("local:101/subvol-101-disk-0.subvol", &vol), 0);
+	assert_string_equal(vol, "/var/lib/vz/images/101/subvol-101-disk-0.subvol");
+	free(vol);
+	assert_int_equal(cb_pve_volume_path("smb:200/vm-200-disk-0.qcow2", &vol), 0);
+	assert_string_equal(vol, "/mnt/pve/smb/images/200/vm-200-disk-0.qcow2");
+	free(vol);
+	assert_int_equal(cb_pve_volume_path("tank:subvol-102-disk-0", &vol), 0);
+	assert_string_equal(vol, "/rpool/data/subvol-102-disk-0");
+	free(vol);
+	assert_int_equal(cb_pve_volume_path("tank:vm-103-disk-0", &vol), -1);
+	assert_error_has("of type 'zfspool' keeps 'vm-103-disk-0' as a block device");
+	assert_int_equal(cb_pve_volume_path("local-lvm:vm-104-disk-0", &vol), -1);
+	assert_error_has("storage.cfg:13) of type 'lvmthin'");
+	assert_int_equal(cb_pve_volume_path("gone:1/x.raw", &vol), -1);
+	assert_error_has("storage 'gone' is not defined in '");
+	assert_int_equal(cb_pve_volume_path("local:../../etc", &vol), -1);
+	assert_error_has("is not a volume STORAGE:NAME");
+	assert_int_equal(cb_pve_volume_path("nocolon", &vol), -1);
+	assert_null(vol);
+}
+
+/* issue 28: a guest found on the host sits between the storage and its
+ * section: the section and the command line override what was found. */
+static void test_found_precedence(void **state)
+{
+	struct fixture *f = *state;
+	struct cb_config cfg;
+	struct cb_found_list found;
+	struct cb_strvec kv = CB_STRVEC_INIT;
+	struct cb_opts o;
+	char path[300], *origin;
+	static const char storage_cfg[] = "dir: local\n\tpath /vz\n\tcontent rootdir\n";
+	static const char ct_conf[] = "hostname: seven\nrootfs: local:7/subvol-7-disk-0.subvol\n";
+
+	snprintf(path, sizeof(path), "%s/storage.cfg", f->dir);
+	write_bytes(path, storage_cfg, strlen(storage_cfg));
+	snprintf(path, sizeof(path), "%s/lxc", f->dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/lxc/7.conf", f->dir);
+	write_bytes(path, ct_conf, strlen(ct_conf));
+	setenv("CBACKUP_LXC_DIR", f->dir, 1);   /* holds no NAME/config */
+	cb_discover(&found);
+	assert_int_equal(found.n, 1);
+	assert_int_equal(load_text(f, &cfg, "mode = stop\nexclude-path = /g\n[ct 7]\nexclude-path = /s\n"),
+			 0);
+	cfg.found = &found;
+	assert_int_equal(cb_config_resolve(&cfg, "7", NULL, &o), 0);
+	assert_string_equal(o.root, "/vz/images/7/subvol-7-disk-0.subvol");
+	assert_string_equal(o.freeze_cgroup, "lxc/7");
+	assert_int_equal(o.mode, CB_MODE_STOP);
+	assert_int_equal(o.exclude_paths.n, 2);
+	origin = cb_config_origin(&cfg, "7", NULL, "root");
+	assert_non_null(strstr(origin, "/lxc/7.conf:2"));
+	free(origin);
+	cb_opts_release(&o);
+	cb_strvec_push(&kv, "root");
+	cb_strvec_push(&kv, "/elsewhere");
+	assert_int_equal(cb_config_resolve(&cfg, "7", &kv, &o), 0);
+	assert_string_equal(o.root, "/elsewhere");
+	cb_opts_release(&o);
+	assert_int_equal(cb_config_resolve(&cfg, "8", NULL, &o), -1);
+	cb_strvec_clear(&kv);
+	cb_config_release(&cfg);
+	cb_found_list_release(&found);
+	unsetenv("CBACKUP_LXC_DIR");
+}
+
 static void test_unknown_storage(void **state)
 {
 	struct fixture *f = *state;
@@ -876,6 +959,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_repeated_single_key_warns, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_storage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pve_storage, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pve_volumes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_found_precedence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cli_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_quotes_and_comments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_docs_match_table, setup, teardown),

@@ -1,5 +1,5 @@
-/* Unit tests: cb_json (the QMP reply reader, hostile input) and
- * cb_vmcbw_archive_name. */
+/* Unit tests: cb_json (the QMP reply reader, hostile input),
+ * cb_vmcbw_archive_name and cb_vm_path_choose (which QEMU takes which path). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -105,6 +105,28 @@ static void test_archive_name(void **state)
 	free(n);
 }
 
+/* Debian 12 has only QEMU 7.2: the versions below are this test's. */
+static void test_vm_path_by_version(void **state)
+{
+	(void)state;
+	/* auto: the version decides */
+	assert_int_equal(cb_vm_path_choose(CB_VM_AUTO, 4, 1), CB_VMPATH_STAGE);
+	assert_int_equal(cb_vm_path_choose(CB_VM_AUTO, 3, 9), CB_VMPATH_STAGE);
+	assert_int_equal(cb_vm_path_choose(CB_VM_AUTO, 4, 2), CB_VMPATH_BACKUP);
+	assert_int_equal(cb_vm_path_choose(CB_VM_AUTO, 6, 9), CB_VMPATH_BACKUP);
+	assert_int_equal(cb_vm_path_choose(CB_VM_AUTO, 7, 0), CB_VMPATH_BACKUP);
+	assert_int_equal(cb_vm_path_choose(CB_VM_AUTO, 7, 1), CB_VMPATH_CBW);
+	assert_int_equal(cb_vm_path_choose(CB_VM_AUTO, 7, 2), CB_VMPATH_CBW);
+	assert_int_equal(cb_vm_path_choose(CB_VM_AUTO, 8, 0), CB_VMPATH_CBW);
+	assert_int_equal(cb_vm_path_choose(CB_VM_AUTO, 10, 0), CB_VMPATH_CBW);
+	/* blockdev-backup asked for: taken from 4.2 on, never beyond what QEMU has */
+	assert_int_equal(cb_vm_path_choose(CB_VM_BACKUP, 7, 2), CB_VMPATH_BACKUP);
+	assert_int_equal(cb_vm_path_choose(CB_VM_BACKUP, 4, 2), CB_VMPATH_BACKUP);
+	assert_int_equal(cb_vm_path_choose(CB_VM_BACKUP, 4, 1), CB_VMPATH_STAGE);
+	/* stage: whatever the version */
+	assert_int_equal(cb_vm_path_choose(CB_VM_STAGE, 7, 2), CB_VMPATH_STAGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -113,6 +135,7 @@ int main(void)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_quote),
 		cmocka_unit_test(test_archive_name),
+		cmocka_unit_test(test_vm_path_by_version),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

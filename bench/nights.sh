@@ -1,0 +1,269 @@
+#!/bin/bash
+# Benchmark (not a test): seven nights of a guest that changes ~1 % a night,
+# cbackup against borg, restic and vzdump's way, the dump directory on a
+# loop-mounted btrfs (cbackup's copied units are clones) and on a
+# loop-mounted ext4 (no clones: every cbackup archive is written whole)
+# (issue 27). Run as `bench/nightly.sh nights` or directly.
+#
+# The guest: a copy of the Debian root at DISTROOT (read only; waits for
+# DISTROOT/.ready) plus a 24 MiB database file. Before each night 2..N:
+#   4 logs get ~50 KB appended each (~200 KB), dpkg's status is rewritten
+#   by tmp + rename, 1,536 random 4 KiB pages of the database are rewritten
+#   in place, 300 small files are added and the previous night's 300
+#   removed, one package's files are "reinstalled": the same bytes and
+#   mtime under new inodes (cp -p + mv). Seeded: every round and every
+#   file system sees the same changes.
+# Each night every tool backs up the same tree, the order turned each night:
+#   cbackup  backup --keep-staging 1 --compress zstd (reuse 1, the default)
+#   borg     1.2, repository -e none, create --compression zstd,3
+#   restic   0.14 (always encrypted), backup
+#   vzdump   rsync -aHAX twice, tar | zstd -T0, the copy removed
+# Per tool and file system, medians over ROUNDS rounds: wall and CPU
+# (user + sys, /usr/bin/time) of nights 2..N summed, bytes the dump
+# directory grew by per night (mean of nights 2..N), its storage after N
+# nights (btrfs: exclusive + shared extents counted once; ext4: du), and
+# what the tool keeps between nights outside the dump directory (cbackup's
+# staging copy with its index, borg's and restic's caches).
+# Environment: NIGHTS=7 ROUNDS=3 FS="btrfs ext4" DISTROOT=/work/distroot
+#   BENCH_TMP=/var/tmp (scratch, removed at exit: ~2x the root + 2 images
+#   of IMG_SIZE=16G, sparse).
+# Page caches are NOT dropped (shared machine): every run is warm, for all.
+set -eu
+cd "$(dirname "$0")/.."
+TOP=$(pwd)
+CB=$TOP/cbackup
+NIGHTS=${NIGHTS:-7}
+ROUNDS=${ROUNDS:-3}
+FS=${FS:-btrfs ext4}
+DISTROOT=${DISTROOT:-/work/distroot}
+IMG_SIZE=${IMG_SIZE:-16G}
+TOOLS="cbackup borg restic vzdump"
+. bench/lib.sh
+
+for t in borg restic rsync zstd btrfs mkfs.ext4 /usr/bin/time; do
+	command -v "$t" >/dev/null || { echo "missing: $t (apt-get install borgbackup restic btrfs-progs time)" >&2; exit 2; }
+done
+work=$(mktemp -d "${BENCH_TMP:-/var/tmp}/cbackup-nights.XXXXXX")
+cleanup() {
+	for m in "$work"/mnt-*; do mountpoint -q "$m" 2>/dev/null && umount "$m"; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+export CBACKUP_LOCK_DIR=$work/locks RESTIC_PASSWORD=bench BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK=yes
+mkdir -m 700 "$CBACKUP_LOCK_DIR"
+SRC=$work/src
+rec() { echo "$3" >>"$work/r.$1.$2"; }   # FS KEY VALUE
+
+# ---- the guest and its nightly change --------------------------------------
+
+make_guest() {
+	rm -rf "$SRC"
+	cp -a "$DISTROOT" "$SRC"
+	rm -f "$SRC/.ready"
+	mkdir -p "$SRC/var/lib/benchdb" "$SRC/var/cache/bench"
+	python3 - "$SRC" <<'PY'
+import os, random, sys
+root = sys.argv[1]
+rnd = random.Random(27)
+# a database: 4 KiB pages, half random, half text-like (compresses ~2:1)
+with open(os.path.join(root, "var/lib/benchdb/db"), "wb") as f:
+    for p in range(6144):
+        f.write(rnd.randbytes(2048) + (b"row %08d " % p) * 146 + b"\0" * 4)
+for i in range(4):
+    with open(os.path.join(root, "var/log/bench%d.log" % i), "w") as f:
+        for n in range(20000):
+            f.write("Dec  1 00:00:%02d host daemon%d[%d]: event %d done\n" % (n % 60, i, n, n))
+PY
+}
+
+# change NIGHT: the night's changes (seeded by NIGHT)
+change() {
+	python3 - "$SRC" "$1" <<'PY'
+import os, random, shutil, sys
+root, night = sys.argv[1], int(sys.argv[2])
+rnd = random.Random(night * 1000 + 27)
+for i in range(4):                                   # ~200 KB of log lines
+    with open(os.path.join(root, "var/log/bench%d.log" % i), "a") as f:
+        for n in range(1000):
+            f.write("Dec %2d 01:%02d:%02d host daemon%d[%d]: night event %d\n"
+                    % (night, n // 60 % 60, n % 60, i, rnd.randrange(99999), n))
+status = os.path.join(root, "var/lib/dpkg/status")   # tmp + rename
+with open(status) as f:
+    text = f.read()
+text = text.split("\nPackage: bench-night\n")[0].rstrip("\n") + "\n"
+text += "\nPackage: bench-night\nStatus: install ok installed\nVersion: %d\n" % night
+with open(status + "-new", "w") as f:
+    f.write(text)
+os.rename(status + "-new", status)
+fd = os.open(os.path.join(root, "var/lib/benchdb/db"), os.O_WRONLY)
+for p in rnd.sample(range(6144), 1536):              # pages in place
+    os.pwrite(fd, rnd.randbytes(2048) + (b"row %08d " % (p + night)) * 146 + b"\0" * 4, p * 4096)
+os.close(fd)
+cache = os.path.join(root, "var/cache/bench")        # 300 new, 300 gone
+for d in os.listdir(cache):
+    shutil.rmtree(os.path.join(cache, d))
+os.mkdir(os.path.join(cache, "n%d" % night))
+for i in range(300):
+    with open(os.path.join(cache, "n%d" % night, "f%d" % i), "w") as f:
+        f.write(("night %d file %d %x\n" % (night, i, rnd.getrandbits(64))) * rnd.randrange(5, 60))
+# one package reinstalled: its files, same bytes and mtime, new inodes
+lists = sorted(x for x in os.listdir(os.path.join(root, "var/lib/dpkg/info")) if x.endswith(".list"))
+pkg = lists[rnd.randrange(len(lists))]
+n = 0
+for line in open(os.path.join(root, "var/lib/dpkg/info", pkg)):
+    p = os.path.join(root, line.strip().lstrip("/"))
+    if os.path.islink(p) or not os.path.isfile(p):
+        continue
+    shutil.copy2(p, p + ".dpkg-new")
+    st = os.stat(p)
+    os.chown(p + ".dpkg-new", st.st_uid, st.st_gid)
+    os.rename(p + ".dpkg-new", p)
+    n += 1
+print("night %d: reinstalled %s (%d files)" % (night, pkg[:-5], n))
+PY
+}
+
+# ---- the tools --------------------------------------------------------------
+
+# run_tool TOOL DUMP KEEP NIGHT: one night's backup
+run_tool() {
+	local dump=$2/$1 keep=$3/$1
+	mkdir -p "$keep"
+	case $1 in
+	cbackup)
+		mkdir -p "$dump"
+		"$CB" backup --root "$SRC" --id 100 --type ct --tmpdir "$keep" --dumpdir "$dump" \
+			--compress zstd --keep-staging 1 --freeze-cmd true --thaw-cmd true \
+			2>>"$work/cbackup.log" ;;
+	borg)
+		[ -d "$dump" ] || BORG_BASE_DIR=$keep borg init -e none "$dump"
+		BORG_BASE_DIR=$keep borg create --compression zstd,3 "$dump::n$4" "$SRC" ;;
+	restic)
+		[ -d "$dump" ] || restic -q init -r "$dump" --cache-dir "$keep"
+		restic -q -r "$dump" --cache-dir "$keep" backup "$SRC" >/dev/null ;;
+	vzdump)
+		mkdir -p "$dump"
+		rsync -aHAX --numeric-ids --one-file-system "$SRC/" "$keep/vz/"
+		rsync -aHAX --numeric-ids --one-file-system "$SRC/" "$keep/vz/"
+		tar --numeric-owner --xattrs --acls -C "$keep/vz" -cf - . | zstd -q -T0 >"$dump/n$4.tar.zst"
+		rm -rf "$keep/vz" ;;
+	esac
+}
+export -f run_tool
+export CB SRC work
+
+# stored FSTYPE DIR: bytes the directory holds on its file system
+stored() {
+	if [ ! -d "$2" ]; then
+		echo 0
+		return
+	fi
+	sync -f "$2"
+	if [ "$1" = btrfs ]; then
+		btrfs filesystem du --raw -s "$2" | awk 'NR == 2 { printf "%.0f\n", $2 + $3 }'
+	else
+		du -sB1 "$2" | cut -f1
+	fi
+}
+
+# timed_night FS TOOL DUMP KEEP NIGHT: wall and CPU into r.FS.*, growth
+timed_night() {
+	local fs=$1 tool=$2 before after
+	before=$(stored "$fs" "$3/$tool")
+	sync
+	/usr/bin/time -f "%e %U %S" -o "$work/time" bash -c 'set -e; run_tool "$@"' _ "$tool" "$3" "$4" "$5" ||
+		{ echo "$tool failed on night $5" >&2; tail -5 "$work/cbackup.log" >&2; exit 1; }
+	after=$(stored "$fs" "$3/$tool")
+	read -r wall user sys <"$work/time"
+	[ "$5" = 1 ] && return 0
+	echo "$wall" >>"$work/n.$tool.wall"
+	awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }' >>"$work/n.$tool.cpu"
+	echo $((after - before)) >>"$work/n.$tool.added"
+}
+
+sum() { awk '{ s += $1 } END { printf "%.3f\n", s }' "$1"; }
+mean() { awk '{ s += $1 } END { printf "%.0f\n", NR ? s / NR : 0 }' "$1"; }
+
+# round FS R: a fresh guest, fresh dump dirs, NIGHTS nights
+round() {
+	local fs=$1 r=$2 mnt=$work/mnt-$1 keep=$work/keep n i order
+	echo "== $fs round $r/$ROUNDS: copying the guest ..."
+	make_guest
+	rm -rf "$mnt"/* "$keep" "$work"/n.*
+	mkdir -p "$keep"
+	for n in $(seq 1 "$NIGHTS"); do
+		[ "$n" = 1 ] || change "$n"
+		# the order turned each night (and each round)
+		set -- $TOOLS
+		for i in $(seq 1 $(((n + r) % 4))); do set -- "$@" "$1"; shift; done
+		order="$*"
+		for t in $order; do timed_night "$fs" "$t" "$mnt" "$keep" "$n"; done
+		echo "   night $n done ($order), load $(cut -d' ' -f1-3 /proc/loadavg)"
+		cut -d' ' -f1 /proc/loadavg >>"$work/load.$fs"
+	done
+	for t in $TOOLS; do
+		rec "$fs" "$t.wall" "$(sum "$work/n.$t.wall")"
+		rec "$fs" "$t.cpu" "$(sum "$work/n.$t.cpu")"
+		rec "$fs" "$t.added" "$(mean "$work/n.$t.added")"
+		rec "$fs" "$t.storage" "$(stored "$fs" "$mnt/$t")"
+		rec "$fs" "$t.kept" "$(stored ext4 "$keep/$t")"
+	done
+	sed -n 's/.*INFO: \(reused .*\)/   cbackup, last night: \1/p' "$work/cbackup.log" | tail -n 1
+	: >"$work/cbackup.log"
+}
+
+mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
+
+table() {
+	local fs=$1 t k
+	echo
+	echo "dump dir on $fs: nights 2-$NIGHTS, medians of $(wc -l <"$work/r.$fs.cbackup.wall") round(s), load average (1 min) during the nights: $(median "$work/load.$fs") median, $(sort -n "$work/load.$fs" | head -n 1)-$(sort -n "$work/load.$fs" | tail -n 1)"
+	echo "| nights 2-$NIGHTS | cbackup | borg | restic | vzdump's way |"
+	echo "|---|---|---|---|---|"
+	for k in wall cpu added storage kept; do
+		case $k in
+		wall) printf '| wall, total |' ;;
+		cpu) printf '| CPU (user+sys), total |' ;;
+		added) printf '| bytes added per night |' ;;
+		storage) printf "| storage after $NIGHTS nights |" ;;
+		kept) printf '| kept between nights (tmpdir/cache) |' ;;
+		esac
+		for t in $TOOLS; do
+			v=$(median "$work/r.$fs.$t.$k")
+			case $k in
+			wall|cpu) printf ' %.1f s |' "$v" ;;
+			*) printf ' %s |' "$(mb "$v")" ;;
+			esac
+		done
+		echo
+	done
+	for k in wall cpu storage; do
+		awk -v c="$(median "$work/r.$fs.cbackup.$k")" -v b="$(median "$work/r.$fs.borg.$k")" -v k="$k" \
+			'BEGIN { printf "cbackup/borg %s: %.2fx\n", k, (b > 0 ? c / b : 0) }'
+	done
+}
+
+echo "waiting for $DISTROOT/.ready ..."
+while [ ! -e "$DISTROOT/.ready" ]; do sleep 10; done
+[ -x "$CB" ] || make -s
+for fs in $FS; do
+	img=$work/$fs.img
+	truncate -s "$IMG_SIZE" "$img"
+	case $fs in
+	btrfs) mkfs.btrfs -q -f "$img" >/dev/null 2>&1 ;;
+	ext4) mkfs.ext4 -q -F "$img" ;;
+	*) echo "FS: btrfs or ext4" >&2; exit 2 ;;
+	esac
+	mkdir -p "$work/mnt-$fs"
+	mount -o loop "$img" "$work/mnt-$fs"
+done
+echo "guest: $(find "$DISTROOT" | wc -l) entries, $(du -sh "$DISTROOT" | cut -f1) + a 24 MiB database"
+out=${BENCH_TMP:-/var/tmp}/cbackup-nights-table.$$
+for r in $(seq 1 "$ROUNDS"); do
+	for fs in $FS; do round "$fs" "$r"; done
+	# the tables so far, after every round (a run cut short keeps them)
+	for fs in $FS; do table "$fs"; done >"$out"
+done
+cat "$out"
+echo "(table also in $out)"

@@ -1,0 +1,61 @@
+/* Internals shared by the two QEMU paths of cb_vmcbw: vmcbw.c (the
+ * session, the graph, copy-before-write) and vmbackup.c (blockdev-backup
+ * jobs, QEMU 4.2 to 7.0). */
+#ifndef CB_VMCBW_INT_H
+#define CB_VMCBW_INT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cb_qga.h"
+#include "cb_qmpsess.h"
+#include "cb_vmcbw.h"
+
+#define PREFIX "cbackup-"
+#define QMP_TIMEOUT_MS 30000
+
+struct vmdisk {
+	const char *path;           /* as configured */
+	char *device, *qdev, *node; /* query-block: device, qdev path, format node */
+	char *name;                 /* archived file name */
+	uint64_t size;              /* virtual size */
+	char *drv;                  /* format driver (persistent bitmaps: qcow2) */
+	int bm_state;               /* BM_*: the bitmap cbackup-ID on the node */
+	int incremental;            /* this run reads only the dirty extents */
+	uint64_t alloc;             /* allocated bytes, backing chain included */
+};
+
+enum { BM_NONE, BM_OK, BM_DISABLED, BM_INCONSISTENT };
+
+struct cb_vmcbw {
+	const struct cb_vmcbw_opts *o;
+	struct cb_qmps s;
+	struct vmdisk *d;
+	size_t n;
+	int major, minor, micro;
+	enum cb_vm_path path;       /* copy-before-write or blockdev-backup */
+	struct cb_qga qga;          /* fsfreeze: fd -1 when not connected */
+	int fs_freeze_tried;        /* a thaw is owed */
+	int was_paused;             /* paused before cbackup came: not resumed */
+	char *work_dir;             /* TMPDIR/cbackup/cbackup-ID.cbw: fleecing, socket */
+	char *bitmap;               /* keep-staging: cbackup-ID, else NULL */
+	pid_t wd_pid;
+	int wd_fd;                  /* commands to the watchdog, -1 when none */
+};
+
+/* vmcbw.c */
+/* A new sparse file NAME in DFD (a private directory; O_EXCL) of SIZE bytes,
+ * PATH by name, as raw node cbackup-KIND<I> in QEMU. */
+int cb_vmcbw_add_image(struct cb_vmcbw *v, int dfd, const char *name, const char *path,
+		       uint64_t size, const char *kind, size_t i);
+int cb_vmcbw_hook(struct cb_vmcbw *v, const char *phase);
+void cb_vmcbw_fs_freeze(struct cb_vmcbw *v);
+void cb_vmcbw_fs_thaw(struct cb_vmcbw *v);
+/* Why a disk could not be read to the end when QEMU is the reason: the VM
+ * shut down, quit or started migrating (then -1 with that error), else 0. */
+int cb_vmcbw_vm_gone(struct cb_vmcbw *v, const char *what);
+
+/* vmbackup.c: the blockdev-backup jobs into STAGE_DIR (dfd). */
+int cb_vmcbw_backup_run(struct cb_vmcbw *v, const char *stage_dir, int dfd);
+
+#endif
