@@ -41,11 +41,12 @@ BUILD   := build/rel
 endif
 
 # src/ is laid out by stage of the data flow (DESIGN §1): core/, stage/,
-# guest/, archive/, codec/, sink/, cmd/. Headers stay flat in include/: they
-# are the modules' contracts, included by name from every folder.
+# guest/, archive/, codec/, sink/, cmd/, and job/ on top (README, Layout).
+# Every folder is picked up here. Headers stay flat in include/: they are
+# the modules' contracts, included by name from every folder.
 SRCS    := $(wildcard src/*/*.c)
 OBJS    := $(patsubst src/%.c,$(BUILD)/%.o,$(SRCS))
-LIBOBJS := $(filter-out $(BUILD)/core/main.o,$(OBJS))
+LIBOBJS := $(filter-out %/main.o,$(OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
@@ -73,9 +74,12 @@ $(BUILD) $(BUILD)/tests:
 deps:
 	@sh scripts/deps.sh
 
-# the lint first: a test body whose assertions cannot fail proves nothing
+# the lint first: a test body whose assertions cannot fail proves nothing;
+# and the layers (scripts/layers.py): nothing in src/core/ uses or includes
+# a module above it, no two files use each other, directly or in a circle
 lint:
 	@sh tests/lint.sh
+	@python3 scripts/layers.py
 
 check: lint
 	@sh scripts/deps.sh
@@ -141,7 +145,7 @@ FUZZ_CC      ?= clang
 FUZZ_TARGETS := $(patsubst tests/fuzz/%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS    := $(addprefix build/fuzz/,$(FUZZ_TARGETS))
 FUZZ_CFLAGS  := $(COMMON_CFLAGS) -O1 -g $(SAN_FLAGS)
-FUZZ_OBJS    := $(patsubst src/%.c,build/fuzz/obj/%.o,$(filter-out src/core/main.c,$(SRCS)))
+FUZZ_OBJS    := $(patsubst src/%.c,build/fuzz/obj/%.o,$(filter-out %/main.c,$(SRCS)))
 
 fuzz-deps:
 	@for p in clang libclang-rt-14-dev; do \

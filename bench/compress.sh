@@ -34,7 +34,7 @@ mkdir -p "$WORK"
 
 build() {
 	make -C "$ROOT" --no-print-directory all >/dev/null
-	objs=$(ls "$ROOT"/build/rel/*/*.o | grep -v '/core/main\.o$')
+	objs=$(ls "$ROOT"/build/rel/*/*.o | grep -v '/main\.o$')
 	# shellcheck disable=SC2086
 	cc -O2 -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -I"$ROOT/include" \
 		-o "$BIN" "$ROOT/bench/compress_bench.c" $objs \

@@ -73,7 +73,4 @@ void cb_jobstatus_json(const struct cb_job_status *js, FILE *out);
  * beside it and renamed (readers never see half a document). 0 or -1. */
 int cb_jobstatus_write(const struct cb_job_status *js, const char *dir);
 
-/* JSON helpers shared with `cbackup list --output-format json`. */
-void cb_json_time(FILE *out, time_t t);         /* "2026-12-02T10:14:07+01:00" */
-
 #endif

@@ -18,10 +18,6 @@
 
 #define CB_NOTIFY_MAX_LOG (1024 * 1024)
 
-/* mailto's syntax: addresses separated by commas, semicolons or blanks,
- * none with control characters or header syntax in it. 0 or -1. */
-int cb_notify_check_mailto(const char *mailto);
-
 /* The whole message, headers and body. */
 void cb_notify_compose(const struct cb_job_status *js, const char *mailto, FILE *out);
 

@@ -1,5 +1,6 @@
 /*
- * cb_prune: retention rules with Proxmox's prune-backups semantics.
+ * cb_prune: retention rules with Proxmox's prune-backups semantics (the
+ * rules themselves, parsed: cb_prunerules.h).
  *
  * Rules are applied in the order keep-last, keep-hourly, keep-daily,
  * keep-weekly (ISO weeks), keep-monthly, keep-yearly, newest backup first.
@@ -16,11 +17,7 @@
 #include <time.h>
 #include "cb_log.h"
 #include "cb_opts.h"
-
-struct cb_prune_rules {
-	int last, hourly, daily, weekly, monthly, yearly;
-	int all;
-};
+#include "cb_prunerules.h"
 
 enum cb_prune_mark { CB_PRUNE_UNMARKED, CB_PRUNE_KEEP, CB_PRUNE_REMOVE, CB_PRUNE_PROTECTED };
 
@@ -32,9 +29,6 @@ struct cb_prune_item {
 	void *data;                /* caller's */
 };
 
-/* "keep-last=3,keep-daily=7" (also space-separated); empty/NULL = keep-all.
- * A set that keeps nothing (keep-last=0, keep-all=0) is an error. */
-int cb_prune_parse(const char *spec, struct cb_prune_rules *r);
 /* Sorts items newest first and marks each one. */
 void cb_prune_mark(struct cb_prune_item *items, size_t n, const struct cb_prune_rules *r);
 

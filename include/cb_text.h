@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <time.h>
 
 /* Length of the valid UTF-8 sequence at s (1..4), or 0 if there is none
  * (an invalid, overlong, surrogate or truncated sequence; s at NUL). */
@@ -35,5 +36,7 @@ void cb_json_base64(FILE *out, const char *s);
  * a member of an object; sep goes between the two after the comma ("\n";
  * "" writes them compact, without a blank after the colon). */
 void cb_json_member(FILE *out, const char *pfx, const char *key, const char *s, const char *sep);
+/* t as "2026-12-02T10:14:07+01:00" (RFC 3339, local time), quoted. */
+void cb_json_time(FILE *out, time_t t);
 
 #endif

@@ -77,21 +77,12 @@ int cb_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
  * caller's own stack if such a thread cannot be made. */
 #define CB_DEEP_STACK ((size_t)256 << 20)
 int cb_call_deep(int (*fn)(void *), void *arg);
+/* cb_thread_start() on a CB_DEEP_STACK stack. 0 or -1. */
+int cb_thread_start_deep(pthread_t *th, void *(*fn)(void *), void *arg);
 
-/* Remove a directory tree (no symlink following, stays on one device). */
-int cb_remove_tree(const char *path);
-/* Remove NAME below dfd: a file, or a directory with everything in it,
- * fd-relative and never through a symlink, with a bounded number of fds
- * at any depth (cb_fdpath). dev != 0: never enter a directory of another
- * device (a mount point inside). *count (may be NULL) gets the entries
- * removed. Goes on past errors; 0, or -1 with errno of the first. */
-int cb_remove_at(int dfd, const char *name, dev_t dev, uint64_t *count);
 /* The names in directory dfd (without . and ..), sorted (strcmp), added to
  * names. 0, or -1 with errno (names left empty). */
 int cb_dir_names(int dfd, struct cb_strvec *names);
-/* The same with up to WORKERS threads, each on its own subtrees (the
- * staging copy of a big guest: removal is as much work as the copy). */
-int cb_remove_tree_parallel(const char *path, int workers);
 
 /* The candidate closest to WORD (a typo: at most a third of its letters
  * wrong, and 3), or NULL: for "did you mean". */

@@ -2,11 +2,15 @@
 """scripts/layers.py: the module graph of src/, from what each file uses.
 
 A file A uses file B when A names a function or table that B defines (not
-static) and includes a header that declares it. Two checks (issue 29):
-  - the ground floor: a file in src/core/ uses no file outside src/core/;
+static) and includes a header that declares it. A header belongs to the
+files that define what it declares. Checks (issue 29):
+  - the ground floor: a file in src/core/ uses no file outside src/core/,
+    and includes no header that declares something defined above it;
   - no cycle: no two files use each other, directly or around a circle.
 Prints each problem (with the symbols behind each arrow) and exits 1 if
-there is one; --graph prints every arrow. Used by `make check`.
+there is one; --graph prints every arrow; --root DIR checks DIR/src and
+DIR/include instead of this tree's (the fixtures of tests/layers-fixtures).
+Used by `make lint` (and so `make check`).
 """
 import os
 import re
@@ -24,29 +28,15 @@ def strip(text):
     return re.sub(r"'(\\.|[^'\\\n])*'", "''", text)
 
 
+# A function definition: its head (not static) ends with ") {" or with ")"
+# and "{" alone on the next line, its parameters may span lines.
+FUNC = re.compile(r"^(?!static\b)(?:[A-Za-z_][\w \t\*]*?[\s\*])?([A-Za-z_]\w*)\s*\(([^;{}]*?)\)\s*\{", re.M)
+TABLE = re.compile(r"^(?!static\b)(?:const\s+)?(?:struct\s+)?\w[\w\s\*]*?\b(cb_\w+)\s*(\[[^\]]*\])?\s*=", re.M)
+
+
 def definitions(code):
     """Names of the non-static functions and tables a file defines."""
-    names = set()
-    lines = code.split("\n")
-    for i, line in enumerate(lines):
-        if line.startswith("{") and i > 0:
-            j, head = i - 1, []
-            while j >= 0 and lines[j] and not lines[j][0].isspace() and not lines[j].startswith(("}", "#")):
-                head.insert(0, lines[j])
-                j -= 1
-                if head[0].rstrip().endswith(";"):
-                    head.pop(0)
-                    break
-            h = " ".join(head)
-            if not h or re.match(r"\s*(static|struct\s+\w+\s*$|enum|union|typedef)", h):
-                continue
-            m = re.search(r"(\w+)\s*\(", h)
-            if m:
-                names.add(m.group(1))
-        m = re.match(r"(?!static)(?:const\s+)?(?:struct\s+)?\w[\w\s\*]*?\b(cb_\w+)\s*(\[[^\]]*\])?\s*=", line)
-        if m:
-            names.add(m.group(1))
-    return names
+    return {m.group(1) for m in FUNC.finditer(code)} | {m.group(1) for m in TABLE.finditer(code)}
 
 
 def includes(code):
@@ -54,6 +44,9 @@ def includes(code):
 
 
 def main():
+    global TOP
+    if "--root" in sys.argv:
+        TOP = os.path.abspath(sys.argv[sys.argv.index("--root") + 1])
     files, incs = {}, {}
     for d in sorted(os.listdir(os.path.join(TOP, "src"))):
         p = os.path.join(TOP, "src", d)
@@ -90,6 +83,11 @@ def main():
             for g, why in sorted(edges[f].items()):
                 if not g.startswith("core/"):
                     problems.append(f"src/{f} (ground floor) uses src/{g}: {', '.join(sorted(why)[:4])}")
+            for h in sorted(incs[f]):
+                above = sorted({owner[n] for n in headers.get(h, set()) if n in owner} - set(edges[f]))
+                above = [g for g in above if not g.startswith("core/")]
+                if above:
+                    problems.append(f"src/{f} (ground floor) includes {h}, a header of src/{', src/'.join(above)}")
     problems += cycles(edges)
     if "--graph" in sys.argv:
         for f in sorted(edges):

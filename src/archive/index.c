@@ -260,11 +260,10 @@ static unsigned char *keys_part(const struct cb_codec_segs *segs, size_t *len)
 	return k;
 }
 
-static int make_parts(const struct cb_tarscan *s, const struct cb_codec_units *units,
-		      const struct cb_codec_segs *segs, enum cb_compress type, uint64_t archive_size,
-		      struct idx_parts *p)
+static int make_parts(const struct cb_idx_list *l, uint64_t tar_size,
+		      const struct cb_codec_units *units, const struct cb_codec_segs *segs,
+		      enum cb_compress type, uint64_t archive_size, struct idx_parts *p)
 {
-	const struct cb_idx_list *l = cb_tarscan_list(s);
 	uint64_t nu = units && type != CB_COMPRESS_NONE ? units->n : 0;
 	size_t order_len, keys_len;
 
@@ -272,7 +271,7 @@ static int make_parts(const struct cb_tarscan *s, const struct cb_codec_units *u
 	if (check_list(l) < 0)
 		return -1;
 	segs = type != CB_COMPRESS_NONE ? segs : NULL;
-	put_header(p->hdr, l, nu, type, cb_tarscan_size(s), archive_size, segs != NULL);
+	put_header(p->hdr, l, nu, type, tar_size, archive_size, segs != NULL);
 	p->keys = keys_part(segs, &keys_len);
 	p->order = sorted_order(l, &order_len);
 	p->units = cb_xmalloc(nu ? nu * UNIT : 1);
@@ -300,14 +299,15 @@ static void free_parts(struct idx_parts *p)
 	free(p->keys);
 }
 
-int cb_idx_build(const struct cb_tarscan *s, const struct cb_codec_units *units,
-		 enum cb_compress type, uint64_t archive_size, unsigned char **buf, size_t *len)
+int cb_idx_build_list(const struct cb_idx_list *l, uint64_t tar_size,
+		      const struct cb_codec_units *units, enum cb_compress type,
+		      uint64_t archive_size, unsigned char **buf, size_t *len)
 {
 	struct idx_parts p;
 	unsigned char *b;
 	size_t at = 0;
 
-	if (make_parts(s, units, NULL, type, archive_size, &p) < 0)
+	if (make_parts(l, tar_size, units, NULL, type, archive_size, &p) < 0)
 		return -1;
 	b = cb_xmalloc(p.len + DIGEST);
 	for (int i = 0; i < N_PARTS; i++) {
@@ -375,7 +375,7 @@ out:
 	return ret;
 }
 
-int cb_idx_write_scan(const char *idx_path, const struct cb_tarscan *s,
+int cb_idx_write_list(const char *idx_path, const struct cb_idx_list *l, uint64_t tar_size,
 		      const struct cb_codec_units *units, const struct cb_codec_segs *segs,
 		      enum cb_compress type, uint64_t archive_size, char *hex)
 {
@@ -383,7 +383,7 @@ int cb_idx_write_scan(const char *idx_path, const struct cb_tarscan *s,
 	struct idx_out o = { &p, { 0 } };
 	int ret;
 
-	if (make_parts(s, units, segs, type, archive_size, &p) < 0)
+	if (make_parts(l, tar_size, units, segs, type, archive_size, &p) < 0)
 		return -1;
 	ret = cb_write_file_replace_with(idx_path, 0640, write_parts, &o);
 	if (ret == 0)

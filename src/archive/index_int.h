@@ -1,6 +1,7 @@
 /*
  * index_int.h: between the tar scanner (tarscan.c) and the .idx builder and
- * loader (index.c): the members scanned, in archive order.
+ * loader (index.c): the members scanned, in archive order. The scanner
+ * uses the index's list and builder; the index uses nothing of the scanner.
  */
 #ifndef CB_INDEX_INT_H
 #define CB_INDEX_INT_H
@@ -29,7 +30,13 @@ struct cb_idx_list {
 void cb_idx_list_add(struct cb_idx_list *l, const struct cb_idx_rec *r, const char *path,
 		     const char *link);
 void cb_idx_list_release(struct cb_idx_list *l);
-const struct cb_idx_list *cb_tarscan_list(const struct cb_tarscan *s);
-uint64_t cb_tarscan_size(const struct cb_tarscan *s);
+/* cb_idx_build and cb_idx_write_scan (cb_index.h) of a scan's list and
+ * tar size: the scanner calls them, so that the index does not call it. */
+int cb_idx_build_list(const struct cb_idx_list *l, uint64_t tar_size,
+		      const struct cb_codec_units *units, enum cb_compress type,
+		      uint64_t archive_size, unsigned char **buf, size_t *len);
+int cb_idx_write_list(const char *idx_path, const struct cb_idx_list *l, uint64_t tar_size,
+		      const struct cb_codec_units *units, const struct cb_codec_segs *segs,
+		      enum cb_compress type, uint64_t archive_size, char *sha256);
 
 #endif

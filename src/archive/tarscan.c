@@ -2,7 +2,9 @@
  * The catalog's tar scanner: a push parser over the uncompressed stream
  * (ustar headers, pax 'x' records, GNU 'L'/'K' long names, pax sparse 1.0
  * names and sizes), that records per member what cb_index.h lists. It
- * reads only headers and pax records; data is skipped by its size.
+ * reads only headers and pax records; data is skipped by its size. What it
+ * recorded becomes the .idx here too (cb_idx_build, cb_idx_write_scan), by
+ * the builder of index.c, which knows nothing of the scanner.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -69,9 +71,18 @@ uint64_t cb_tarscan_entries(const struct cb_tarscan *s)
 	return s->list.n;
 }
 
-const struct cb_idx_list *cb_tarscan_list(const struct cb_tarscan *s)
+int cb_idx_build(const struct cb_tarscan *s, const struct cb_codec_units *units,
+		 enum cb_compress type, uint64_t archive_size, unsigned char **buf, size_t *len)
 {
-	return &s->list;
+	return cb_idx_build_list(&s->list, s->off, units, type, archive_size, buf, len);
+}
+
+int cb_idx_write_scan(const char *idx_path, const struct cb_tarscan *s,
+		      const struct cb_codec_units *units, const struct cb_codec_segs *segs,
+		      enum cb_compress type, uint64_t archive_size, char *sha256)
+{
+	return cb_idx_write_list(idx_path, &s->list, s->off, units, segs, type, archive_size,
+				 sha256);
 }
 
 /* Octal (spaces/NULs around), or base-256 with the high bit set. */
@@ -379,9 +390,4 @@ int cb_tarscan_end(struct cb_tarscan *s)
 		return cb_error("the tar stream ends before its end-of-archive blocks (offset %llu)",
 				(unsigned long long)s->off);
 	return 0;
-}
-
-uint64_t cb_tarscan_size(const struct cb_tarscan *s)
-{
-	return s->off;
 }

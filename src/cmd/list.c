@@ -4,7 +4,6 @@
 #include <time.h>
 
 #include "cb_catalog.h"
-#include "cb_jobstatus.h"
 #include "cb_list.h"
 #include "cb_text.h"
 #include "cb_util.h"

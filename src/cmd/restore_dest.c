@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cb_rmtree.h"
 #include "cb_util.h"
 #include "restore_int.h"
 
@@ -413,4 +414,41 @@ void cb_rst_dest_release(struct rst *r)
 	if (r->cwd_fd >= 0)
 		close(r->cwd_fd);
 	free(r->dest_name);
+}
+
+/*
+ * The archive has no size totals of its own: a first pass reads its tar
+ * headers (decompressing it once without writing anything) and sums what
+ * the entries take, then statvfs(DESTDIR) says whether it fits, in blocks
+ * and in inodes. With --force a shortfall is only a warning (the estimate
+ * is rough; the old tree stays until the new one is complete).
+ */
+int cb_rst_space_check(struct rst *r, const struct cb_restore_opts *o, const struct cb_rst_need *n)
+{
+	struct statvfs vfs;
+	char need_s[32], avail_s[32];
+	uint64_t avail;
+
+	if (cb_rst_statvfs(r, &vfs) < 0)
+		return cb_error_errno("cannot stat file system of '%s'", r->dest);
+	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
+	cb_fmt_bytes(need_s, sizeof(need_s), n->bytes);
+	cb_fmt_bytes(avail_s, sizeof(avail_s), avail);
+	if (o->dry_run)
+		cb_info(r->log, "dry run: would restore %llu entries, %s on disk into '%s' (%s "
+			"available); nothing written", (unsigned long long)n->entries, need_s,
+			o->destdir, avail_s);
+	if (n->bytes <= avail && (!vfs.f_files || n->entries <= vfs.f_favail))
+		return 0;
+	if (n->bytes > avail)
+		cb_error("not enough space in '%s': the archive needs %s, %s available", r->dest,
+			 need_s, avail_s);
+	else
+		cb_error("not enough inodes in '%s': the archive has %llu entries, %llu inodes "
+			 "available", r->dest, (unsigned long long)n->entries,
+			 (unsigned long long)vfs.f_favail);
+	if (!o->force)
+		return -1;
+	cb_warn(r->log, "%s (going on: --force)", cb_last_error());
+	return 0;
 }

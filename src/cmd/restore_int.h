@@ -1,8 +1,10 @@
 /*
- * restore_int.h: between restore.c (the extraction: names checked and
- * moved below DESTDIR, metadata, ACLs, the root entry last) and
+ * restore_int.h: between the parts of a restore, each using only those
+ * below it: restore.c (the whole archive; restore_run) above
  * restore_paths.c (restore --path: only chosen entries, read from the units
- * that hold them).
+ * that hold them), restore_dest.c (where the tree is made and how it takes
+ * DESTDIR's place, the space check) and restore_entry.c (one entry: names
+ * checked and moved below DESTDIR, metadata, ACLs, the root entry last).
  */
 #ifndef CB_RESTORE_INT_H
 #define CB_RESTORE_INT_H
@@ -59,11 +61,15 @@ int cb_rst_dest_finish(struct rst *r, const struct cb_restore_opts *o);
 /* Back to the working directory; what is left of the private directory
  * (after a failure: the whole new tree) removed. */
 void cb_rst_dest_release(struct rst *r);
-/* Extract the entry just read from r->tr (names checked, moved below DESTDIR). */
+/* restore_entry.c: extract the entry just read from r->tr (names checked,
+ * moved below DESTDIR). */
 int cb_rst_entry(struct rst *r, struct archive_entry *e);
 /* The root entry's metadata on directory dirfd, after every other entry. */
 int cb_rst_apply_root(struct rst *r, int dirfd);
+/* Close the disk writer: directory modes and times, then their ACLs. */
 int cb_rst_close(struct rst *r);
+/* The disk writer freed, the root entry and pending ACLs too. */
+void cb_rst_disk_release(struct rst *r);
 void cb_rst_release(struct rst *r);
 
 int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o);

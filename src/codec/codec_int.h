@@ -1,6 +1,8 @@
 /*
  * codec_int.h: private interface between src/codec.c (the generic writer and
- * reader, detection, stats) and the per-codec files codec_{zstd,lzo,gzip}.c.
+ * reader, detection, stats) and the per-codec files codec_{zstd,lzo,gzip}.c;
+ * below them all codec_io.c (the output and input sides, units, CRC, the
+ * trial), which uses none of them.
  *
  * Each codec provides a writer and a reader as a tiny vtable over an opaque
  * state. Writers send their compressed bytes through cb_codec_out (which
@@ -123,10 +125,12 @@ struct cb_codec_writer {
 	struct cb_seg_state *seg;     /* NULL for none */
 };
 
-/* codec.c, for codec_seg.c: the compression of a segment's bytes. */
+/* codec_chunk.c, for codec_seg.c: the compression of a segment's bytes. */
 int cb_codec_inner_write(struct cb_codec_writer *w, const unsigned char *p, size_t len);
 int cb_codec_inner_hint(struct cb_codec_writer *w, enum cb_data_kind kind, uint64_t nbytes);
 void cb_codec_inner_begin_file(struct cb_codec_writer *w);
+/* ... and for codec.c at the end: the chunk being filled handed over. */
+int cb_codec_inner_flush(struct cb_codec_writer *w);
 /* codec_seg.c */
 void cb_codec_seg_init(struct cb_codec_writer *w, const struct cb_codec_params *p);
 int cb_codec_seg_flush(struct cb_codec_writer *w);
@@ -211,6 +215,8 @@ struct cb_codec_in {
  * and checked whole against its digest (-1, error set, if it is damaged). */
 int cb_codec_in_unit(struct cb_codec_in *in, uint64_t extra);
 
+/* The units recorded (in->rec) summed up to file offset to. */
+void cb_codec_in_sum(struct cb_codec_in *in, uint64_t to);
 /* 1 when no raw byte is left, 0 when some are, -1 on a read error. */
 int cb_codec_in_at_end(struct cb_codec_in *in);
 /* Read more raw bytes into the buffer (compacting it first).

@@ -168,38 +168,6 @@ const struct cb_codec_segs *cb_codec_writer_segs(const struct cb_codec_writer *w
 	return &o->segs;
 }
 
-/* ---- the compressed side: segments closed in emit order ---- */
-
-int cb_codec_out_seg_done(struct cb_codec_out *o, cb_codec_pad_fn *pad, size_t pad_min)
-{
-	struct cb_codec_seg *g;
-	uint64_t len = o->bytes_out - o->seg_c0;
-	size_t n = (size_t)((CB_SEG_ALIGN - len % CB_SEG_ALIGN) % CB_SEG_ALIGN);
-
-	if (o->segs_closed >= o->segs.n)
-		return cb_error("codec: a segment ends that was never cut");
-	if (pad && n > 0 && n < pad_min)
-		n += CB_SEG_ALIGN;
-	if (pad && n > 0 && pad(o, n) < 0)
-		return -1;
-	g = &o->segs.v[o->segs_closed++];
-	g->c_off = o->seg_c0;
-	g->c_len = o->bytes_out - o->seg_c0;
-	EVP_DigestFinal_ex(o->seg_sha, g->cdig, NULL);
-	EVP_DigestInit_ex(o->seg_sha, EVP_sha256(), NULL);
-	o->seg_c0 = o->bytes_out;
-	return 0;
-}
-
-/* Bytes written so far belong to no segment (the lzop file header). */
-void cb_codec_out_seg_skip(struct cb_codec_out *o)
-{
-	if (!o->seg_sha)
-		return;
-	EVP_DigestInit_ex(o->seg_sha, EVP_sha256(), NULL);
-	o->seg_c0 = o->bytes_out;
-}
-
 /* ---- the cut rule ---- */
 
 static int path_hit(const char *path)

@@ -12,8 +12,8 @@
 
 #include "cb_opts.h"
 #include "cb_notes.h"
-#include "cb_notify.h"
-#include "cb_prune.h"
+#include "cb_mailto.h"
+#include "cb_prunerules.h"
 
 #define OFF(field) offsetof(struct cb_opts, field)
 #define G CB_WHERE_GLOBAL
@@ -561,7 +561,7 @@ static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const cha
 	case CB_OPT_STRING:
 		if (s->offset == OFF(notes_template) && cb_notes_check(value) < 0)
 			return -1;
-		if (s->offset == OFF(mailto) && cb_notify_check_mailto(value) < 0)
+		if (s->offset == OFF(mailto) && cb_mailto_check(value) < 0)
 			return -1;
 		if (s->offset == OFF(id) && cb_guest_id_check(value) < 0)
 			return -1;

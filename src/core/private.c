@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cb_private.h"
+#include "cb_rmtree.h"
 #include "cb_util.h"
 
 #define PRIVATE_NAME "cbackup"

@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <wchar.h>
 #include <wctype.h>
 
@@ -156,4 +157,15 @@ void cb_json_member(FILE *out, const char *pfx, const char *key, const char *s, 
 		return;
 	fprintf(out, ",%s%s\"%s_b64\"%s", sep, pfx, key, colon);
 	cb_json_base64(out, s);
+}
+
+void cb_json_time(FILE *out, time_t t)
+{
+	char buf[64], zone[8];
+	struct tm tm;
+
+	localtime_r(&t, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
+	strftime(zone, sizeof(zone), "%z", &tm);   /* +0100 -> +01:00 (RFC 3339) */
+	fprintf(out, "\"%s%.3s:%.2s\"", buf, zone, zone + 3);
 }

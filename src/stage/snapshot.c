@@ -18,6 +18,7 @@
 #include <linux/magic.h>
 
 #include "cb_cleanup.h"
+#include "cb_rmtree.h"
 #include "cb_snapshot.h"
 #include "cb_util.h"
 

@@ -12,6 +12,7 @@
 #include <linux/fs.h>
 
 #include "cb_cleanup.h"
+#include "cb_rmtree.h"
 #include "stage_int.h"
 
 /* Interrupt checks between chunks: SIGINT stops a multi-GB file quickly. */
@@ -50,11 +51,26 @@ int stage_open_src(struct cb_stage *st, int sdfd, const char *name, int flags,
 	return fd;
 }
 
+/* bwlimit (unless a clone: nothing read) and progress over all workers:
+ * one bucket, one total. */
+static int shared_tick(struct cb_stage *w, size_t n, int throttle)
+{
+	int r = 0;
+
+	pthread_mutex_lock(w->throttle_mu);
+	if (throttle)
+		r = cb_throttle_account(w->throttle_shared, n);
+	*w->pool_bytes += n;
+	cb_progress_update(w->progress, *w->pool_bytes);
+	pthread_mutex_unlock(w->throttle_mu);
+	return r;
+}
+
 static int copy_tick(struct cb_stage *st, size_t n)
 {
 	st->stats->transferred_size += n;
 	if (st->throttle_mu) {   /* a worker: the bucket is shared */
-		if (stage_pool_tick(st, n, 1) < 0)
+		if (shared_tick(st, n, 1) < 0)
 			return -1;
 	} else {
 		if (cb_throttle_account(&st->throttle, n) < 0)
@@ -173,7 +189,7 @@ static int clone_data(struct cb_stage *st, int in, int out, const struct stat *s
 		st->stats->cloned_size += sb->st_size;
 		st->stats->transferred_size += sb->st_size;
 		if (st->throttle_mu)
-			stage_pool_tick(st, (size_t)sb->st_size, 0);
+			shared_tick(st, (size_t)sb->st_size, 0);
 		else
 			cb_progress_update(st->progress, st->stats->transferred_size);
 		return 1;

@@ -115,6 +115,7 @@ struct cb_stage {
 	struct stage_pool *pool;    /* pass 1 with workers: the walker's pool */
 	/* a worker's view (stage_pool.c): its pool, the shared bucket */
 	struct stage_pool *pool_of;
+	uint64_t *pool_bytes;       /* the workers' total, under throttle_mu */
 	struct cb_throttle *throttle_shared;
 	pthread_mutex_t *throttle_mu;
 	struct cb_changes *changes; /* pass 2: what tracking saw (NULL: full walk) */
@@ -151,7 +152,50 @@ int stage_excluded_slash(const struct cb_strvec *ex, const char *slashpath, int 
  * component at a time with O_NOFOLLOW: a new fd, or -1 with errno. */
 int stage_open_below(int fd, const char *rel);
 
-/* stage.c: pass 2 of one directory (sfd, and its staged twin dfd, open),
+/* stage_decide.c: the decision rule's clock comparisons, for pass 2 */
+int stage_ts_eq(const struct timespec *a, const struct timespec *b);
+/* ctime in or after the clock tick of since: a change may hide in it */
+int stage_racy(const struct timespec *ctime, const struct timespec *since);
+
+/* stage_walk.c: what both passes share. A source entry that vanished or
+ * changed type under pass 1 is left to pass 2 (stage_vanished: counted,
+ * 1); the directories of the walk by level (the source's: 0, 1 if it
+ * moved or vanished, -1; the staged one's fd or -1); the hardlink map. */
+int stage_vanished(struct cb_stage *st);
+int stage_gone_errno(int err);
+int stage_src_open(struct cb_stage *st, int sfd, const char *name, int flags,
+		   const struct stat *sb, int *fd);
+int stage_src_dir(struct cb_stage *st, size_t lv, int *fd);
+int stage_dst_dir(struct cb_stage *st, size_t lv);
+int stage_descend(struct cb_stage *st, int sfd, int dfd, const char *name);
+void stage_ascend(struct cb_stage *st);
+int stage_dir_meta(struct cb_stage *st, size_t lv, const char *name, const struct stat *sb,
+		   int fresh);
+void stage_free_link(void *p);
+int stage_link_remember_at(struct cb_stage *st, int dfd, const char *name, const struct stat *sb);
+void stage_link_remember(struct cb_stage *st, const struct stat *sb, const struct stat *staged);
+int stage_link_existing(struct cb_stage *st, int dfd, const char *name, const struct stat *sb);
+void stage_paths_at(struct cb_stage *st, int sfd, int dfd);
+void stage_paths_release(struct cb_stage *st);
+
+/* stage_p1.c: pass 1 of the directory at the top of the paths (fresh: the
+ * staging side is new), and the creation of an entry, also for pass 2 */
+int stage_open_new(struct cb_stage *st, int dfd, const char *name);
+int stage_fill_reg(struct cb_stage *st, int in, int out, int dfd, const char *name,
+		   const struct stat *sb, int fresh);
+int stage_create_entry(struct cb_stage *st, int sfd, int dfd, const char *name,
+		       const struct stat *sb, int fresh, struct stage_ent *e);
+int stage_source_count(struct cb_stage *st, const struct stat *sb, int check_excl);
+int stage_list_source(struct cb_stage *st, int sfd, struct listing *l);
+struct stage_dir *stage_dir_from_listing(struct listing *l);
+int stage_p1_walk(struct cb_stage *st, int fresh, struct stage_dir *kept, struct stage_dir **out);
+
+/* stage_p2.c: pass 2 of the directory at the top of the paths; the parked
+ * vanished files released */
+int stage_p2_walk(struct cb_stage *st, struct stage_dir *old, struct stage_dir **out, int *dirty);
+void stage_hold_release(struct cb_stage *st);
+
+/* stage_p2.c: pass 2 of one directory (sfd, and its staged twin dfd, open),
  * for the tracked pass. */
 int stage_p2_dir(struct cb_stage *st, int sfd, int dfd, struct stage_dir *old,
 		 struct stage_dir **out, int *dirty);
@@ -189,7 +233,6 @@ int stage_pool_push(struct cb_stage *st, int in, int out, const struct stat *sb,
 int stage_pool_failed(struct cb_stage *st);
 void stage_pool_kick(struct cb_stage *st);
 int stage_pool_finish(struct cb_stage *st);
-int stage_pool_tick(struct cb_stage *w, size_t n, int throttle);
 
 /* stage_copy.c */
 /* openat below sdfd, never following a symlink; with sb, the fd must be

@@ -190,6 +190,7 @@ int stage_pool_start(struct cb_stage *st, int workers)
 	for (; p->workers < (size_t)workers; p->workers++) {
 		struct cb_stage *w = view_new(st, p, p->workers);
 		w->pool_of = p;
+		w->pool_bytes = &p->bytes;
 		if (cb_thread_start(&p->th[p->workers], worker, w) < 0) {
 			view_free(w);
 			break;
@@ -301,19 +302,4 @@ int stage_pool_finish(struct cb_stage *st)
 	free(p);
 	st->pool = NULL;
 	return ret;
-}
-
-/* bwlimit (unless a clone: nothing read) and progress over all workers:
- * one bucket, one total. */
-int stage_pool_tick(struct cb_stage *w, size_t n, int throttle)
-{
-	int r = 0;
-
-	pthread_mutex_lock(w->throttle_mu);
-	if (throttle)
-		r = cb_throttle_account(w->throttle_shared, n);
-	w->pool_of->bytes += n;
-	cb_progress_update(w->progress, w->pool_of->bytes);
-	pthread_mutex_unlock(w->throttle_mu);
-	return r;
 }

@@ -14,7 +14,7 @@
 # then a total. Exit 0 only if every mutant was killed.
 #
 # A .mut file (blank lines and # comments ignored):
-#   file  src/core/backup.c        the file the mutant changes
+#   file  src/job/backup.c         the file the mutant changes
 #   sed   s/a/b/                   a sed -E expression (one or more lines)
 #   patch name.patch               or a patch (-p1) in tests/mutants/
 #   tests test_prune t0130         unit binaries (test_*) and e2e scripts

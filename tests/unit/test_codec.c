@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "cb_codec.h"
+#include "cb_rmtree.h"
 #include "cb_sink.h"
 #include "cb_util.h"
 #include "../../src/codec/codec_int.h"

@@ -13,6 +13,7 @@
 
 #include "cb_config.h"
 #include "cb_pve.h"
+#include "cb_rmtree.h"
 
 struct fixture {
 	char dir[64];

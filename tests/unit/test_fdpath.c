@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "cb_fdpath.h"
+#include "cb_rmtree.h"
 #include "cb_util.h"
 
 #define DEPTH 3000

@@ -25,6 +25,7 @@
 #include "cb_cleanup.h"
 #include "cb_guest.h"
 #include "cb_opts.h"
+#include "cb_rmtree.h"
 #include "cb_util.h"
 
 struct fixture {

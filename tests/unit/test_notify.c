@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "cb_jobstatus.h"
+#include "cb_mailto.h"
 #include "cb_notes.h"
 #include "cb_notify.h"
 
@@ -56,9 +57,9 @@ static void test_json_string(void **state)
 static void test_mailto(void **state)
 {
 	(void)state;
-	assert_int_equal(cb_notify_check_mailto("root@example.com, a@b.c;d@e f"), 0);
-	assert_int_equal(cb_notify_check_mailto("root@x\nBcc: evil@y"), -1);
-	assert_int_equal(cb_notify_check_mailto(" , "), -1);
+	assert_int_equal(cb_mailto_check("root@example.com, a@b.c;d@e f"), 0);
+	assert_int_equal(cb_mailto_check("root@x\nBcc: evil@y"), -1);
+	assert_int_equal(cb_mailto_check(" , "), -1);
 }
 
 static void test_compose(void **state)

@@ -18,6 +18,7 @@
 #include "cb_archive.h"
 #include "cb_codec.h"
 #include "cb_restore.h"
+#include "cb_rmtree.h"
 #include "cb_sink.h"
 #include "cb_util.h"
 #include "testlib.h"

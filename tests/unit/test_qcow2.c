@@ -14,6 +14,7 @@
 
 #include "cb_magic.h"
 #include "cb_qcow2.h"
+#include "cb_rmtree.h"
 #include "cb_util.h"
 #include "testlib.h"
 

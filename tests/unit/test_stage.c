@@ -23,6 +23,7 @@
 
 #include "cb_audit.h"
 #include "cb_cleanup.h"
+#include "cb_rmtree.h"
 #include "cb_stage.h"
 #include "cb_util.h"
 
@@ -530,7 +531,7 @@ static void test_roundtrip(void **state)
 /* keep-staging: a second pass 1 over a kept copy is a delta. */
 /*
  * Pass 2 opens a staged directory only when something in it must change
- * (src/stage/stage.c, staged_dir): changes deep below directories that did not
+ * (src/stage/stage_walk.c, stage_dst_dir): changes deep below directories that did not
  * change themselves (a file's data, a file's mode, a file removed, a file
  * added to a directory whose times are then put back) must still land,
  * through a chain of directories opened on demand; an unchanged hardlinked

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "cb_cleanup.h"
+#include "cb_rmtree.h"
 #include "cb_util.h"
 
 static void test_errors(void **state)

@@ -1,4 +1,5 @@
-/* cb_notify: the mail report. See include/cb_notify.h. */
+/* cb_notify: the mail report. See include/cb_notify.h. In src/job/, the
+ * job's: mailto's syntax, checked with the configuration, is cb_mailto. */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -11,33 +12,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cb_mailto.h"
 #include "cb_notify.h"
 #include "cb_util.h"
 
-#define ADDRESS_SEPARATORS ",; \t"
+#define ADDRESS_SEPARATORS CB_MAILTO_SEPARATORS
 
 /* ---- addresses ---- */
-
-static int bad_address_char(unsigned char c)
-{
-	return c <= 0x20 || c >= 0x7f || strchr("\"(),:;<>[\\]", c);
-}
-
-int cb_notify_check_mailto(const char *mailto)
-{
-	char *copy = cb_xstrdup(mailto), *save = NULL;
-	int n = 0, ret = 0;
-
-	for (char *t = strtok_r(copy, ADDRESS_SEPARATORS, &save); t && ret == 0;
-	     t = strtok_r(NULL, ADDRESS_SEPARATORS, &save), n++)
-		for (const char *p = t; *p && ret == 0; p++)
-			if (bad_address_char((unsigned char)*p))
-				ret = cb_error("invalid mail address '%s'", t);
-	free(copy);
-	if (ret == 0 && n == 0)
-		ret = cb_error("no mail address in '%s'", mailto);
-	return ret;
-}
 
 static void print_recipients(FILE *out, const char *mailto)
 {

@@ -1,4 +1,5 @@
-/* cb_jobstatus: the job's results and its JSON document. See include/cb_jobstatus.h. */
+/* cb_jobstatus: the job's results and its JSON document. See include/cb_jobstatus.h.
+ * In src/job/ with the job (cb_job) and the guest's backup (cb_backup) that fill it. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -83,17 +84,6 @@ int cb_result_archived(enum cb_result r)
 }
 
 /* ---- JSON ---- */
-
-void cb_json_time(FILE *out, time_t t)
-{
-	char buf[64], zone[8];
-	struct tm tm;
-
-	localtime_r(&t, &tm);
-	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-	strftime(zone, sizeof(zone), "%z", &tm);   /* +0100 -> +01:00 (RFC 3339) */
-	fprintf(out, "\"%s%.3s:%.2s\"", buf, zone, zone + 3);
-}
 
 static void json_seconds(FILE *out, const char *key, double s, const char *sep)
 {

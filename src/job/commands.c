@@ -2,7 +2,7 @@
  * cb_commands: the subcommand table, and the subcommands other than backup
  * (restore, list, prune, verify, probe): each resolves what it needs from
  * the command line and the configuration, runs its module, and returns an
- * exit status.
+ * exit status. In src/job/, the top floor: it calls every command's module.
  */
 #include <errno.h>
 #include <stdio.h>

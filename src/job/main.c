@@ -1,5 +1,6 @@
 /* cbackup: entry point. Parses the command line, loads the configuration,
- * dispatches the subcommand, and is the only place that exits. */
+ * dispatches the subcommand, and is the only place that exits. The top of
+ * src/job/, above everything. */
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,8 @@
 /*
  * cb_job: one backup job: the guest list (IDs, --all, ad hoc), every
  * guest's options resolved before anything is touched, the global lock,
- * the job-level hook phases, and the final status line.
+ * the job-level hook phases, and the final status line. In src/job/, the
+ * top floor, above the guest backends it checks and the backup it runs.
  */
 #include <errno.h>
 #include <libgen.h>

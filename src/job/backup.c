@@ -1,5 +1,7 @@
 /*
- * cb_backup: the phases of a backup job. See include/cb_backup.h.
+ * cb_backup: the phases of one guest's backup. See include/cb_backup.h.
+ * In src/job/, the top floor: it drives the modules below (guest, stage,
+ * archive, codec, sink, and cmd/'s prune and leftovers).
  *
  * struct guest_run is the mutable state of one guest's backup; the
  * resolved options in it are filled once and then only read.
@@ -40,6 +42,7 @@
 #include "cb_prune.h"
 #include "cb_pve.h"
 #include "cb_reuse.h"
+#include "cb_rmtree.h"
 #include "cb_run.h"
 #include "cb_sink.h"
 #include "cb_snapshot.h"

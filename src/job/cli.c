@@ -1,4 +1,5 @@
-/* cb_cli: table-driven command line parsing. See include/cb_cli.h. */
+/* cb_cli: table-driven command line parsing. See include/cb_cli.h.
+ * In src/job/ with the command table (cb_commands) it is driven by. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,44 @@
+#!/bin/bash
+# scripts/layers.py, part of `make lint` and so of `make check` (issue 29):
+# it fails when a file in src/core/ uses or includes a module above it, or
+# when files use each other, directly or around a circle; each case of
+# tests/layers-fixtures is named, a clean tree passes, and so does src/.
+. "$(dirname "$0")/lib.sh"
+
+FIX=$TOP/tests/layers-fixtures
+layers() { python3 "$TOP/scripts/layers.py" "$@"; }
+
+test_expect_success 'the ground floor calling a module above it is named' '
+	test_must_fail layers --root "$FIX/up" >out
+	cat out
+	echo "layers: src/core/floor.c (ground floor) uses src/stage/walk.c: cb_walk_tree" >want
+	test_cmp want out
+'
+
+test_expect_success 'the ground floor including a header of a module above it is named' '
+	test_must_fail layers --root "$FIX/upinc" >out
+	cat out
+	echo "layers: src/core/floor.c (ground floor) includes cb_walk.h, a header of src/stage/walk.c" >want
+	test_cmp want out
+'
+
+test_expect_success 'each cycle is named, also through a definition on two lines' '
+	test_must_fail layers --root "$FIX/cycle" >out
+	cat out
+	cat >want <<-\WANT
+	layers: a cycle: src/archive/list.c -> src/archive/scan.c (cb_scan_feed); src/archive/scan.c -> src/archive/list.c (cb_list_add)
+	layers: a cycle: src/core/path.c -> src/core/util.c (cb_util_alloc); src/core/util.c -> src/core/path.c (cb_path_push)
+	WANT
+	test_cmp want out
+'
+
+test_expect_success 'an arrow down is no problem' '
+	layers --root "$FIX/good" >out
+	test_cmp /dev/null out
+'
+
+test_expect_success 'src/ keeps its layers' '
+	layers
+'
+
+test_done

@@ -1,0 +1,2 @@
+int cb_util_alloc(int n);
+int cb_path_push(int n);

@@ -1,0 +1,1 @@
+int cb_floor_add(int a, int b);
