@@ -44,6 +44,9 @@ struct cb_archive_graft {
 	const char *tree;   /* directory on disk (for messages when by_fd) */
 	int by_fd;          /* the tree is fd (a snapshot cbackup opened), not */
 	int fd;             /* looked up by the name tree */
+	int staged;         /* cbackup's own staging copy, which only cbackup
+	                     * writes: its files' data may be given to the codec
+	                     * by token (cb_codec_piece), unread */
 };
 
 /* root: the main tree (its name is "./"), NULL for extras only. */

@@ -198,6 +198,42 @@ const char *cb_codec_reuse_note(const struct cb_codec_writer *w);
  * codec could not say where each one ends. */
 const struct cb_codec_segs *cb_codec_writer_segs(const struct cb_codec_writer *w);
 
+/*
+ * Trust (issue 27, DESIGN §5): the data of a staged file that is the same
+ * as when the previous archive was written need not be read. A token names
+ * a staged file's content as the kernel keeps it (CB_TOKEN_LEN bytes: the
+ * archive writer's choice, cb_archive.c: device, inode, size, mtime and a
+ * ctime older than the archive's start, which any later write moves). A
+ * segment holding file data given with tokens gets a trust key: SHA-256
+ * over the rules' version, the settings, its hints, its other bytes and,
+ * for each piece of tokened data, the token, offset and length. The trust
+ * key of a segment of the previous archive maps to that segment's key
+ * (a cb_reuse_trust map kept with the staging copy); a segment whose trust
+ * key maps is copied under the key mapped, its deferred data never read.
+ * Any other segment reads its deferred data and is keyed from its bytes.
+ */
+#define CB_TOKEN_LEN 48
+struct cb_codec_trust {
+	unsigned char tkey[CB_SEG_KEY];   /* trust key */
+	unsigned char key[CB_SEG_KEY];    /* the segment's key (of its bytes) */
+	uint64_t u_len;
+};
+/* 1 and *key set when tkey (a segment of u_len bytes) maps to a key. */
+typedef int cb_codec_trust_fn(void *ctx, const unsigned char *tkey, uint64_t u_len,
+			      unsigned char *key);
+/* Record trust keys (cb_codec_writer_trust); with fn, also look them up
+ * and let data be deferred (cb_codec_piece). */
+void cb_codec_set_trust(struct cb_codec_writer *w, cb_codec_trust_fn *fn, void *ctx);
+/* The next len bytes written are bytes [off, off + len) of the file with
+ * token tok, open as fd; len must fit the room cb_codec_write_buffer() just
+ * gave, and the bytes must be written there, in place. 1: the writer takes
+ * them unread (the caller writes that buffer as it is, without reading the
+ * file; fd is duplicated); 0: read them into it as usual. */
+int cb_codec_piece(struct cb_codec_writer *w, const unsigned char *tok, int fd, uint64_t off,
+		   uint64_t len);
+/* Per segment that held tokened data, its trust key (after cb_codec_finish). */
+const struct cb_codec_trust *cb_codec_writer_trust(const struct cb_codec_writer *w, size_t *n);
+
 struct cb_codec_stats {
 	uint64_t bytes_in;        /* uncompressed bytes given */
 	uint64_t bytes_out;       /* compressed bytes sent to the sink */
@@ -214,6 +250,8 @@ struct cb_codec_stats {
 	uint64_t segs_reused, segs_reused_bytes;          /* tar bytes */
 	uint64_t segs_reused_archive_bytes;               /* their compressed bytes */
 	uint64_t segs_compressed, segs_compressed_bytes;  /* tar bytes */
+	/* segments copied on trust, and the staged data they never read */
+	uint64_t segs_trusted, trusted_unread_bytes;
 };
 void cb_codec_writer_stats(const struct cb_codec_writer *w, struct cb_codec_stats *st);
 /* "149MiB in 201 files (known formats 140MiB in 190 files, qcow2 clusters

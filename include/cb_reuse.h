@@ -22,6 +22,9 @@ struct cb_reuse *cb_reuse_open(const char *dumpdir, enum cb_guest_type type, con
 void cb_reuse_attach(struct cb_reuse *r, struct cb_codec_writer *w);
 /* "cbackup-ct-101-2026_12_03-01_00_00.tar.zst" */
 const char *cb_reuse_name(const struct cb_reuse *r);
+/* The SHA-256 (hex) of its catalog file, as its .sha256 lists it: with
+ * the name, what a trust map must name (cb_reuse_trust.h). */
+const char *cb_reuse_idx_sha256(const struct cb_reuse *r);
 void cb_reuse_free(struct cb_reuse *r);
 
 #endif

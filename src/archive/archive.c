@@ -11,6 +11,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <time.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,13 @@ struct arch {
 	size_t hdr_len, hdr_cap;
 	struct paxfix fix;
 	struct cb_fdpath fp;          /* the walk's directories, bounded fds */
+	/* tokens (cb_codec_piece): the tree walked is a staging copy; the
+	 * archive's start by the clock file times come from; the regular
+	 * file being written has a token */
+	int staged;
+	struct timespec start;
+	int has_tok;
+	unsigned char tok[CB_TOKEN_LEN];
 };
 
 /* libarchive may write bytes of its own before the file data we gave it
@@ -145,14 +153,19 @@ static int copy_piece(struct arch *c, int fd, int64_t off, int64_t len, const ch
 		 * bytes then pass libarchive and the codec without a copy */
 		unsigned char *dst = cb_codec_write_buffer(c->codec, &room);
 		double t0 = cb_now();
+		int unread = 0, ret;
 		ssize_t n;
-		int ret;
 
-		if (!dst || room < IN_PLACE_MIN)
+		if (dst && c->has_tok) {
+			/* a tokened piece lies in one segment, in place */
+			k = k > room ? room : k;
+			unread = cb_codec_piece(c->codec, c->tok, fd, (uint64_t)off, k);
+		} else if (!dst || room < IN_PLACE_MIN) {
 			dst = c->buf;
-		else if (k > room)
+		} else if (k > room) {
 			k = room;
-		n = pread(fd, dst, k, off);
+		}
+		n = unread ? (ssize_t)k : pread(fd, dst, k, off);
 
 		c->st->read_seconds += cb_now() - t0;
 		if (n < 0 && errno == EINTR)
@@ -436,6 +449,40 @@ static void link_to_first(struct arch *c, struct archive_entry *e, const struct 
 		free(first);
 }
 
+static void put_tok(unsigned char **p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		*(*p)++ = (unsigned char)(v >> (8 * i));
+}
+
+/*
+ * The token of a staged regular file (cb_codec.h): its device, inode,
+ * size, mtime and ctime. Only cbackup writes the staging copy, and any
+ * write to a file (data, mode, owner, xattrs, a rename into it) sets its
+ * ctime to the clock's time then; a ctime older than this archive's
+ * start (the coarse clock the file system stamps with) is therefore one
+ * no later write can give it again, and the same token tomorrow means the
+ * same bytes. Sparse files (libarchive writes their map into the data)
+ * and files stamped during this run's last tick get none: read.
+ */
+static int make_tok(struct arch *c, struct archive_entry *e, const struct stat *st)
+{
+	unsigned char *p = c->tok;
+
+	if (!c->staged || !S_ISREG(st->st_mode) || archive_entry_sparse_count(e) > 0 ||
+	    st->st_ctim.tv_sec > c->start.tv_sec ||
+	    (st->st_ctim.tv_sec == c->start.tv_sec && st->st_ctim.tv_nsec >= c->start.tv_nsec))
+		return 0;
+	put_tok(&p, (uint64_t)st->st_dev, 8);
+	put_tok(&p, (uint64_t)st->st_ino, 8);
+	put_tok(&p, (uint64_t)st->st_size, 8);
+	put_tok(&p, (uint64_t)st->st_mtim.tv_sec, 8);
+	put_tok(&p, (uint64_t)st->st_mtim.tv_nsec, 4);
+	put_tok(&p, (uint64_t)st->st_ctim.tv_sec, 8);
+	put_tok(&p, (uint64_t)st->st_ctim.tv_nsec, 4);
+	return 1;
+}
+
 /* fd: the open regular file or directory, or -1; st is fstat of it. */
 static int add_tree_entry(struct arch *c, int dfd, const char *name, const char *arcname, int fd,
 			  const struct stat *st)
@@ -452,7 +499,9 @@ static int add_tree_entry(struct arch *c, int dfd, const char *name, const char 
 		goto out;
 	read_acls(c, e, fd, src);
 	link_to_first(c, e, st, arcname);
+	c->has_tok = make_tok(c, e, st);
 	ret = put_entry(c, e, S_ISREG(st->st_mode) ? fd : -1, arcname);
+	c->has_tok = 0;
 	for (int i = 0; i < 2; i++) {
 		free(c->fix.acl[i]);
 		c->fix.acl[i] = NULL;
@@ -514,7 +563,7 @@ static const struct cb_archive_graft *graft_at(const struct arch *c, const char 
 static int add_graft(struct arch *c, const struct cb_archive_graft *g)
 {
 	dev_t outer_dev = c->root_dev;
-	int outer_side = c->side_fd, fd, ret;
+	int outer_side = c->side_fd, outer_staged = c->staged, fd, ret;
 	struct stat st;
 
 	c->grafted[g - c->grafts] = 1;
@@ -534,6 +583,7 @@ static int add_graft(struct arch *c, const struct cb_archive_graft *g)
 		close(c->side_fd);
 	c->root_dev = outer_dev;
 	c->side_fd = outer_side;
+	c->staged = outer_staged;
 	return ret;
 }
 
@@ -620,6 +670,7 @@ static int open_tree_root(struct arch *c, const struct cb_archive_graft *g, stru
 	int fd;
 	char *side;
 
+	c->staged = g->staged && !g->by_fd;
 	if (g->by_fd)
 		return dup_tree_root(c, g, st);
 	fd = open(tree, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -767,7 +818,7 @@ static int add_left_grafts(struct arch *c)
 int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, size_t n_extras,
 		     struct cb_codec_writer *codec, struct cb_log *log, struct cb_archive_stats *stats)
 {
-	struct cb_archive_graft root = { "./", tree, 0, -1 };
+	struct cb_archive_graft root = { "./", tree, 0, -1, 0 };
 
 	return cb_archive_write_grafted(tree ? &root : NULL, NULL, 0, extras, n_extras, codec, log,
 					stats);
@@ -784,6 +835,7 @@ static int write_grafted(const struct cb_archive_graft *tree, const struct cb_ar
 	int ret = -1, r;
 
 	memset(stats, 0, sizeof(*stats));
+	clock_gettime(CLOCK_REALTIME_COARSE, &c.start);
 	c.buf = cb_xmalloc_huge(DATA_BUF);
 	c.zeros = cb_xcalloc(1, DATA_BUF);
 	c.grafted = cb_xcalloc(n_grafts + 1, 1);

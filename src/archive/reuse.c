@@ -5,10 +5,12 @@
  * catalog's unit table, relative to the segment's start.
  */
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <openssl/evp.h>
 
 #include "cb_catalog.h"
 #include "cb_index.h"
@@ -20,6 +22,7 @@ struct cb_reuse {
 	int idx_open;
 	int fd;
 	char *name;
+	char idx_hex[65];                /* SHA-256 of its catalog file */
 	uint64_t *slots;                 /* segment number + 1; 0 = empty */
 	size_t mask;
 	struct cb_codec_seg seg;         /* the last one found */
@@ -132,6 +135,13 @@ static int open_prev(struct cb_reuse *r, const struct cb_backup_file *f, const c
 		*why = "its catalog has no unit keys";
 	else
 		ret = 0;
+	if (ret == 0) {
+		unsigned char md[CB_SEG_KEY];
+
+		EVP_Digest(r->idx.map, r->idx.size, md, NULL, EVP_sha256(), NULL);
+		for (int i = 0; i < CB_SEG_KEY; i++)
+			snprintf(r->idx_hex + 2 * i, 3, "%02x", md[i]);
+	}
 	free(ipath);
 	return ret;
 }
@@ -173,6 +183,11 @@ void cb_reuse_attach(struct cb_reuse *r, struct cb_codec_writer *w)
 const char *cb_reuse_name(const struct cb_reuse *r)
 {
 	return r->name;
+}
+
+const char *cb_reuse_idx_sha256(const struct cb_reuse *r)
+{
+	return r->idx_hex;
 }
 
 void cb_reuse_free(struct cb_reuse *r)

@@ -131,6 +131,37 @@ int cb_codec_inner_hint(struct cb_codec_writer *w, enum cb_data_kind kind, uint6
 void cb_codec_inner_begin_file(struct cb_codec_writer *w);
 /* ... and for codec.c at the end: the chunk being filled handed over. */
 int cb_codec_inner_flush(struct cb_codec_writer *w);
+/* codec_trust.c, for codec_seg.c: the tokened pieces of the segment being
+ * gathered, their trust key, and the deferred ones read when needed. */
+struct seg_piece {
+	uint64_t at, n, off;             /* in the segment; in the file */
+	unsigned char tok[CB_TOKEN_LEN];
+	int fdi;                         /* deferred: index in fds; -1 read */
+};
+struct seg_trust {
+	int on;                          /* record trust keys */
+	cb_codec_trust_fn *fn;           /* look them up; NULL: never defer */
+	void *ctx;
+	struct seg_piece *p;
+	size_t n, cap;
+	int *fds;                        /* duplicated for deferred pieces */
+	size_t n_fds;
+	unsigned char last_tok[CB_TOKEN_LEN];  /* the file of fds[n_fds - 1] */
+	uint64_t deferred;               /* bytes of the segment not read yet */
+	struct cb_codec_trust *rec;
+	size_t n_rec, cap_rec;
+	uint64_t segs, unread;           /* copied on trust; bytes never read */
+};
+int seg_trust_piece(struct seg_trust *t, uint64_t at, const unsigned char *tok, int fd,
+		    uint64_t off, uint64_t n);
+void seg_trust_key(const struct seg_trust *t, const unsigned char *settings, size_t settings_len,
+		   const unsigned char *evd, const unsigned char *buf, uint64_t len,
+		   unsigned char *tkey);
+int seg_trust_fill(struct seg_trust *t, unsigned char *buf);
+void seg_trust_record(struct seg_trust *t, const unsigned char *tkey, const unsigned char *key,
+		      uint64_t len);
+void seg_trust_reset(struct seg_trust *t);
+void seg_trust_free(struct seg_trust *t);
 /* codec_seg.c */
 void cb_codec_seg_init(struct cb_codec_writer *w, const struct cb_codec_params *p);
 int cb_codec_seg_flush(struct cb_codec_writer *w);

@@ -61,7 +61,10 @@ struct cb_seg_state {
 	unsigned char *cbuf;
 	size_t ccap;
 	uint64_t reused, reused_bytes, reused_cbytes, compressed, compressed_bytes;
+	struct seg_trust trust;          /* codec_trust.c */
 };
+
+static size_t seg_room(const struct cb_codec_writer *w);
 
 static EVP_MD_CTX *sha_new(void)
 {
@@ -96,7 +99,6 @@ static void seg_begin(struct cb_seg_state *s)
 {
 	unsigned char st[17];
 
-	EVP_DigestInit_ex(s->bytes_sha, EVP_sha256(), NULL);
 	EVP_DigestInit_ex(s->ev_sha, EVP_sha256(), NULL);
 	/* the hint still running from the segment before */
 	st[0] = 'S';
@@ -140,6 +142,7 @@ void cb_codec_seg_free(struct cb_codec_writer *w)
 	cb_free_huge(s->buf, s->cap);
 	free(s->ev);
 	free(s->cbuf);
+	seg_trust_free(&s->trust);
 	EVP_MD_CTX_free(s->bytes_sha);
 	EVP_MD_CTX_free(s->ev_sha);
 	free(s);
@@ -152,6 +155,31 @@ void cb_codec_set_reuse(struct cb_codec_writer *w, int fd, cb_codec_lookup_fn *l
 	w->seg->src_fd = fd;
 	w->seg->lookup = lookup;
 	w->seg->lookup_ctx = ctx;
+}
+
+void cb_codec_set_trust(struct cb_codec_writer *w, cb_codec_trust_fn *fn, void *ctx)
+{
+	if (!w->seg)
+		return;
+	w->seg->trust.on = 1;
+	w->seg->trust.fn = fn;
+	w->seg->trust.ctx = ctx;
+}
+
+int cb_codec_piece(struct cb_codec_writer *w, const unsigned char *tok, int fd, uint64_t off,
+		   uint64_t len)
+{
+	struct cb_seg_state *s = w->seg;
+
+	if (!s || w->failed || w->finished || len > seg_room(w))
+		return 0;
+	return seg_trust_piece(&s->trust, s->len, tok, fd, off, len);
+}
+
+const struct cb_codec_trust *cb_codec_writer_trust(const struct cb_codec_writer *w, size_t *n)
+{
+	*n = w->seg && w->finished ? w->seg->trust.n_rec : 0;
+	return *n ? w->seg->trust.rec : NULL;
 }
 
 const char *cb_codec_reuse_note(const struct cb_codec_writer *w)
@@ -343,20 +371,56 @@ static int try_copy(struct cb_codec_writer *w, const unsigned char *key)
 	return 1;
 }
 
+/* The segment's key: SHA-256 over the settings, its hints (evd) and the
+ * digest and length of its bytes (all in the buffer by now). */
+static void seg_key(struct cb_seg_state *s, const unsigned char *evd, unsigned char *key)
+{
+	unsigned char bd[CB_SEG_KEY], len[8];
+	EVP_MD_CTX *k;
+
+	EVP_DigestInit_ex(s->bytes_sha, EVP_sha256(), NULL);
+	EVP_DigestUpdate(s->bytes_sha, s->buf, s->len);
+	EVP_DigestFinal_ex(s->bytes_sha, bd, NULL);
+	put64(len, s->len);
+	k = sha_new();
+	EVP_DigestUpdate(k, s->settings, s->settings_len);
+	EVP_DigestUpdate(k, evd, CB_SEG_KEY);
+	EVP_DigestUpdate(k, bd, sizeof(bd));
+	EVP_DigestUpdate(k, len, sizeof(len));
+	EVP_DigestFinal_ex(k, key, NULL);
+	EVP_MD_CTX_free(k);
+}
+
+/* A segment with tokened data whose trust key maps: copied under the key
+ * mapped, its deferred data never read. 1 copied, 0 not, -1 error. */
+static int copy_on_trust(struct cb_codec_writer *w, struct cb_codec_seg *g, const unsigned char *tkey)
+{
+	struct cb_seg_state *s = w->seg;
+	uint64_t unread = s->trust.deferred;
+	int r;
+
+	if (!s->trust.fn || !s->trust.fn(s->trust.ctx, tkey, s->len, g->key))
+		return 0;
+	r = try_copy(w, g->key);
+	if (r == 1) {
+		s->trust.segs++;
+		s->trust.unread += unread;
+	}
+	return r;
+}
+
 /* The segment ends here: key it, copy or compress it, start the next. */
 static int seg_end(struct cb_codec_writer *w)
 {
 	struct cb_seg_state *s = w->seg;
 	struct cb_codec_out *o = &w->out;
-	unsigned char evd[CB_SEG_KEY], bd[CB_SEG_KEY], len[8];
-	EVP_MD_CTX *k;
+	unsigned char evd[CB_SEG_KEY], tkey[CB_SEG_KEY];
 	struct cb_codec_seg *g;
-	int r;
+	int r = 0, tokened = s->trust.n > 0;
 
 	if (s->len == 0)
 		return 0;
 	EVP_DigestFinal_ex(s->ev_sha, evd, NULL);
-	EVP_DigestFinal_ex(s->bytes_sha, bd, NULL);
 	if (o->segs.n == o->segs.cap) {
 		o->segs.cap = o->segs.cap ? 2 * o->segs.cap : 256;
 		o->segs.v = cb_xrealloc(o->segs.v, o->segs.cap * sizeof(*o->segs.v));
@@ -365,21 +429,25 @@ static int seg_end(struct cb_codec_writer *w)
 	memset(g, 0, sizeof(*g));
 	g->u_off = s->start;
 	g->u_len = s->len;
-	put64(len, s->len);
-	k = sha_new();
-	EVP_DigestUpdate(k, s->settings, s->settings_len);
-	EVP_DigestUpdate(k, evd, sizeof(evd));
-	EVP_DigestUpdate(k, bd, sizeof(bd));
-	EVP_DigestUpdate(k, len, sizeof(len));
-	EVP_DigestFinal_ex(k, g->key, NULL);
-	EVP_MD_CTX_free(k);
-	r = try_copy(w, g->key);
+	if (tokened) {
+		seg_trust_key(&s->trust, s->settings, s->settings_len, evd, s->buf, s->len, tkey);
+		r = copy_on_trust(w, g, tkey);
+	}
+	if (r == 0 && seg_trust_fill(&s->trust, s->buf) < 0)
+		r = -1;
+	if (r == 0) {
+		seg_key(s, evd, g->key);
+		r = try_copy(w, g->key);
+	}
 	if (r == 0)
 		r = replay(w);
+	seg_trust_reset(&s->trust);
 	if (r < 0) {
 		w->failed = 1;
 		return -1;
 	}
+	if (tokened)
+		seg_trust_record(&s->trust, tkey, g->key, s->len);
 	s->start += s->len;
 	seg_begin(s);
 	return 0;
@@ -469,7 +537,6 @@ int cb_codec_write(struct cb_codec_writer *w, const void *buf, size_t len)
 		/* bytes read in place (cb_codec_write_buffer) are already there */
 		if (p != s->buf + s->len)
 			memcpy(s->buf + s->len, p, k);
-		EVP_DigestUpdate(s->bytes_sha, s->buf + s->len, k);
 		s->left -= s->left < k ? s->left : k;
 		s->len += k;
 		p += k;
@@ -495,4 +562,6 @@ void cb_codec_seg_stats(const struct cb_codec_writer *w, struct cb_codec_stats *
 	st->segs_reused_archive_bytes = s->reused_cbytes;
 	st->segs_compressed = s->compressed;
 	st->segs_compressed_bytes = s->compressed_bytes;
+	st->segs_trusted = s->trust.segs;
+	st->trusted_unread_bytes = s->trust.unread;
 }

@@ -42,6 +42,7 @@
 #include "cb_prune.h"
 #include "cb_pve.h"
 #include "cb_reuse.h"
+#include "cb_reuse_trust.h"
 #include "cb_rmtree.h"
 #include "cb_run.h"
 #include "cb_sink.h"
@@ -966,6 +967,7 @@ static void archive_tree(const struct guest_run *r, struct cb_archive_graft *roo
 				   : i ? r->mps[i - 1].stage_dir : r->stage_dir;
 		g->by_fd = r->snaps != NULL;
 		g->fd = r->snaps ? cb_snapshot_fd(&r->snaps[i]) : -1;
+		g->staged = r->snaps == NULL;
 	}
 }
 
@@ -1094,6 +1096,55 @@ static struct cb_reuse *open_reuse(struct guest_run *r, struct cb_codec_writer *
 	return reuse;
 }
 
+/* Trust (cb_reuse_trust.h): with a kept staging copy, the writer records
+ * trust keys for the next night's map, and takes segments on trust when
+ * the map kept with the copy names the previous archive. */
+static char *trust_path(const struct guest_run *r)
+{
+	if (!r->opts.reuse || !r->opts.keep_staging || r->opts.to_stdout || r->snaps ||
+	    !r->stage_dir || r->opts.compress == CB_COMPRESS_NONE)
+		return NULL;
+	return cb_xasprintf("%s.trust", r->stage_dir);
+}
+
+static struct cb_trust_map *open_trust(struct guest_run *r, struct cb_codec_writer *codec,
+				       const struct cb_reuse *reuse)
+{
+	char *path = trust_path(r);
+	struct cb_trust_map *m = NULL;
+	const char *why = "there is no previous archive";
+
+	if (!path)
+		return NULL;
+	cb_codec_set_trust(codec, NULL, NULL);
+	if (reuse)
+		m = cb_trust_map_load(path, cb_reuse_name(reuse), cb_reuse_idx_sha256(reuse), &why);
+	if (m)
+		cb_trust_map_attach(m, codec);
+	else
+		cb_verbose(r->log, "nothing taken on trust: %s", why[0] ? why : "no trust map");
+	free(path);
+	return m;
+}
+
+/* The map for the next night, naming this archive; a failure is a
+ * warning (the next night reads the staged data). */
+static void save_trust(struct guest_run *r, const struct cb_codec_writer *codec,
+		       const char *idx_hex)
+{
+	char *path = trust_path(r);
+	const char *base = strrchr(r->archive_path, '/');
+	size_t n;
+	const struct cb_codec_trust *v = cb_codec_writer_trust(codec, &n);
+
+	if (!path)
+		return;
+	unlink(path);
+	if (idx_hex[0] && cb_trust_map_save(path, base ? base + 1 : r->archive_path, idx_hex, v, n) < 0)
+		cb_warn(r->log, "no trust map for the next backup: %s", cb_last_error());
+	free(path);
+}
+
 /* "reused N units (X) from ARCHIVE, compressed M units (Y)": tar bytes. */
 static void log_reuse(struct guest_run *r, const struct cb_codec_writer *codec,
 		      const struct cb_reuse *reuse)
@@ -1118,6 +1169,9 @@ static void log_reuse(struct guest_run *r, const struct cb_codec_writer *codec,
 	cb_info(r->log, "reused %llu units (%s) from %s, compressed %llu units (%s)",
 		(unsigned long long)cs.segs_reused, x, reuse ? cb_reuse_name(reuse) : "no previous archive",
 		(unsigned long long)cs.segs_compressed, y);
+	cb_fmt_bytes(x, sizeof(x), cs.trusted_unread_bytes);
+	cb_verbose(r->log, "taken on trust: %llu units, %s of staged data not read",
+		   (unsigned long long)cs.segs_trusted, x);
 }
 
 static int write_archive(struct guest_run *r)
@@ -1132,6 +1186,7 @@ static int write_archive(struct guest_run *r)
 	struct cb_codec_writer *codec = NULL;
 	struct cb_sink *sink = NULL;
 	struct cb_reuse *reuse = NULL;
+	struct cb_trust_map *trust = NULL;
 	struct cb_tarscan *scan = r->opts.to_stdout ? NULL : cb_tarscan_new();
 	char idx_hex[65] = "";
 	double started = cb_now();
@@ -1149,6 +1204,7 @@ static int write_archive(struct guest_run *r)
 	if (cb_codec_writer_new(&codec, &cp, sink) < 0)
 		goto out;
 	reuse = open_reuse(r, codec);
+	trust = open_trust(r, codec, reuse);
 	cb_progress_start(&r->progress, !r->opts.quiet, "archive", r->estimate);
 	cb_codec_set_progress(codec, &r->progress);
 	if (scan)
@@ -1176,6 +1232,7 @@ static int write_archive(struct guest_run *r)
 	}
 	log_archive_stats(r, &as, codec, sink);
 	log_reuse(r, codec, reuse);
+	save_trust(r, codec, idx_hex);
 	r->res->archive_seconds = cb_now() - started;
 out:
 	/* a signal's cleanup removed the snapshots under the walk: the signal,
@@ -1186,6 +1243,7 @@ out:
 		cb_error_prefix("archive");
 	cb_codec_writer_free(codec);
 	cb_reuse_free(reuse);
+	cb_trust_map_free(trust);
 	cb_sink_free(sink);
 	cb_tarscan_free(scan);
 	free(grafts);

@@ -1,0 +1,161 @@
+/*
+ * Trust (include/cb_codec.h): the tokened pieces of the segment being
+ * gathered, its trust key, and the deferred pieces read when the segment
+ * is not copied on trust after all (its bytes are then keyed as always).
+ *
+ * A deferred piece keeps a duplicate of the file's fd until the segment
+ * ends; at most MAX_FDS files a segment are deferred (more are read at
+ * once: widened, never dropped), and a dup that fails is a read too.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <openssl/evp.h>
+
+#include "cb_codec.h"
+#include "cb_util.h"
+#include "codec_int.h"
+
+#define MAX_FDS 256
+
+/* The same file as the last deferred piece (the token names the inode:
+ * an fd number may have been reused since) shares its duplicate. */
+static int defer_fd(struct seg_trust *t, int fd, const unsigned char *tok)
+{
+	int d;
+
+	if (t->n_fds > 0 && !memcmp(t->last_tok, tok, CB_TOKEN_LEN))
+		return (int)t->n_fds - 1;
+	if (t->n_fds == MAX_FDS || (d = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return -1;
+	if (!t->fds)
+		t->fds = cb_xcalloc(MAX_FDS, sizeof(*t->fds));
+	t->fds[t->n_fds++] = d;
+	memcpy(t->last_tok, tok, CB_TOKEN_LEN);
+	return (int)t->n_fds - 1;
+}
+
+int seg_trust_piece(struct seg_trust *t, uint64_t at, const unsigned char *tok, int fd,
+		    uint64_t off, uint64_t n)
+{
+	struct seg_piece *p;
+
+	if (!t->on || n == 0)
+		return 0;
+	if (t->n == t->cap) {
+		t->cap = t->cap ? 2 * t->cap : 64;
+		t->p = cb_xrealloc(t->p, t->cap * sizeof(*t->p));
+	}
+	p = &t->p[t->n++];
+	p->at = at;
+	p->n = n;
+	p->off = off;
+	memcpy(p->tok, tok, CB_TOKEN_LEN);
+	p->fdi = t->fn && fd >= 0 ? defer_fd(t, fd, tok) : -1;
+	if (p->fdi < 0)
+		return 0;
+	t->deferred += n;
+	return 1;
+}
+
+static void put64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* Bytes between pieces as 'B' length bytes, a piece as 'T' token offset
+ * length: a piece given by token never keys like the same bytes read. */
+void seg_trust_key(const struct seg_trust *t, const unsigned char *settings, size_t settings_len,
+		   const unsigned char *evd, const unsigned char *buf, uint64_t len,
+		   unsigned char *tkey)
+{
+	EVP_MD_CTX *k = EVP_MD_CTX_new();
+	unsigned char r[1 + CB_TOKEN_LEN + 16];
+	uint64_t pos = 0;
+
+	if (!k || EVP_DigestInit_ex(k, EVP_sha256(), NULL) != 1)
+		abort();
+	EVP_DigestUpdate(k, "cbtrust1", 8);
+	EVP_DigestUpdate(k, settings, settings_len);
+	EVP_DigestUpdate(k, evd, CB_SEG_KEY);
+	for (size_t i = 0; i <= t->n; i++) {
+		uint64_t end = i < t->n ? t->p[i].at : len;
+
+		r[0] = 'B';
+		put64(r + 1, end - pos);
+		EVP_DigestUpdate(k, r, 9);
+		EVP_DigestUpdate(k, buf + pos, (size_t)(end - pos));
+		if (i == t->n)
+			break;
+		r[0] = 'T';
+		memcpy(r + 1, t->p[i].tok, CB_TOKEN_LEN);
+		put64(r + 1 + CB_TOKEN_LEN, t->p[i].off);
+		put64(r + 9 + CB_TOKEN_LEN, t->p[i].n);
+		EVP_DigestUpdate(k, r, sizeof(r));
+		pos = end + t->p[i].n;
+	}
+	put64(r, len);
+	EVP_DigestUpdate(k, r, 8);
+	EVP_DigestFinal_ex(k, tkey, NULL);
+	EVP_MD_CTX_free(k);
+}
+
+/* The deferred pieces, read into their places: 0, or -1 (error set). A
+ * staged file only cbackup writes cannot shrink under it: a short read is
+ * an error, not zeros. */
+int seg_trust_fill(struct seg_trust *t, unsigned char *buf)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		const struct seg_piece *p = &t->p[i];
+		uint64_t done = 0;
+
+		while (p->fdi >= 0 && done < p->n) {
+			ssize_t r = pread(t->fds[p->fdi], buf + p->at + done, (size_t)(p->n - done),
+					  (off_t)(p->off + done));
+
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				return r < 0 ? cb_error_errno("cannot read a staged file")
+					     : cb_error("a staged file shrank while being archived");
+			done += (uint64_t)r;
+		}
+	}
+	t->deferred = 0;
+	return 0;
+}
+
+void seg_trust_record(struct seg_trust *t, const unsigned char *tkey, const unsigned char *key,
+		      uint64_t len)
+{
+	struct cb_codec_trust *r;
+
+	if (t->n_rec == t->cap_rec) {
+		t->cap_rec = t->cap_rec ? 2 * t->cap_rec : 256;
+		t->rec = cb_xrealloc(t->rec, t->cap_rec * sizeof(*t->rec));
+	}
+	r = &t->rec[t->n_rec++];
+	memcpy(r->tkey, tkey, CB_SEG_KEY);
+	memcpy(r->key, key, CB_SEG_KEY);
+	r->u_len = len;
+}
+
+void seg_trust_reset(struct seg_trust *t)
+{
+	for (size_t i = 0; i < t->n_fds; i++)
+		close(t->fds[i]);
+	t->n_fds = 0;
+	t->n = 0;
+	t->deferred = 0;
+}
+
+void seg_trust_free(struct seg_trust *t)
+{
+	seg_trust_reset(t);
+	free(t->fds);
+	free(t->p);
+	free(t->rec);
+}
