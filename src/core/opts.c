@@ -132,7 +132,12 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  ".B reuse 0\n"
 	  "the catalog has no keys either (as one that\n"
 	  ".B cbackup index\n"
-	  "rebuilds), so the next backup compresses in full too." },
+	  "rebuilds), so the next backup compresses in full too. With\n"
+	  ".B keep\\-staging 1\n"
+	  "the units whose staged files are unchanged since the previous archive\n"
+	  "are copied without their data being read (a trust map kept beside the\n"
+	  "staging copy; see \"Reuse without reading the staging copy\" in\n"
+	  ".BR cbackup (8))." },
 	{ "pigz", CB_OPT_INT, "0", G | S | U | C, "0-256",
 	  "parallel gzip threads (0 = single-threaded gzip, 1 = half the cores, N = N threads)", 0,
 	  OFF(pigz_threads), 0, 256, NULL, NULL },
