@@ -312,12 +312,14 @@ int cb_stage_dir_remove(const char *stage_path)
 /* ---- kept staging copies (prune --staging, list) ---- */
 
 /* What follows "cbackup-ID.stage" in the names of the staging directory
- * and its companions: marker, index, side store, and the same for each
+ * and its companions: marker, index, side store, trust map (reuse), and
+ * the same for each
  * mount point's copy (".mpN..."). A whitelist: guest "a"'s names never
  * take in guest "a.stage"'s ("cbackup-a.stage.stage"). */
 static int stage_tail_ok(const char *r)
 {
-	static const char *const tails[] = { "", MARKER_SUFFIX, ".index", ".index.new", ".xattrs" };
+	static const char *const tails[] = { "", MARKER_SUFFIX, ".index", ".index.new", ".xattrs",
+					     ".trust", ".trust.tmp" };
 
 	if (!strncmp(r, ".mp", 3) && r[3] >= '1' && r[3] <= '9')
 		for (r += 4; *r >= '0' && *r <= '9'; r++)

@@ -164,4 +164,11 @@ test_expect_success ROOT 'the previous archive replaced under its name: nothing 
 	tar_equals_source
 '
 
+test_expect_success ROOT 'prune --staging removes the trust map with the staging copy' '
+	ls "$STG"/cbackup/cbackup-101.stage.trust
+	cbackup_run 0 prune 101 --staging --tmpdir "$STG" --dumpdir "$DUMP"
+	test ! -e "$STG"/cbackup/cbackup-101.stage.trust
+	test ! -e "$STG"/cbackup/cbackup-101.stage
+'
+
 test_done
