@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -103,6 +104,21 @@ void seg_trust_key(const struct seg_trust *t, const unsigned char *settings, siz
 	EVP_MD_CTX_free(k);
 }
 
+/* The error for a deferred read of fd that failed (r < 0) or came short. */
+static int fill_error(int fd, ssize_t r)
+{
+	char link[64], path[4096];
+	int e = errno;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	path[n > 0 ? n : 0] = '\0';
+	errno = e;
+	return r < 0 ? cb_error_errno("cannot read staged file '%s'", path)
+		     : cb_error("staged file '%s' shrank while being archived", path);
+}
+
 /* The deferred pieces, read into their places: 0, or -1 (error set). A
  * staged file only cbackup writes cannot shrink under it: a short read is
  * an error, not zeros. */
@@ -119,8 +135,7 @@ int seg_trust_fill(struct seg_trust *t, unsigned char *buf)
 			if (r < 0 && errno == EINTR)
 				continue;
 			if (r <= 0)
-				return r < 0 ? cb_error_errno("cannot read a staged file")
-					     : cb_error("a staged file shrank while being archived");
+				return fill_error(t->fds[p->fdi], r);
 			done += (uint64_t)r;
 		}
 	}
