@@ -164,6 +164,23 @@ test_expect_success ROOT 'the previous archive replaced under its name: nothing 
 	tar_equals_source
 '
 
+test_expect_success ROOT 'a deferred read that fails: the backup fails naming the staged file, the previous archive untouched' '
+	printf "2\n" >>"$SRC/etc/conf"
+	night
+	before=$(ls -1 "$DUMP"/*.tar.zst* | sort)
+	# big.bin changes: its units are not taken on trust, the data put off is read
+	printf "CHANGED!" | dd of="$SRC/usr/share/big.bin" bs=1 seek=2500000 conv=notrunc status=none
+	big=$(staged big.bin)
+	sleep 1.1
+	with_fault "read:EIO:$big:after=64" cbackup_run 1 backup --root "$SRC" --id 101 --type ct \
+		--tmpdir "$STG" --dumpdir "$DUMP" --keep-staging 1 --unit-size 1 --verbose
+	fault_fired "read .*big.bin"
+	test_has "$CB_ERR" "ERROR: .*cannot read staged file .*big.bin.*: Input/output error"
+	test "$(ls -1 "$DUMP"/*.tar.zst* | sort)" = "$before"
+	night
+	tar_equals_source
+'
+
 test_expect_success ROOT 'prune --staging removes the trust map with the staging copy' '
 	ls "$STG"/cbackup/cbackup-101.stage.trust
 	cbackup_run 0 prune 101 --staging --tmpdir "$STG" --dumpdir "$DUMP"
