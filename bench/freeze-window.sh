@@ -14,6 +14,7 @@
 # debootstrapped Debian root), 10 of its regular files changed.
 # CBS="A B": several binaries (before/after a change), each run in turn;
 # ROUNDS=N: that many rounds of them, interleaved.
+# LOGS=DIR: keep each run's --verbose log there (ROUND-RUN.log).
 set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 K=${1:-1000}
@@ -70,6 +71,7 @@ for run in ${RUNS:-auto off off-1-thread}; do
 	audit=$(sed -nE "s/.*tracking audit: ([0-9]+) entries checked in ([0-9.]+) s, ([0-9]+) missed.*/\2 s (\1 entries, \3 missed)/p" "$DIR/log")
 	echo "$CB $run: pass 1 ${p1}s, pass 2 ${p2} ms, frozen ${frozen}s ($way), audit ${audit:-not run}; load $(cut -d" " -f1-3 /proc/loadavg)"
 	grep -E "change tracking: [0-9]+ (events|inodes)|change tracking is not exact" "$DIR/log" || :
+	[ -z "${LOGS:-}" ] || cp "$DIR/log" "$LOGS/$round-$run.log"
 done
 done
 done

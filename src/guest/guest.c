@@ -78,6 +78,14 @@ static int write_ctl(const char *dir, const char *name, const char *val)
 	return ret;
 }
 
+/* The guest's cgroup directory no longer exists (access() is
+ * async-signal-safe: the watchdog calls this too). */
+static int cgroup_gone(const struct cb_guest *g)
+{
+	return (g->kind == CB_FREEZER_CGROUP2 || g->kind == CB_FREEZER_CGROUP1) &&
+	       access(g->path, F_OK) < 0 && errno == ENOENT;
+}
+
 /* The kernel's own freezers, either way: a cgroup's freeze file, or
  * SIGSTOP/SIGCONT to the process group (a group gone counts as thawed). */
 static int kernel_request(const struct cb_guest *g, int freeze)
@@ -91,8 +99,14 @@ static int kernel_request(const struct cb_guest *g, int freeze)
 			return 0;
 		return cb_error_errno("cannot %s pid %d", freeze ? "stop" : "continue", (int)g->pid);
 	}
-	if (write_ctl(g->path, file, v2 ? (freeze ? "1" : "0") : (freeze ? "FROZEN" : "THAWED")) < 0)
+	if (write_ctl(g->path, file, v2 ? (freeze ? "1" : "0") : (freeze ? "FROZEN" : "THAWED")) < 0) {
+		/* a cgroup is removed only once it is empty: the guest stopped
+		 * while frozen and nothing is left to thaw (retrying until
+		 * thaw-timeout would only fail the backup) */
+		if (!freeze && errno == ENOENT && cgroup_gone(g))
+			return 0;
 		return cb_error_errno("cannot write '%s/%s'", g->path, file);
+	}
 	return 0;
 }
 
@@ -1079,6 +1093,9 @@ int cb_guest_thaw(struct cb_guest *g)
 		cb_cleanup_pop(g->cleanup_handle, 0);
 	g->cleanup_handle = -1;
 	g->frozen = 0;
+	if (ret == 0 && cgroup_gone(g) && g->log)
+		cb_warn(g->log, "the freeze cgroup '%s' is gone: the guest stopped while it was frozen",
+			g->path);
 	if (ret == 0 && g->deadline_hit)
 		ret = g->max_freeze_ms
 			? cb_error("max-freeze (%d s) exceeded: the watchdog thawed the guest",

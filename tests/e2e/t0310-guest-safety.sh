@@ -175,6 +175,27 @@ test_expect_success ROOT,CGROUP2 'cbackup stopped in the pre-restart hook: the w
 	counter_advances "$SIDE"
 '
 
+test_expect_success ROOT,CGROUP2 'a guest that stops while frozen (killed, its cgroup removed): thawed at once, not retried until thaw-timeout, a WARN says so' '
+	new_guest gone
+	cat >"$SCRATCH/gone-hook" <<-EOF
+	#!/bin/sh
+	[ "\$1" = pre-restart ] || exit 0
+	for p in \$(cat $CG/cgroup.procs); do kill -9 \$p; done
+	while [ -s $CG/cgroup.procs ]; do sleep 0.01; done
+	rmdir $CG
+	EOF
+	chmod +x "$SCRATCH/gone-hook"
+	rm -rf "$DUMP"/*
+	c=$(conf 319 "freeze-cgroup = $CG" "script = $SCRATCH/gone-hook" "thaw-timeout = 30")
+	cbackup_run 0 319 --config "$c"
+	cat "$CB_ERR"
+	test_lacks "$CB_ERR" "thaw failed"
+	test_has "$DUMP"/cbackup-ct-319-*.log "WARN: the freeze cgroup .* is gone: the guest stopped while it was frozen"
+	mkdir "$SCRATCH/gone-check"
+	tar -C "$SCRATCH/gone-check" -xf "$(find_archive "$DUMP" ct 319 .zst)"
+	test -s "$SCRATCH/gone-check/log-gone.txt"
+'
+
 if [ -c /dev/fuse ] && grep -qw fuse /proc/filesystems; then
 test_expect_success ROOT,CGROUP2 'a task that cannot freeze (blocked on FUSE): the rest is thawed within freeze-wait, the task named' '
 	new_guest fuse
