@@ -36,6 +36,7 @@ struct fixture {
 	char *dir;                /* mount/name */
 	int v1;
 	pid_t child;              /* the counting "guest" */
+	pid_t ns_init;            /* test_ct_init_identity: pid 1 of a pid namespace */
 	volatile uint64_t *counter;
 	char tmp[64];             /* scratch dir for the cmd backend */
 };
@@ -168,6 +169,8 @@ static int teardown(void **state)
 		write_file(p, fx->v1 ? "THAWED" : "0");
 		free(p);
 	}
+	if (fx->ns_init > 0)   /* not our child: killed, reaped by C or by init */
+		kill(fx->ns_init, SIGKILL);
 	if (fx->child > 0) {
 		kill(fx->child, SIGCONT);
 		kill(fx->child, SIGKILL);
@@ -520,6 +523,7 @@ static pid_t start_ns_init(struct fixture *fx)
 	free(procs);
 	assert_int_equal(write(go[1], "x", 1), 1);
 	assert_int_equal(read(back[0], &g, sizeof(g)), (ssize_t)sizeof(g));
+	fx->ns_init = g;   /* teardown kills it whatever fails */
 	close(go[0]);
 	close(go[1]);
 	close(back[0]);
@@ -588,6 +592,7 @@ static void test_ct_init_identity(void **state)
 	kill(g, SIGKILL);
 	waitpid(fx->child, NULL, 0);
 	fx->child = 0;
+	fx->ns_init = 0;
 	/* gone: refused */
 	assert_int_equal(cb_ctvol_check_init(&init), -1);
 	cb_ctinit_release(&init);
