@@ -6,8 +6,9 @@
 # the archive, a file inflated past what its counts say (the mutant
 # idx-size-unchecked survived the tests until that one). `ls`, `restore
 # --path` and `mount` refuse the catalog, say so, and read the archive
-# itself instead: right sizes, right bytes, and a read through the mount that returns at once (on main it spun for good,
-# its reader stuck in D state).
+# itself instead: right sizes, right bytes, and a read through the mount
+# that returns at once (on main it spun for good, its reader stuck in D
+# state).
 . "$(dirname "$0")/lib.sh"
 
 SRC=$SCRATCH/src
