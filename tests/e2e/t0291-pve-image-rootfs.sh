@@ -245,6 +245,14 @@ test_expect_success ROOT,CGROUP2 'a PID that is not the CT'"'"'s init is refused
 	kill -0 "$INIT"
 '
 
+# last, whatever failed before: a loop device cbackup left on an image
+# (as under mutant discover-ctvol-loop-kept) is detached here, and fails
+test_expect_success ROOT 'cleanup: no loop device left on the stopped CTs'"'"' images' '
+	left=$(losetup -n -O NAME -j "$IMG0"; losetup -n -O NAME -j "$IMG1")
+	for d in $left; do losetup -d "$d"; done
+	test -z "$left"
+'
+
 if ! grep -qw device-mapper /proc/misc; then
 	why="this kernel has no device-mapper (not in /proc/misc): no LVM volume can be made here"
 else
