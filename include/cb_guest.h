@@ -75,6 +75,10 @@ int cb_guest_check_opts(const struct cb_opts *o);
 int cb_guest_init(struct cb_guest *g, const struct cb_opts *o);
 void cb_guest_release(struct cb_guest *g);   /* thaws if still frozen */
 
+/* A freeze-cgroup value's directory (malloc'ed): absolute as it is, else
+ * under the cgroup2 mount, else the v1 freezer's; NULL without either. */
+char *cb_guest_cgroup_dir(const char *path);
+
 /* Whether the guest runs, asked of its freeze backend: 0 stopped (why says
  * how that is known: its cgroup gone or empty, its pid or qmp socket gone),
  * 1 running or unknown (freeze-cmd and no backend cannot tell). A stopped

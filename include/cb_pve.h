@@ -21,11 +21,13 @@ const char *cb_pve_dir(void);
  * block storage, unreadable). */
 int cb_pve_storage_dumpdir(const char *name, char **dumpdir);
 
-/* The file or directory of a guest's volume "STORAGE:VOLNAME" (from a
- * guest's rootfs, mpN or disk line) in *path (malloc'ed): 0, or -1 with the
- * error set (storage not defined, a block storage, no storage.cfg). File
- * system storages keep it at PATH/images/VOLNAME, a zfspool's container
- * datasets at MOUNTPOINT/VOLNAME. */
+/* The file, directory or device of a guest's volume "STORAGE:VOLNAME"
+ * (from a guest's rootfs, mpN or disk line) in *path (malloc'ed): 0, or -1
+ * with the error set (storage not defined, of an unknown type, no
+ * storage.cfg). File system storages keep it at PATH/images/VOLNAME, a
+ * zfspool's container datasets at MOUNTPOINT/VOLNAME; block storages as
+ * Proxmox names the device: lvm/lvmthin /dev/VGNAME/VOLNAME, a zfspool's
+ * zvol /dev/zvol/POOL/VOLNAME, rbd /dev/rbd/POOL/VOLNAME. */
 int cb_pve_volume_path(const char *volid, char **path);
 
 #endif

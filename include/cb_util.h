@@ -92,4 +92,7 @@ const char *cb_closest_word(const char *word, const char *const *cands, size_t n
  * what failed was the writing, and as tar a command ends quietly. */
 int cb_stdout_gone(void);
 
+/* The executable NAME found on PATH (malloc'ed), or NULL. */
+char *cb_find_on_path(const char *name);
+
 #endif

@@ -13,7 +13,13 @@
 # lxc and busybox-static are for the tests only: t0284 finds, freezes, stops
 # and restarts a real busybox container (lxc-create -t busybox) under its
 # own lxc path (cbackup reads LXC's configuration files, it runs no lxc tool
-# but lxc-stop/lxc-start in mode stop).
+# but lxc-stop/lxc-start in mode stop, and lxc-info -p to find a running
+# container's init when its rootfs is a disk image). t0291 makes ext4 images
+# with mkfs.ext4 -d (e2fsprogs) and runs a guest with unshare (util-linux).
+# lvm2 is not installed: no test makes a volume group (one would be seen by
+# every LVM command on the host, and the test VMs' kernel has no
+# device-mapper); /dev/VG/LV names are unit-tested, a block-device root is
+# tested with a loop device.
 set -e
 PKGS="build-essential pkg-config libarchive-dev libzstd-dev liblzo2-dev zlib1g-dev
       libiniparser-dev libssl-dev libcmocka-dev libisal-dev libfuse3-dev fuse3

@@ -11,23 +11,62 @@
 #include <string.h>
 
 #include "cb_commands.h"
+#include "cb_ctvol.h"
 #include "cb_discover.h"
 #include "cb_exit.h"
 #include "cb_guest.h"
 #include "cb_job.h"
 #include "cb_pve.h"
 
+static int excluded(const struct cb_cli *cli, const char *id)
+{
+	for (size_t i = 0; i < cli->exclude_ids.n; i++)
+		if (!strcmp(cli->exclude_ids.v[i], id))
+			return 1;
+	return 0;
+}
+
 static const char *kind(int is_vm)
 {
 	return is_vm ? "VM" : "CT";
 }
 
-static void print_what(const struct cb_opts *o, FILE *out)
+/* How a volume that is a disk image or a block device will be reached
+ * (cb_ctvol): through the running container's init, or mounted read-only. */
+static void print_reach(const struct cb_opts *o, const char *vol, const char *target, int running,
+			FILE *out)
+{
+	struct cb_ctinit init;
+
+	if (!cb_ctvol_is_image(vol))
+		return;
+	if (!running)
+		fprintf(out, "    stopped: mounted read-only from '%s' for the copy (ext4/xfs, no "
+			"journal replayed; a loop device for an image)\n", vol);
+	else if (cb_ctvol_find_init(o->id, o->freeze_cgroup, &init) == 0)
+		fprintf(out, "    running: read through the container, /proc/%d/root%s (its init, "
+			"pid %d from %s)\n", (int)init.pid, strcmp(target, "/") ? target : "",
+			(int)init.pid, init.source);
+	else
+		fprintf(out, "    running, but its init is not found: %s\n", cb_last_error());
+	if (running)
+		cb_ctinit_release(&init);
+}
+
+static void print_what(const struct cb_opts *o, int running, FILE *out)
 {
 	if (o->root)
 		fprintf(out, "  root '%s'\n", o->root);
-	for (size_t i = 0; i < o->mps.n; i++)
+	if (o->root && o->type == CB_GUEST_CT)
+		print_reach(o, o->root, "/", running, out);
+	for (size_t i = 0; i < o->mps.n; i++) {
+		char *src = NULL, *target = NULL;
 		fprintf(out, "  mount point '%s'\n", o->mps.v[i]);
+		if (cb_mp_split(o->mps.v[i], &src, &target) == 0)
+			print_reach(o, src, target + 1, running, out);
+		free(src);
+		free(target);
+	}
 	for (size_t i = 0; i < o->disks.n; i++)
 		fprintf(out, "  disk '%s'\n", o->disks.v[i]);
 	if (o->freeze_cgroup)
@@ -44,7 +83,7 @@ static int print_guest(const struct cb_cli *cli, const struct cb_config *cfg, co
 	const struct cb_config_section *sec = cb_config_guest(cfg, id);
 	struct cb_opts o;
 	char why[512];
-	int running, bad = 0;
+	int running = 0, bad = 0;
 
 	if (f && f->skip && !sec) {
 		fprintf(out, "%s %s: skipped - %s\n", kind(f->is_vm), id, f->skip);
@@ -69,7 +108,7 @@ static int print_guest(const struct cb_cli *cli, const struct cb_config *cfg, co
 	if (sec)
 		fprintf(out, "  section [%s %s] %s:%d%s\n", sec->kind == CB_SECTION_VM ? "vm" : "ct", id,
 			cfg->path, sec->line, f ? " overrides what was found" : "");
-	print_what(&o, out);
+	print_what(&o, running, out);
 	for (size_t i = 0; f && i < f->notes.n; i++)
 		fprintf(out, "  not backed up: %s\n", f->notes.v[i]);
 	cb_opts_release(&o);
@@ -95,8 +134,15 @@ int cb_cmd_guests(const struct cb_cli *cli, const struct cb_config *cfg_loaded, 
 		printf("no guests: none defined in %s, none found in %s, %s/lxc, %s/qemu-server\n",
 		       cfg.path ? cfg.path : "a configuration file", cb_lxc_dir(), cb_pve_dir(),
 		       cb_pve_dir());
-	for (size_t i = 0; i < ids.n; i++)
-		bad |= print_guest(cli, &cfg, ids.v[i], stdout);
+	for (size_t i = 0; i < ids.n; i++) {
+		const struct cb_found *f = cb_found_get(&found, ids.v[i]);
+		const struct cb_config_section *sec = cb_config_guest(&cfg, ids.v[i]);
+		if (excluded(cli, ids.v[i]))   /* as --all --exclude */
+			printf("%s %s: excluded (--exclude)\n", kind(sec ? sec->kind == CB_SECTION_VM
+								     : f && f->is_vm), ids.v[i]);
+		else
+			bad |= print_guest(cli, &cfg, ids.v[i], stdout);
+	}
 	fflush(stdout);
 	cb_strvec_clear(&ids);
 	cb_found_list_release(&found);

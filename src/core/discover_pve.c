@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cb_opts.h"
 #include "cb_pve.h"
@@ -45,7 +44,11 @@ static char *volume_opt(const char *opts, const char *name)
 }
 
 /* VOLUME → a path through storage.cfg (an absolute path is itself); an
- * error of the guest's, naming the line, when it cannot be placed. */
+ * error of the guest's, naming the line, when it cannot be placed. A
+ * container's volume may be a directory (a subvol), or a disk image or a
+ * block device (vm-ID-disk-N.raw, an LVM-thin volume: Proxmox's default),
+ * which the backup reaches through the running container or mounts
+ * read-only while it is stopped (cb_ctvol). */
 static char *resolve_volume(struct pve_read *r, const char *key, const char *cbkey,
 			    const char *vol)
 {
@@ -61,24 +64,6 @@ static char *resolve_volume(struct pve_read *r, const char *key, const char *cbk
 	return NULL;
 }
 
-/* A container volume is a directory (a subvol); a disk image (vm-ID-disk-N.raw,
- * Proxmox's default on dir storages) has to be mounted first: said so. */
-static char *ct_volume(struct pve_read *r, const char *key, const char *cbkey, const char *vol)
-{
-	char *path = resolve_volume(r, key, cbkey, vol), *msg;
-	struct stat st;
-
-	if (!path || stat(path, &st) < 0 || S_ISDIR(st.st_mode))
-		return path;
-	msg = cb_xasprintf("key '%s': volume '%s' is a disk image ('%s'), not a directory: cbackup "
-			   "backs up container directories; mount it (pct mount %s) and set root = "
-			   "DIR in a [ct %s] section", key, vol, path, r->f->id, r->f->id);
-	found_error(r->f, cbkey, r->file, r->lineno, msg);
-	free(msg);
-	free(path);
-	return NULL;
-}
-
 /* rootfs and mpN: the rootfs always, a mount point of a storage with
  * backup=1 (vzdump's rule); binds and devices are not backed up. */
 static void pve_ct_key(struct pve_read *r, const char *k, const char *v)
@@ -88,7 +73,7 @@ static void pve_ct_key(struct pve_read *r, const char *k, const char *v)
 	char *target = volume_opt(opts, "mp"), *path = NULL, *mp;
 
 	if (!strcmp(k, "rootfs")) {
-		if ((path = ct_volume(r, k, "root", vol)))
+		if ((path = resolve_volume(r, k, "root", vol)))
 			found_key(r->f, "root", path, r->file, r->lineno);
 	} else if (vol[0] == '/') {
 		found_note(r->f, "%s:%d: %s '%s': a bind or device mount point, not backed up (as "
@@ -98,7 +83,7 @@ static void pve_ct_key(struct pve_read *r, const char *k, const char *v)
 			   r->file, r->lineno, k, vol);
 	} else if (!target) {
 		found_error(r->f, "mp", r->file, r->lineno, "mount point without mp=PATH");
-	} else if ((path = ct_volume(r, k, "mp", vol))) {
+	} else if ((path = resolve_volume(r, k, "mp", vol))) {
 		mp = cb_xasprintf("%s,%s", path, target);
 		found_key(r->f, "mp", mp, r->file, r->lineno);
 		free(mp);

@@ -21,6 +21,7 @@ const char *cb_pve_dir(void)
 
 struct stanza {
 	char type[64], name[256], path[4096], content[512], pool[512], mountpoint[4096];
+	char vgname[256];
 	int line;
 };
 
@@ -66,6 +67,8 @@ static int find_stanza(FILE *f, const char *want, struct stanza *st)
 			snprintf(st->pool, sizeof(st->pool), "%s", v);
 		else if (!strcmp(k, "mountpoint"))
 			snprintf(st->mountpoint, sizeof(st->mountpoint), "%s", v);
+		else if (!strcmp(k, "vgname"))
+			snprintf(st->vgname, sizeof(st->vgname), "%s", v);
 	}
 	return in;
 }
@@ -152,6 +155,24 @@ static int load_stanza(const char *store, struct stanza *st, char **cfg_out)
 	return found;
 }
 
+/* A block storage's volume: the device node Proxmox's plugin uses for it
+ * (LVM and LVM-thin /dev/VG/LV, a ZFS zvol, a kernel-mapped rbd image);
+ * cb_ctvol reaches what it holds. */
+static int block_volume(const char *cfg, const struct stanza *st, const char *volname,
+			char **path)
+{
+	if ((!strcmp(st->type, "lvmthin") || !strcmp(st->type, "lvm")) && st->vgname[0])
+		*path = cb_xasprintf("/dev/%s/%s", st->vgname, volname);
+	else if (!strcmp(st->type, "zfspool") && st->pool[0])
+		*path = cb_xasprintf("/dev/zvol/%s/%s", st->pool, volname);
+	else if (!strcmp(st->type, "rbd"))
+		*path = cb_xasprintf("/dev/rbd/%s/%s", st->pool[0] ? st->pool : "rbd", volname);
+	else
+		return cb_error("storage '%s' (%s:%d) of type '%s': cbackup does not know where it "
+				"keeps '%s'", st->name, cfg, st->line, st->type, volname);
+	return 0;
+}
+
 /* A volume of a storage that keeps it as a file or directory: where. */
 static int stanza_volume(const char *cfg, const struct stanza *st, const char *volname,
 			 char **path)
@@ -174,8 +195,7 @@ static int stanza_volume(const char *cfg, const struct stanza *st, const char *v
 		free(pool);
 		return 0;
 	}
-	return cb_error("storage '%s' (%s:%d) of type '%s' keeps '%s' as a block device, which "
-			"cbackup does not back up", st->name, cfg, st->line, st->type, volname);
+	return block_volume(cfg, st, volname, path);
 }
 
 int cb_pve_volume_path(const char *volid, char **path)

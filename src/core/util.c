@@ -444,3 +444,20 @@ int cb_stdout_gone(void)
 		return 0;
 	return poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLHUP));
 }
+
+char *cb_find_on_path(const char *name)
+{
+	const char *path = getenv("PATH");
+	char *copy = cb_xstrdup(path ? path : "/usr/sbin:/usr/bin:/sbin:/bin"), *save = NULL;
+	char *found = NULL;
+
+	for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
+		char *p = cb_xasprintf("%s/%s", d, name);
+		if (access(p, X_OK) == 0)
+			found = p;
+		else
+			free(p);
+	}
+	free(copy);
+	return found;
+}

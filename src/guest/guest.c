@@ -424,25 +424,33 @@ void cb_guest_release(struct cb_guest *g)
 
 /* ---- is the guest running? -------------------------------------------- */
 
+char *cb_guest_cgroup_dir(const char *path)
+{
+	char *v2 = NULL, *v1 = NULL, *dir = NULL;
+	struct stat st;
+
+	if (path[0] == '/')
+		return cb_xstrdup(path);
+	find_mounts(&v2, &v1);
+	if (v2)
+		dir = cb_xasprintf("%s/%s", v2, path);
+	if (v1 && (!dir || stat(dir, &st) < 0)) {
+		free(dir);
+		dir = cb_xasprintf("%s/%s", v1, path);
+	}
+	free(v2);
+	free(v1);
+	return dir;
+}
+
 /* A cgroup that is gone, or (v2) holds no process, is a stopped guest's:
  * lxc and systemd remove or empty it when the container stops. */
 static int cgroup_status(const char *path, char *why, size_t len)
 {
-	char *v2 = NULL, *v1 = NULL, *dir = NULL, buf[256];
+	char *dir = cb_guest_cgroup_dir(path), buf[256];
 	struct stat st;
 	int running = 0;
 
-	if (path[0] == '/') {
-		dir = cb_xstrdup(path);
-	} else {
-		find_mounts(&v2, &v1);
-		if (v2)
-			dir = cb_xasprintf("%s/%s", v2, path);
-		if (v1 && (!dir || stat(dir, &st) < 0)) {
-			free(dir);
-			dir = cb_xasprintf("%s/%s", v1, path);
-		}
-	}
 	if (!dir || stat(dir, &st) < 0)
 		snprintf(why, len, "freeze cgroup '%s' does not exist", path);
 	else if (read_small(dir, V2_EVENTS, buf, sizeof(buf)) == 0 && strstr(buf, "populated 0"))
@@ -450,8 +458,6 @@ static int cgroup_status(const char *path, char *why, size_t len)
 	else
 		running = 1;
 	free(dir);
-	free(v2);
-	free(v1);
 	return running;
 }
 

@@ -29,6 +29,7 @@
 #include "cb_discover.h"
 #include "cb_fullsync.h"
 #include "cb_codec.h"
+#include "cb_ctvol.h"
 #include "cb_index.h"
 #include "cb_exit.h"
 #include "cb_guest.h"
@@ -86,6 +87,7 @@ struct guest_run {
 	struct cb_guest_result *res; /* what the job reports (mail, JSON) */
 	struct mount_point *mps;     /* ct: the mp volumes */
 	size_t n_mps;
+	struct cb_ctvol *vols;       /* ct: root and mps that are images, held open (cb_ctvol) */
 	/* snapshot mode: one backend and snapshot per volume, root first */
 	const struct cb_snap_backend **snap_be;
 	struct cb_snapshot *snaps;
@@ -653,6 +655,9 @@ static void start_tracking(struct guest_run *r)
 	else if (r->stage && (r->fullsync_pending = fullsync_pending(r)))
 		cb_info(r->log, "the last tracking audit found changes tracking missed: this final "
 			"sync walks the whole tree");
+	else if (r->stage && r->vols)   /* fanotify marks by path: not across namespaces */
+		cb_info(r->log, "change tracking: not for a volume read through the container: the "
+			"final sync walks the whole tree");
 	else if (r->stage && (r->track = cb_track_start(r->opts.root, r->log)))
 		cb_stage_set_dir_hook(r->stage, cb_track_ignore_dir, r->track);
 }
@@ -796,6 +801,11 @@ static int detect_snapshots(struct guest_run *r)
 			 "runs on while its disks are read");
 		return 1;
 	}
+	if (r->vols) {
+		snprintf(r->mode_why, sizeof(r->mode_why), "a volume is a disk image or a block "
+			 "device (cbackup takes no LVM-thin or image snapshot yet)");
+		return 0;
+	}
 	r->snap_be = cb_xcalloc(r->n_mps + 1, sizeof(*r->snap_be));
 	for (size_t i = 0; i <= r->n_mps; i++)
 		if (!cb_snapshot_detect(volume_path(r, i), &r->snap_be[i], r->mode_why,
@@ -809,17 +819,10 @@ static int detect_snapshots(struct guest_run *r)
 /* An executable NAME on PATH. */
 static int on_path(const char *name)
 {
-	const char *path = getenv("PATH");
-	char *copy = cb_xstrdup(path ? path : "/usr/sbin:/usr/bin:/sbin:/bin"), *save = NULL;
-	int found = 0;
+	char *p = cb_find_on_path(name);
 
-	for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save)) {
-		char *p = cb_xasprintf("%s/%s", d, name);
-		found = access(p, X_OK) == 0;
-		free(p);
-	}
-	free(copy);
-	return found;
+	free(p);
+	return p != NULL;
 }
 
 static int file_exists(char *path)
@@ -885,6 +888,15 @@ static int find_stop_method(struct guest_run *r)
 static void choose_mode(struct guest_run *r)
 {
 	r->mode = r->stopped ? CB_MODE_STOP : r->opts.mode;
+	if (r->mode == CB_MODE_STOP && !r->stopped && r->vols) {
+		/* it is reached through the running container: stopped, it is not */
+		snprintf(r->mode_why, sizeof(r->mode_why), "a volume of %s %s is a disk image, "
+			 "read through the running container", type_upper(r), r->opts.id);
+		cb_info(r->log, "stop mode not possible: %s", r->mode_why);
+		cb_info(r->log, "trying 'suspend' mode instead");
+		r->mode = CB_MODE_SUSPEND;
+		return;
+	}
 	if (r->mode == CB_MODE_STOP && !r->stopped && !find_stop_method(r)) {
 		snprintf(r->mode_why, sizeof(r->mode_why), "no way to stop %s %s (set stop-cmd and "
 			 "start-cmd; no pct or lxc-stop container of that ID)", type_upper(r),
@@ -1380,9 +1392,36 @@ static void audit_guest(struct guest_run *r)
 	cb_audit_release(&a);
 }
 
+/* A root or mp that is a disk image or a block device (Proxmox's default
+ * rootfs): reached through the running container's init, or mounted
+ * read-only while it is stopped (cb_ctvol); the passes then read it by
+ * the held fd's name. */
+static int attach_volumes(struct guest_run *r)
+{
+	struct cb_ctvol *v = r->vols;
+
+	if (!v)
+		return 0;
+	if (cb_ctvol_attach(v, r->n_mps + 1, r->opts.id, r->opts.freeze_cgroup, !r->stopped,
+			    r->log) < 0)
+		return cb_error_prefix("%s %s", r->stopped ? "stopped container's volume"
+				       : "running container's volume", r->opts.id);
+	for (size_t i = 0; i <= r->n_mps; i++) {
+		char **src = i ? &r->mps[i - 1].source : &r->opts.root;
+		v[i].src = NULL;   /* freed now */
+		if (v[i].path) {
+			free(*src);
+			*src = cb_xstrdup(v[i].path);
+		}
+	}
+	return 0;
+}
+
 static int run_guest_phases(struct guest_run *r)
 {
 	warn_unimplemented(r);
+	if (attach_volumes(r) < 0)
+		return -1;
 	if (preflight(r) < 0)
 		return cb_error_prefix("preflight");
 	if (r->opts.dry_run) {
@@ -1459,6 +1498,7 @@ static void cleanup_run(struct guest_run *r)
 		cleanup_mps(r, 0);
 	if (r->stage_created && r->opts.keep_staging && cb_stage_dir_record(r->stage_dir) < 0)
 		cb_warn(r->log, "%s", cb_last_error());
+	cb_ctvol_detach(r->vols, r->n_mps + 1);
 	cb_lock_release(&r->store_lock);
 	cb_lock_release(&r->guest_lock);
 }
@@ -1471,6 +1511,7 @@ static void release_run(struct guest_run *r)
 		free(r->mps[i].stage_dir);
 	}
 	free(r->mps);
+	free(r->vols);
 	free(r->snap_be);
 	free(r->stop_cmd);
 	free(r->start_cmd);
@@ -1557,6 +1598,18 @@ static void parse_mps(struct guest_run *r)
 		struct mount_point *mp = &r->mps[i];
 		if (cb_mp_split(r->opts.mps.v[i], &mp->source, &mp->target) < 0)
 			abort();
+	}
+	if (r->opts.type != CB_GUEST_CT || !r->opts.root)
+		return;
+	r->vols = cb_xcalloc(r->n_mps + 1, sizeof(*r->vols));
+	for (size_t i = 0; i <= r->n_mps; i++) {
+		r->vols[i].src = i ? r->mps[i - 1].source : r->opts.root;
+		r->vols[i].target = i ? r->mps[i - 1].target : "./";
+		r->vols[i].fd = -1;
+	}
+	if (!cb_ctvol_any(r->vols, r->n_mps + 1)) {
+		free(r->vols);
+		r->vols = NULL;
 	}
 }
 

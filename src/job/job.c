@@ -17,6 +17,7 @@
 #include "cb_cleanup.h"
 #include "cb_discover.h"
 #include "cb_exit.h"
+#include "cb_ctvol.h"
 #include "cb_guest.h"
 #include "cb_hook.h"
 #include "cb_job.h"
@@ -249,11 +250,16 @@ static int check_dir_key(const struct cb_cli *cli, const struct cb_config *cfg,
 	char *origin;
 	int r = stat(dir, &st), saved = errno;
 
-	if (r == 0 && S_ISDIR(st.st_mode))
+	/* a container's root may be a disk image or block device (cb_ctvol) */
+	if (r == 0 && (S_ISDIR(st.st_mode) || (!strcmp(key, "root") && cb_ctvol_is_image(dir))))
 		return 0;
 	origin = cb_config_origin(cfg, o->id, &cli->kv, key);
 	if (r == 0)
-		cb_error("%s: %s '%s' is not a directory", origin, key, dir);
+		cb_error("%s: %s '%s' is not a directory%s", origin, key, dir,
+			 strcmp(key, "root") ? "" : ", a disk image or a block device");
+	else if (saved == ENOENT && !strncmp(dir, "/dev/", 5))
+		cb_error("%s: %s '%s' does not exist (a logical volume not active? lvchange -ay "
+			 "it)", origin, key, dir);
 	else if (saved == ENOENT)
 		cb_error("%s: %s '%s' does not exist", origin, key, dir);
 	else

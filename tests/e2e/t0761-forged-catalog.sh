@@ -3,10 +3,12 @@
 # can write the dump directory, its SHA-256 trailer recomputed so that its
 # own digest holds) is bounded by the loader: a member whose size runs past
 # the tar stream (or wraps around), a hardlink with data, a unit offset past
-# the archive. `ls`, `restore --path` and `mount` refuse the catalog, say
-# so, and read the archive itself instead: right sizes, right bytes, and a
-# read through the mount that returns at once (on main it spun for good,
-# its reader stuck in D state).
+# the archive, a file inflated past what its counts say (the mutant
+# idx-size-unchecked survived the tests until that one). `ls`, `restore
+# --path` and `mount` refuse the catalog, say so, and read the archive
+# itself instead: right sizes, right bytes, and a read through the mount
+# that returns at once (on main it spun for good, its reader stuck in D
+# state).
 . "$(dirname "$0")/lib.sh"
 
 SRC=$SCRATCH/src
@@ -34,6 +36,7 @@ forgeries=(
 	"size ./srv/big.txt 18446744073709551615"
 	"hardlink ./etc/hostname 4096"
 	"unit-coff 1 999999999999"
+	"grow 4096"
 )
 
 n=0

@@ -8,6 +8,8 @@ the loader's bounds stand in the way). Reads the layout of cbackup-idx(5).
   unit-coff N VALUE      unit N's compressed offset
   unit-uoff N VALUE      unit N's uncompressed offset
   tar-size VALUE         the header's tar stream size
+  grow N                 N zero bytes inserted before the trailer (an
+                         inflated file whose counts no longer add up)
   rehash                 only the trailer (after a patch made by other means)
 """
 import hashlib
@@ -48,6 +50,8 @@ elif what == 'unit-uoff':
     struct.pack_into('<Q', d, units + ulen * int(sys.argv[3]), int(sys.argv[4]))
 elif what == 'tar-size':
     struct.pack_into('<Q', d, 40, int(sys.argv[3]))
+elif what == 'grow':
+    d[-32:-32] = bytes(int(sys.argv[3]))
 elif what == 'rehash':
     pass
 else:

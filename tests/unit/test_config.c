@@ -661,7 +661,10 @@ static void test_pve_storage(void **state)
 		"nfs: nas\n\texport /backup\n\tserver 10.0.0.2\n\tcontent backup\n\n"
 		"dir: isos\n\tpath /srv/iso\n\tcontent iso\n\n"
 		"pbs: pbs1\n\tdatastore store1\n\tserver 10.0.0.3\n\tcontent backup\n\n"
-		"lvmthin: local-lvm\n\tthinpool data\n\tvgname pve\n\tcontent rootdir,images\n";
+		"lvmthin: local-lvm\n\tthinpool data\n\tvgname pve\n\tcontent rootdir,images\n\n"
+		"lvm: thick\n\tvgname vg2\n\n"
+		"rbd: ceph\n\tpool cpool\n\n"
+		"iscsi: san\n\tportal 10.0.0.1\n";
 
 	snprintf(path, sizeof(path), "%s/storage.cfg", f->dir);
 	write_bytes(path, storage_cfg, strlen(storage_cfg));
@@ -698,7 +701,10 @@ static void test_pve_volumes(void **state)
 		"dir: local\n\tpath /var/lib/vz\n\tcontent images,rootdir\n\n"
 		"cifs: smb\n\tshare vms\n\tcontent images\n\n"
 		"zfspool: tank\n\tpool rpool/data\n\tcontent rootdir\n\n"
-		"lvmthin: local-lvm\n\tthinpool data\n\tvgname pve\n\tcontent rootdir,images\n";
+		"lvmthin: local-lvm\n\tthinpool data\n\tvgname pve\n\tcontent rootdir,images\n\n"
+		"lvm: thick\n\tvgname vg2\n\n"
+		"rbd: ceph\n\tpool cpool\n\n"
+		"iscsi: san\n\tportal 10.0.0.1\n";
 
 	snprintf(path, sizeof(path), "%s/storage.cfg", f->dir);
 	write_bytes(path, storage_cfg, strlen(storage_cfg));
@@ -711,10 +717,21 @@ static void test_pve_volumes(void **state)
 	assert_int_equal(cb_pve_volume_path("tank:subvol-102-disk-0", &vol), 0);
 	assert_string_equal(vol, "/rpool/data/subvol-102-disk-0");
 	free(vol);
-	assert_int_equal(cb_pve_volume_path("tank:vm-103-disk-0", &vol), -1);
-	assert_error_has("of type 'zfspool' keeps 'vm-103-disk-0' as a block device");
-	assert_int_equal(cb_pve_volume_path("local-lvm:vm-104-disk-0", &vol), -1);
-	assert_error_has("storage.cfg:13) of type 'lvmthin'");
+	/* block storages: the device Proxmox's plugin names (cb_ctvol reaches it) */
+	assert_int_equal(cb_pve_volume_path("tank:vm-103-disk-0", &vol), 0);
+	assert_string_equal(vol, "/dev/zvol/rpool/data/vm-103-disk-0");
+	free(vol);
+	assert_int_equal(cb_pve_volume_path("local-lvm:vm-104-disk-0", &vol), 0);
+	assert_string_equal(vol, "/dev/pve/vm-104-disk-0");
+	free(vol);
+	assert_int_equal(cb_pve_volume_path("thick:vm-105-disk-0", &vol), 0);
+	assert_string_equal(vol, "/dev/vg2/vm-105-disk-0");
+	free(vol);
+	assert_int_equal(cb_pve_volume_path("ceph:vm-106-disk-0", &vol), 0);
+	assert_string_equal(vol, "/dev/rbd/cpool/vm-106-disk-0");
+	free(vol);
+	assert_int_equal(cb_pve_volume_path("san:0.0.0.scsi-1", &vol), -1);
+	assert_error_has("storage.cfg:24) of type 'iscsi': cbackup does not know where it keeps");
 	assert_int_equal(cb_pve_volume_path("gone:1/x.raw", &vol), -1);
 	assert_error_has("storage 'gone' is not defined in '");
 	assert_int_equal(cb_pve_volume_path("local:../../etc", &vol), -1);

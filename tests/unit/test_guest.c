@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "cb_cleanup.h"
+#include "cb_ctvol.h"
 #include "cb_guest.h"
 #include "cb_opts.h"
 #include "cb_rmtree.h"
@@ -34,6 +36,7 @@ struct fixture {
 	char *dir;                /* mount/name */
 	int v1;
 	pid_t child;              /* the counting "guest" */
+	pid_t ns_init;            /* test_ct_init_identity: pid 1 of a pid namespace */
 	volatile uint64_t *counter;
 	char tmp[64];             /* scratch dir for the cmd backend */
 };
@@ -166,6 +169,8 @@ static int teardown(void **state)
 		write_file(p, fx->v1 ? "THAWED" : "0");
 		free(p);
 	}
+	if (fx->ns_init > 0)   /* not our child: killed, reaped by C or by init */
+		kill(fx->ns_init, SIGKILL);
 	if (fx->child > 0) {
 		kill(fx->child, SIGCONT);
 		kill(fx->child, SIGKILL);
@@ -486,6 +491,116 @@ static void test_sigterm(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/* issue 28: a container's init in the fixture's cgroup: C moves there,
+ * unshares a pid namespace and forks G, pid 1 of it; G's pid (as this
+ * process sees it) returned. fx->child is C; G goes with kill_init. */
+static pid_t start_ns_init(struct fixture *fx)
+{
+	int go[2], back[2];
+	char pidbuf[32], *procs;
+	pid_t g = 0;
+
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(back), 0);
+	fx->child = fork();
+	assert_true(fx->child >= 0);
+	if (fx->child == 0) {
+		char c;
+		if (read(go[0], &c, 1) != 1 || unshare(CLONE_NEWPID) < 0)
+			_exit(1);
+		if ((g = fork()) == 0) {
+			for (;;)
+				pause();
+		}
+		if (write(back[1], &g, sizeof(g)) != (ssize_t)sizeof(g))
+			_exit(1);
+		waitpid(g, NULL, 0);
+		_exit(0);
+	}
+	snprintf(pidbuf, sizeof(pidbuf), "%d", (int)fx->child);
+	procs = cb_xasprintf("%s/cgroup.procs", fx->dir);
+	assert_int_equal(write_file(procs, pidbuf), 0);
+	free(procs);
+	assert_int_equal(write(go[1], "x", 1), 1);
+	assert_int_equal(read(back[0], &g, sizeof(g)), (ssize_t)sizeof(g));
+	fx->ns_init = g;   /* teardown kills it whatever fails */
+	close(go[0]);
+	close(go[1]);
+	close(back[0]);
+	close(back[1]);
+	return g;
+}
+
+static unsigned long long start_of(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	p = strrchr(buf, ')');
+	assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d "
+				"%*d %*d %*d %*d %*d %llu", &v), 1);
+	return v;
+}
+
+/* The PID found is checked after the open: the same start time, in the
+ * container's cgroup, pid 1 of its own pid namespace; anything else is
+ * refused (a recycled PID, another process of the container, the host's). */
+static void test_ct_init_identity(void **state)
+{
+	struct fixture *fx = *state;
+	struct cb_ctinit init, bad;
+	char *old_path = getenv("PATH") ? cb_xstrdup(getenv("PATH")) : NULL;
+	struct stat a, b;
+	pid_t g;
+	int fd;
+
+	skip_without_cgroup(fx);
+	g = start_ns_init(fx);
+	setenv("PATH", "/nonexistent", 1);   /* no lxc-info: the cgroup is read */
+	assert_int_equal(cb_ctvol_find_init("1", fx->dir, &init), 0);
+	assert_int_equal(init.pid, g);
+	assert_string_equal(init.source, "cgroup");
+	assert_int_equal(cb_ctvol_check_init(&init), 0);
+	fd = cb_ctvol_open_root(&init);
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &a), 0);
+	assert_int_equal(stat("/", &b), 0);
+	assert_true(a.st_ino == b.st_ino && a.st_dev == b.st_dev);
+	close(fd);
+	/* the PID now names a process started at another time: recycled */
+	bad = init;
+	bad.start = init.start + 1;
+	assert_int_equal(cb_ctvol_check_init(&bad), -1);
+	assert_non_null(strstr(cb_last_error(), "start time changed"));
+	assert_int_equal(cb_ctvol_open_root(&bad), -1);
+	/* the container's other process (C: in the cgroup, not an init) */
+	bad.pid = fx->child;
+	bad.start = start_of(fx->child);
+	assert_int_equal(cb_ctvol_check_init(&bad), -1);
+	assert_non_null(strstr(cb_last_error(), "is not the container's init"));
+	/* the host's process (this one): not in the cgroup */
+	bad.pid = getpid();
+	bad.start = start_of(getpid());
+	assert_int_equal(cb_ctvol_check_init(&bad), -1);
+	assert_non_null(strstr(cb_last_error(), "is not in the container's cgroup"));
+	kill(g, SIGKILL);
+	waitpid(fx->child, NULL, 0);
+	fx->child = 0;
+	fx->ns_init = 0;
+	/* gone: refused */
+	assert_int_equal(cb_ctvol_check_init(&init), -1);
+	cb_ctinit_release(&init);
+	if (old_path)
+		setenv("PATH", old_path, 1);
+	free(old_path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -498,6 +613,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cleanup_action, setup_v2, teardown),
 		cmocka_unit_test_setup_teardown(test_watchdog, setup_v2, teardown),
 		cmocka_unit_test_setup_teardown(test_sigterm, setup_v2, teardown),
+		cmocka_unit_test_setup_teardown(test_ct_init_identity, setup_v2, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
