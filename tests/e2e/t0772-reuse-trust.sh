@@ -164,6 +164,24 @@ test_expect_success ROOT 'the previous archive replaced under its name: nothing 
 	tar_equals_source
 '
 
+test_expect_success ROOT 'a file rewritten in place by the final sync (same staged inode, size, mtime) is read' '
+	f=$SRC/usr/share/f70.txt
+	ino=$(stat -c %i "$(staged f70.txt)")
+	# the freeze comes between the first sync and the final one: the guest
+	# changes the file there, its size and mtime put back, and the final
+	# sync rewrites the staged copy in place (O_TRUNC: the same inode)
+	printf "%s\n" "#!/bin/sh" "touch -r \"$f\" \"$SCRATCH/ref70\"" \
+		"printf ZZ | dd of=\"$f\" bs=1 seek=100 conv=notrunc status=none" \
+		"touch -r \"$SCRATCH/ref70\" \"$f\"" >"$SCRATCH/freeze.sh"
+	chmod +x "$SCRATCH/freeze.sh"
+	night --freeze-cmd "$SCRATCH/freeze.sh" --thaw-cmd true
+	test "$(stat -c %i "$(staged f70.txt)")" = "$ino"
+	test_has "$CB_ERR" "final sync: .*copied 1 changed file"
+	zstd -dc "$(newest)" | tar -xOf - ./usr/share/f70.txt >"$SCRATCH/got70"
+	cmp "$f" "$SCRATCH/got70"
+	tar_equals_source
+'
+
 test_expect_success ROOT 'a deferred read that fails: the backup fails naming the staged file, the previous archive untouched' '
 	printf "2\n" >>"$SRC/etc/conf"
 	night
