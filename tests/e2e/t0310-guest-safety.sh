@@ -7,6 +7,10 @@
 . "$(dirname "$0")/lib.sh"
 
 SRC=$SCRATCH/src DUMP=$SCRATCH/dump TMPD=$SCRATCH/tmp
+# the hooks' and commands' sleep, ~60 s, its argument this script's own:
+# pgrep/pkill must not see (or kill) the sleep of another copy of this
+# test running beside it (a mutant run, a second suite on the machine)
+NAP=60.31$$
 
 # cg_thawed DIR: the cgroup is not frozen
 cg_thawed() { test_must_fail cg_frozen "$1" >/dev/null; }
@@ -84,30 +88,30 @@ test_expect_success ROOT,CGROUP2 'thaw-cmd failing until it works: cbackup gives
 '
 
 # The bounds below are the mechanisms themselves, never a stopwatch: a
-# command of 60.31 s that is gone when cbackup has exited was ended by
-# cbackup (not waited for), and cbackup's own error says which bound fired.
+# command of about 60 s (NAP) that is gone when cbackup has exited was
+# ended by cbackup (not waited for), and cbackup's own error says which bound fired.
 test_expect_success ROOT,CGROUP2 'freeze-cmd that freezes, then hangs: ended at max-freeze, thawed, exit 1' '
 	new_guest hang
-	c=$(conf 313 "freeze-cmd = echo 1 >$CG/cgroup.freeze && sleep 60.31 && touch $SCRATCH/slept-313" \
+	c=$(conf 313 "freeze-cmd = echo 1 >$CG/cgroup.freeze && sleep $NAP && touch $SCRATCH/slept-313" \
 		"thaw-cmd = echo 0 >$CG/cgroup.freeze" "max-freeze = 2")
 	cbackup_run 1 313 --config "$c"
 	cat "$CB_ERR"
-	test_must_fail pgrep -f "sleep 60.31"
+	test_must_fail pgrep -f "^sleep $NAP\$"
 	test ! -e "$SCRATCH/slept-313"
 	error_names 313 "freeze: " "freeze-cmd .* timed out after 2.0 s"
 	guest_thawed "$CG" "$SIDE"
-	test_must_fail pgrep -f "sleep 60.31"
+	test_must_fail pgrep -f "^sleep $NAP\$"
 '
 
 test_expect_success ROOT,CGROUP2 'SIGTERM while freeze-cmd hangs: the command ended, not waited for, thawed, ERROR names the signal' '
 	new_guest term
-	c=$(conf 314 "freeze-cmd = echo 1 >$CG/cgroup.freeze && sleep 60.31 && touch $SCRATCH/slept-314" \
+	c=$(conf 314 "freeze-cmd = echo 1 >$CG/cgroup.freeze && sleep $NAP && touch $SCRATCH/slept-314" \
 		"thaw-cmd = echo 0 >$CG/cgroup.freeze" "freeze-wait = 30" "max-freeze = 60")
 	start_bg 314 --config "$c"
 	wait_for 10 cg_frozen "$CG"
 	kill -TERM "$CB_PID"
 	wait_rc
-	test_must_fail pgrep -f "sleep 60.31"
+	test_must_fail pgrep -f "^sleep $NAP\$"
 	test ! -e "$SCRATCH/slept-314"
 	test "$RC" != 0
 	error_names 314 "freeze: " "interrupted by signal TERM"
@@ -118,18 +122,18 @@ test_expect_success ROOT,CGROUP2 'SIGTERM in a hook and in a bwlimit wait: each 
 	new_guest hook
 	cat >"$SCRATCH/sleepy-hook" <<-EOF
 	#!/bin/sh
-	[ "\$1" = pre-stop ] && sleep 60.31 && touch "$SCRATCH/slept-hook"
+	[ "\$1" = pre-stop ] && sleep $NAP && touch "$SCRATCH/slept-hook"
 	exit 0
 	EOF
 	chmod +x "$SCRATCH/sleepy-hook"
 	c=$(conf 315 "freeze-cgroup = $CG" "script = $SCRATCH/sleepy-hook")
 	start_bg 315 --config "$c"
-	wait_for 10 pgrep -f "sleep 60.31"
+	wait_for 10 pgrep -f "^sleep $NAP\$"
 	kill -TERM "$CB_PID"
 	wait_rc
 	test "$RC" != 0
 	error_names 315 "" "signal TERM"
-	test_must_fail pgrep -f "sleep 60.31"
+	test_must_fail pgrep -f "^sleep $NAP\$"
 	test ! -e "$SCRATCH/slept-hook"
 	guest_thawed "$CG" "$SIDE"
 	# bwlimit: a 20 MB file at 100 KiB/s
@@ -218,9 +222,9 @@ fi
 
 test_expect_success ROOT 'SIGKILLed runs leave no orphan .log after the next run' '
 	rm -rf "$DUMP"/*
-	cat >"$SCRATCH/slow-hook" <<-\EOF
+	cat >"$SCRATCH/slow-hook" <<-EOF
 	#!/bin/sh
-	[ "$1" = pre-stop ] && sleep 60.31
+	[ "\$1" = pre-stop ] && sleep $NAP
 	exit 0
 	EOF
 	chmod +x "$SCRATCH/slow-hook"
@@ -228,10 +232,10 @@ test_expect_success ROOT 'SIGKILLed runs leave no orphan .log after the next run
 		mkdir -p "$TMPD/k$i"
 		start_bg backup --root "$SRC" --id 319 --tmpdir "$TMPD/k$i" --dumpdir "$DUMP" \
 			--script "$SCRATCH/slow-hook"
-		wait_for 10 pgrep -f "sleep 60.31"
+		wait_for 10 pgrep -f "^sleep $NAP\$"
 		kill -KILL "$CB_PID"
 		wait "$CB_PID" || :
-		pkill -f "sleep 60.31"
+		pkill -f "^sleep $NAP\$"
 		sleep 1.1   # the next run gets a name of its own
 	done
 	# each killed run removed the orphan of the run before it
@@ -250,10 +254,10 @@ test_expect_success ROOT 'cbackup prune removes the orphan .log of a SIGKILLed r
 	sleep 1.1   # a name of its own, not the last run of the case before
 	start_bg backup --root "$SRC" --id 319 --tmpdir "$TMPD/k9" --dumpdir "$DUMP" \
 		--script "$SCRATCH/slow-hook"
-	wait_for 10 pgrep -f "sleep 60.31"
+	wait_for 10 pgrep -f "^sleep $NAP\$"
 	kill -KILL "$CB_PID"
 	wait "$CB_PID" || :
-	pkill -f "sleep 60.31"
+	pkill -f "^sleep $NAP\$"
 	ls "$DUMP"
 	test "$(ls "$DUMP" | grep -c "\.log$")" = 2
 	cbackup_run 0 prune 319 --dumpdir "$DUMP" --prune-backups keep-last=5
