@@ -23,20 +23,24 @@ struct lxc_read {
 	int cgroup_specific;
 };
 
-/* "dir:/x" and "btrfs:/x" are directories; a bare "/x" too. */
+/* "dir:/x" and "btrfs:/x" are directories; a bare "/x" too. "loop:/img"
+ * (an image file) and "lvm:/dev/VG/LV" (a block device) are volumes the
+ * backup reaches through the running container or mounts read-only while
+ * it is stopped (cb_ctvol), as for a Proxmox container on an image. */
 static void lxc_rootfs(struct lxc_read *r, const char *v, int line)
 {
 	const char *colon = strchr(v, ':');
 	char *msg;
 
-	if (v[0] == '/' || (colon && (!strncmp(v, "dir:", 4) || !strncmp(v, "btrfs:", 6)))) {
+	if (v[0] == '/' || (colon && (!strncmp(v, "dir:", 4) || !strncmp(v, "btrfs:", 6) ||
+				      !strncmp(v, "loop:", 5) || !strncmp(v, "lvm:", 4)))) {
 		free(r->root);
 		r->root = cb_xstrdup(v[0] == '/' ? v : colon + 1);
 		found_key(r->f, "root", r->root, r->file, line);
 		return;
 	}
-	msg = cb_xasprintf("key 'lxc.rootfs.path': rootfs '%s' is not a directory (dir: or "
-			   "btrfs:); cbackup backs up container directories: set root = DIR in a "
+	msg = cb_xasprintf("key 'lxc.rootfs.path': rootfs '%s' is not a directory (dir:, "
+			   "btrfs:), an image (loop:) or a block device (lvm:): set root = DIR in a "
 			   "[ct %s] section", v, r->f->id);
 	found_error(r->f, "root", r->file, line, msg);
 	free(msg);

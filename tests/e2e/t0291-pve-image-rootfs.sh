@@ -7,7 +7,8 @@
 # replaying the journal) as a detached mount that nothing outlives: no
 # mount and no loop device is left, even after a SIGKILL. A PID that is not
 # the container's init is refused, never followed. `cbackup guests` says how
-# each volume is reached, and honours --exclude.
+# each volume is reached, and honours --exclude. LXC's own loop: and lvm:
+# rootfs are reached the same way.
 # The images are real ext4 file systems made with mkfs.ext4 -d; the running
 # container is a real process tree in a real cgroup (where Proxmox has
 # lxc/ID), pid 1 of its own pid namespace, chrooted into its image mounted
@@ -157,6 +158,30 @@ test_expect_success ROOT,CGROUP2 'a stopped CT whose root is a block device (as 
 	# the device was the admin'"'"'s: still there, still backed by the image
 	losetup -j "$IMG0" >held
 	test_has held "^$LOOP:"
+	test_lacks /proc/self/mountinfo " $LOOP "
+	losetup -d "$LOOP"
+'
+
+test_expect_success ROOT,CGROUP2 'LXC containers on loop:IMAGE and lvm:DEVICE rootfs: found, mounted read-only while stopped' '
+	export CBACKUP_CGROUP_DIR=$(cat cg)
+	rm -f "$D"/*
+	LOOP=$(losetup --read-only --find --show "$IMG0")
+	cleanup_loop "$LOOP"
+	mkdir -p lxc/lx1 lxc/lx2
+	printf "lxc.uts.name = lx1\nlxc.rootfs.path = loop:%s\n" "$IMG0" >lxc/lx1/config
+	printf "lxc.uts.name = lx2\nlxc.rootfs.path = lvm:%s\n" "$LOOP" >lxc/lx2/config
+	CBACKUP_LXC_DIR=$PWD/lxc cbackup_run 0 guests --config "$CONF"
+	cat "$CB_OUT"
+	test_has "$CB_OUT" "^CT lx1: backed up, mode suspend, stopped"
+	test_has "$CB_OUT" "^    stopped: mounted read-only from .$IMG0. for the copy"
+	test_has "$CB_OUT" "^CT lx2: backed up, mode suspend, stopped"
+	test_has "$CB_OUT" "^    stopped: mounted read-only from .$LOOP. for the copy"
+	CBACKUP_LXC_DIR=$PWD/lxc cbackup_run 0 lx1 --config "$CONF"
+	test_has "$CB_ERR" "^INFO: root .$IMG0.: mounted read-only from ext4 on /dev/loop[0-9]+ \\(a read-only loop device of .$IMG0.\\), detached"
+	tar -xOf "$(find_archive "$D" ct lx1 .zst)" ./big | cmp - t100k/big
+	CBACKUP_LXC_DIR=$PWD/lxc cbackup_run 0 lx2 --config "$CONF"
+	test_has "$CB_ERR" "^INFO: root .$LOOP.: mounted read-only from ext4 on $LOOP, detached"
+	tar -xOf "$(find_archive "$D" ct lx2 .zst)" ./big | cmp - t100k/big
 	test_lacks /proc/self/mountinfo " $LOOP "
 	losetup -d "$LOOP"
 '
