@@ -61,6 +61,8 @@ double cb_now(void);
 
 /* write() all of buf, retrying on EINTR/short writes; -1 with errno set. */
 int cb_write_all(int fd, const void *buf, size_t len);
+/* Read exactly len bytes (EINTR retried); -1 on an error or an early end. */
+int cb_read_all(int fd, void *buf, size_t len);
 
 /* This host's name without its domain (vzdump's node name). */
 void cb_node_name(char *buf, size_t len);

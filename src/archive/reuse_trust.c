@@ -49,21 +49,6 @@ static int cmp_tkey(const void *a, const void *b)
 	return memcmp(a, b, CB_SEG_KEY);
 }
 
-static int read_all(int fd, unsigned char *buf, size_t len)
-{
-	while (len > 0) {
-		ssize_t n = read(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /* The file's bytes (*len), or NULL with *why. */
 static unsigned char *read_map(const char *path, size_t *len, const char **why)
 {
@@ -80,7 +65,7 @@ static unsigned char *read_map(const char *path, size_t *len, const char **why)
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
 	    (st.st_mode & 022) || st.st_size < 8 || (uint64_t)st.st_size > MAP_MAX)
 		*why = "the trust map is not cbackup's own";
-	else if (read_all(fd, (buf = cb_xmalloc((size_t)st.st_size)), (size_t)st.st_size) < 0) {
+	else if (cb_read_all(fd, (buf = cb_xmalloc((size_t)st.st_size)), (size_t)st.st_size) < 0) {
 		*why = "the trust map cannot be read";
 		free(buf);
 		buf = NULL;

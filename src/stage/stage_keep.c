@@ -343,21 +343,6 @@ static struct stage_dir *parse(struct cb_stage *st, const unsigned char *buf, si
 	return d;
 }
 
-static int read_all(int fd, unsigned char *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = read(fd, buf + done, len - done);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		done += (size_t)n;
-	}
-	return 0;
-}
-
 /* The kept index, or NULL (none, unreadable, damaged, foreign: a full
  * pass 1, with a WARN: saying why unless there simply is none). */
 struct stage_dir *stage_keep_load(struct cb_stage *st)
@@ -378,7 +363,7 @@ struct stage_dir *stage_keep_load(struct cb_stage *st)
 		why = "is not a regular file of ours";
 	else {
 		buf = cb_xmalloc((size_t)sb.st_size + 1);
-		if (read_all(fd, buf, (size_t)sb.st_size) == 0)
+		if (cb_read_all(fd, buf, (size_t)sb.st_size) == 0)
 			d = parse(st, buf, (size_t)sb.st_size, &why, msg, sizeof(msg));
 	}
 	if (!d)
