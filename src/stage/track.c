@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <linux/loop.h>
 
+#include "cb_fhandle.h"
 #include "cb_track.h"
 #include "cb_util.h"
 
@@ -92,6 +93,8 @@ struct cb_track {
 	size_t n_binds;
 	char *mounts;               /* the mount table under the root at start */
 	const char *whole_why;      /* set: the final sync walks everything */
+	struct { struct file_handle h; unsigned char b[MAX_HANDLE_SZ]; } root_fh;
+	int have_root_fh;           /* root_fh: the root's handle (btrfs subvolume) */
 	char *widened[WIDEN_LOGGED];/* what was widened and why, for --verbose */
 	size_t n_widened;
 };
@@ -304,9 +307,25 @@ static enum place place_handle(const struct cb_track *t, struct file_handle *h, 
 	enum place p;
 
 	if (fd < 0) {
+		uint64_t ino;
+		int err = errno;
+
 		*why = "has a handle that cannot be opened";
 		/* a stale handle: its inode is freed, it is nowhere */
-		return errno == ESTALE || errno == ENOENT ? P_GONE : P_WHOLE;
+		if (err == ESTALE || err == ENOENT)
+			return P_GONE;
+		/* the inode exists, the kernel cannot open it now (ENOMEM on a
+		 * busy host: an inode being freed or set up, a file it cannot
+		 * connect to a path): looked up in the tree by the number its
+		 * handle carries; its type is not known (st_mode 0) */
+		memset(sb, 0, sizeof(*sb));
+		if (cb_fhandle_ino(h, t->have_root_fh ? &t->root_fh.h : NULL, &ino) < 0)
+			return P_WHOLE;
+		if (err == ENOMEM)
+			*why = "has a handle the kernel cannot open now (ENOMEM)";
+		sb->st_dev = t->dev;
+		sb->st_ino = (ino_t)ino;
+		return P_INODE;
 	}
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	if (fstat(fd, sb) < 0) {
@@ -386,7 +405,8 @@ static void widen_place(struct cb_track *t, enum place p, const struct stat *sb,
 {
 	char what[64];
 
-	snprintf(what, sizeof(what), "%s inode %llu", S_ISDIR(sb->st_mode) ? "directory" : "file",
+	snprintf(what, sizeof(what), "%s inode %llu",
+		 S_ISDIR(sb->st_mode) ? "directory" : sb->st_mode ? "file" : "object",
 		 (unsigned long long)sb->st_ino);
 	if (p == P_INODE)
 		widen(t, what, why, S_ISDIR(sb->st_mode) ? "the directory looked up in the tree "
@@ -426,9 +446,12 @@ static void note_orphan(struct cb_track *t, struct file_handle *h, uint64_t mask
 
 	if (p == P_GONE || p == P_OUTSIDE)
 		return;
-	if (S_ISDIR(sb.st_mode)) {
+	if (S_ISDIR(sb.st_mode) || (p == P_INODE && !sb.st_mode)) {
+		/* a directory; or of a type not known: a directory, and below
+		 * a file, both looked up by its inode */
 		note_change(t, dir_entry(t, h), mask, NULL);
-		return;
+		if (S_ISDIR(sb.st_mode))
+			return;
 	}
 	if (p == P_WHOLE) {
 		widen_place(t, p, &sb, why);
@@ -715,6 +738,7 @@ struct cb_track *cb_track_start(const char *root, struct cb_log *log)
 {
 	struct cb_track *t = cb_xcalloc(1, sizeof(*t));
 	struct stat sb;
+	int mnt_id;
 
 	t->log = log;
 	t->fan_fd = t->open_fd = t->mount_fd = t->stop_fd = -1;
@@ -729,6 +753,8 @@ struct cb_track *cb_track_start(const char *root, struct cb_log *log)
 	t->root_ino = sb.st_ino;
 	t->self_pid = getpid();
 	t->mount_fd = open(t->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	t->root_fh.h.handle_bytes = MAX_HANDLE_SZ;
+	t->have_root_fh = name_to_handle_at(AT_FDCWD, t->root, &t->root_fh.h, &mnt_id, 0) == 0;
 	/* FAN_REPORT_FID too: an event on a file without a parent (a
 	 * disconnected dentry) is reported only with its own handle */
 	t->fan_fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_DFID_NAME | FAN_REPORT_FID |

@@ -15,6 +15,8 @@
 #   7 a directory, and the guest root, whose name ends in " (deleted)"
 #   8 a change in a directory whose absolute path is over 4096 bytes
 #   9 keep-staging 1 with situation 4, over two runs
+#  10 a handle the kernel cannot open though its inode exists (ENOMEM, seen
+#     on a busy host): looked up by the inode number the handle carries
 # T0721_FS="ext4" runs on those file systems only (default: ext4 xfs btrfs).
 . "$(dirname "$0")/lib.sh"
 
@@ -275,6 +277,25 @@ run_cases() {
 		EOF
 		LONG_PATHS=1 backup ${n}9
 		test_has "$SCRATCH/log-${n}9" "change tracking: .directory inode [0-9]+. has a path of 4096 bytes or more: the directory looked up in the tree by its inode"
+	'
+
+	test_expect_success "$fs 10: a handle the kernel cannot open now (ENOMEM on a busy host)" '
+		guest
+		mkdir -p "$SRC/busy/d"
+		echo old >"$SRC/busy/d/f"
+		cat >"$SCRATCH/change.sh" <<-EOF
+		sleep 0.05
+		echo new >"$SRC/busy/d/f"
+		echo added >"$SRC/busy/d/g"
+		chmod 700 "$SRC/busy/d"
+		EOF
+		rm -f "$FAULT_LOG"
+		with_fault "handle:ENOMEM:$SRC/busy/d" backup ${n}10
+		fault_fired "^handle ENOMEM $SRC/busy/d$"
+		test_lacks "$SCRATCH/log-${n}10" "not exact|whole walk"
+		ino=$(stat -c %i "$SRC/busy/d")
+		test_has "$SCRATCH/log-${n}10" "change tracking: .object inode $ino. has a handle the kernel cannot open now \(ENOMEM\): looked up in the tree by its inode"
+		test_has "$SCRATCH/log-${n}10" "change tracking: directory inode $ino is ./busy/d.$"
 	'
 }
 

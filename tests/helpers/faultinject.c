@@ -14,7 +14,11 @@
  *           unlink unlink, unlinkat (matched on the path argument)
  *           stat   fstatat, fstatat64 (matched on the directory fd's path,
  *                  '/', the name)
- *   ERRNO   EIO, ENOSPC, EDQUOT, EROFS, EACCES, EPERM or a number: the call
+ *           handle open_by_handle_at (matched on the path the handle leads
+ *                  to: the real call is made, its fd closed, the error
+ *                  returned; what a busy host's kernel sometimes answers,
+ *                  ENOMEM for an inode it is freeing or setting up)
+ *   ERRNO   EIO, ENOSPC, EDQUOT, EROFS, EACCES, EPERM, ENOMEM or a number: the call
  *           fails with it (and so does every later matching call); or
  *           SIGINT, SIGTERM, SIGHUP, SIGKILL: the first matching call sends
  *           that signal to the process and then goes ahead (a real signal,
@@ -48,9 +52,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-enum op { OP_READ, OP_WRITE, OP_RENAME, OP_FSYNC, OP_OPEN, OP_UNLINK, OP_STAT, OP_NONE };
+enum op { OP_READ, OP_WRITE, OP_RENAME, OP_FSYNC, OP_OPEN, OP_UNLINK, OP_STAT, OP_HANDLE,
+	  OP_NONE };
 static const char *const op_names[] = { "read", "write", "rename", "fsync", "open", "unlink",
-					"stat" };
+					"stat", "handle" };
 
 #define MAX_RULES 8
 
@@ -72,6 +77,7 @@ static int active;
 static const struct { const char *name; int err; } errnames[] = {
 	{ "EIO", EIO }, { "ENOSPC", ENOSPC }, { "EDQUOT", EDQUOT }, { "EROFS", EROFS },
 	{ "EACCES", EACCES }, { "EPERM", EPERM }, { "ENOENT", ENOENT }, { "EINTR", EINTR },
+	{ "ENOMEM", ENOMEM },
 };
 static const struct { const char *name; int sig; } signames[] = {
 	{ "SIGINT", SIGINT }, { "SIGTERM", SIGTERM }, { "SIGHUP", SIGHUP }, { "SIGKILL", SIGKILL },
@@ -466,6 +472,23 @@ int open(const char *path, int flags, ...)
 		va_end(ap);
 	}
 	return open_fails(path) ? -1 : real_open(path, flags, mode);
+}
+
+typedef int (*handle_fn)(int, struct file_handle *, int);
+
+int open_by_handle_at(int mount_fd, struct file_handle *h, int flags)
+{
+	char path[4096];
+	struct rule *r;
+	int fd;
+
+	REAL(open_by_handle_at, handle_fn);
+	fd = real_open_by_handle_at(mount_fd, h, flags);
+	if (fd < 0 || !(r = fd_rule(OP_HANDLE, fd, path, sizeof(path))) || allow_call(r, path))
+		return fd;
+	syscall(SYS_close, fd);
+	errno = r->err;
+	return -1;
 }
 
 typedef int (*unlink_fn)(const char *);

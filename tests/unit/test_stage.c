@@ -23,6 +23,7 @@
 
 #include "cb_audit.h"
 #include "cb_cleanup.h"
+#include "cb_fhandle.h"
 #include "cb_rmtree.h"
 #include "cb_stage.h"
 #include "cb_util.h"
@@ -786,6 +787,67 @@ static void test_audit(void **state)
 	cb_strvec_clear(&ex);
 }
 
+/* A handle of the kernel's layouts gives its inode number; btrfs's only
+ * in the root's subvolume; a layout not known, or too short, gives none. */
+struct fh_buf { struct file_handle h; unsigned char b[MAX_HANDLE_SZ]; };
+
+static void fh_make(struct fh_buf *f, int type, const void *bytes, unsigned n)
+{
+	memset(f, 0, sizeof(*f));
+	f->h.handle_type = type;
+	f->h.handle_bytes = n;
+	memcpy(f->h.f_handle, bytes, n);
+}
+
+static void test_fhandle_ino(void **state)
+{
+	struct fh_buf real, f, root;
+	char path[] = "/tmp/cbackup-unit-fh.XXXXXX";
+	uint32_t ino32[2] = { 4242, 7 };
+	uint64_t ino = 0, b[3], r[3];
+	unsigned char x64[12] = { 0 };
+	uint64_t big = 0x123456789aULL;
+	struct stat sb;
+	int fd = mkstemp(path), mnt_id;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &sb), 0);
+	real.h.handle_bytes = MAX_HANDLE_SZ;
+	/* the file system of /tmp, whatever it is: a known layout gives
+	 * st_ino; an unknown one (tmpfs's own, say) gives none */
+	if (name_to_handle_at(AT_FDCWD, path, &real.h, &mnt_id, 0) == 0 &&
+	    cb_fhandle_ino(&real.h, &real.h, &ino) == 0)
+		assert_int_equal(ino, (uint64_t)sb.st_ino);
+	close(fd);
+	unlink(path);
+
+	fh_make(&f, 1, ino32, 8);  /* FILEID_INO32_GEN: ext4 */
+	assert_int_equal(cb_fhandle_ino(&f.h, NULL, &ino), 0);
+	assert_int_equal(ino, 4242);
+	fh_make(&f, 2, ino32, 4);  /* too short */
+	assert_int_equal(cb_fhandle_ino(&f.h, NULL, &ino), -1);
+	memcpy(x64, &big, 8);
+	fh_make(&f, 0x81, x64, 12);  /* xfs, 64-bit inode numbers */
+	assert_int_equal(cb_fhandle_ino(&f.h, NULL, &ino), 0);
+	assert_int_equal(ino, big);
+	fh_make(&f, 0x42, x64, 12);  /* a layout not known here */
+	assert_int_equal(cb_fhandle_ino(&f.h, NULL, &ino), -1);
+
+	/* btrfs: objectid, subvolume, generation */
+	b[0] = 300; b[1] = 5; b[2] = 1;
+	r[0] = 256; r[1] = 5; r[2] = 1;
+	fh_make(&f, 0x4d, b, 20);
+	fh_make(&root, 0x4d, r, 20);
+	assert_int_equal(cb_fhandle_ino(&f.h, NULL, &ino), -1);
+	ino = 0;
+	assert_int_equal(cb_fhandle_ino(&f.h, &root.h, &ino), 0);
+	assert_int_equal(ino, 300);
+	r[1] = 257;  /* the root in another subvolume: numbers are its own */
+	fh_make(&root, 0x4f, r, 20);
+	assert_int_equal(cb_fhandle_ino(&f.h, &root.h, &ino), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -793,6 +855,7 @@ int main(void)
 		cmocka_unit_test(test_decide_racy),
 		cmocka_unit_test(test_decide_meta),
 		cmocka_unit_test(test_excluded),
+		cmocka_unit_test(test_fhandle_ino),
 		cmocka_unit_test_setup_teardown(test_roundtrip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keep_staging, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deep_changes, setup, teardown),
