@@ -75,6 +75,13 @@ if [ "${E2E:-1}" = 1 ]; then
 fi
 
 [ -n "$flaky_names" ] && echo "flaky (failed once, then run again):$flaky_names"
+# the failures in brief, last (a CI log is often read from its tail): each
+# failing case with the first lines of what it printed after it
+for n in $failed_names; do
+	[ -f "$out/$n" ] || continue
+	awk -v n="$n" '/^not ok / { print "[" n "] " $0; k = 4; next }
+		/^# / && k > 0 { print "[" n "]   " $0; k--; next } { k = 0 }' "$out/$n" | head -n 24
+done
 [ -n "$failed_names" ] && echo "failed:$failed_names"
 if [ "$skip" != 0 ]; then
 	echo "$pass passed, $fail failed, $skip skipped"
