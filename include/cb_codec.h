@@ -135,6 +135,10 @@ struct cb_codec_reuse_src {
 	const unsigned char *cdig;
 	const struct cb_codec_unit *units;
 	size_t n_units;
+	/* 1: units[i].crc is the catalog's CRC-32 of exactly unit i's bytes
+	 * (each unit ends where the next starts, the last where the segment
+	 * ends): the copy is checked by those, not by the SHA-256 cdig */
+	int unit_crcs;
 	const char *name;                 /* the previous archive, for messages */
 };
 /* 1 and *src filled if a segment with this key and u_len is there, else 0. */
@@ -249,6 +253,7 @@ struct cb_codec_stats {
 	/* segments copied from a previous archive / compressed here */
 	uint64_t segs_reused, segs_reused_bytes;          /* tar bytes */
 	uint64_t segs_reused_archive_bytes;               /* their compressed bytes */
+	uint64_t segs_checked_crc;  /* of the reused: checked by unit CRC-32s, not SHA-256 */
 	uint64_t segs_compressed, segs_compressed_bytes;  /* tar bytes */
 	/* segments copied on trust, and the staged data they never read */
 	uint64_t segs_trusted, trusted_unread_bytes;

@@ -57,30 +57,50 @@ static void build_table(struct cb_reuse *r)
 	}
 }
 
-/* The units of g, relative to its start; 0 if the unit table does not
- * start one at g's first byte (then the segment is not copied). */
-static size_t seg_units(struct cb_reuse *r, const struct cb_codec_seg *g)
+static uint64_t unit_c_off(const struct cb_reuse *r, uint64_t i)
+{
+	const unsigned char *p = r->idx.units + i * r->idx.unit_len;
+	uint64_t c = 0;
+
+	for (int b = 7; b >= 0; b--)
+		c = c << 8 | p[8 + b];
+	return c;
+}
+
+/* The units of g, relative to its start, with the catalog's CRC-32 of
+ * each (version 2); 0 if the unit table does not start one at g's first
+ * byte (then the segment is not copied). *crcs: 1 if those CRCs cover
+ * exactly g's bytes (the unit after g starts where g ends: not so for the
+ * archive's last segment, nor before a padding frame), so that the copy
+ * can be checked by them. */
+static size_t seg_units(struct cb_reuse *r, const struct cb_codec_seg *g, int *crcs)
 {
 	uint64_t u_off, c_off, i = cb_idx_unit_for(&r->idx, g->u_off, &u_off, &c_off);
 	size_t n = 0;
 
+	*crcs = 0;
 	if (r->idx.n_units == 0 || u_off != g->u_off || c_off != g->c_off)
 		return 0;
 	for (; i < r->idx.n_units; i++) {
 		uint64_t u = cb_idx_unit_start(&r->idx, i);
 		const unsigned char *p = r->idx.units + i * r->idx.unit_len;
-		uint64_t c = 0;
+		uint64_t c = unit_c_off(r, i);
+		uint32_t crc = 0;
 
 		if (u >= g->u_off + g->u_len)
 			break;
-		for (int b = 7; b >= 0; b--)
-			c = c << 8 | p[8 + b];
+		if (r->idx.version > 1)
+			crc = (uint32_t)p[16] | (uint32_t)p[17] << 8 | (uint32_t)p[18] << 16 |
+			      (uint32_t)p[19] << 24;
 		if (n == r->cap_units) {
 			r->cap_units = r->cap_units ? 2 * r->cap_units : 16;
 			r->units = cb_xrealloc(r->units, r->cap_units * sizeof(*r->units));
 		}
-		r->units[n++] = (struct cb_codec_unit){ u - g->u_off, c - g->c_off, 0, 0 };
+		r->units[n++] = (struct cb_codec_unit){ u - g->u_off, c - g->c_off, crc, 0 };
 	}
+	*crcs = r->idx.version > 1 && n > 0 && i < r->idx.n_units &&
+		cb_idx_unit_start(&r->idx, i) == g->u_off + g->u_len &&
+		unit_c_off(r, i) == g->c_off + g->c_len;
 	return n;
 }
 
@@ -92,7 +112,7 @@ static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb
 		cb_idx_seg(&r->idx, r->slots[at] - 1, &r->seg);
 		if (memcmp(r->seg.key, key, CB_SEG_KEY) != 0 || r->seg.u_len != u_len)
 			continue;
-		src->n_units = seg_units(r, &r->seg);
+		src->n_units = seg_units(r, &r->seg, &src->unit_crcs);
 		if (src->n_units == 0)
 			return 0;
 		src->c_off = r->seg.c_off;

@@ -61,6 +61,7 @@ struct cb_seg_state {
 	unsigned char *cbuf;
 	size_t ccap;
 	uint64_t reused, reused_bytes, reused_cbytes, compressed, compressed_bytes;
+	uint64_t checked_by_crc;    /* reused segments checked by unit CRC-32s */
 	struct seg_trust trust;          /* codec_trust.c */
 };
 
@@ -314,12 +315,24 @@ static int fetch(struct cb_seg_state *s, const struct cb_codec_reuse_src *src, u
 	}
 	if (!bad && pread_all(s->src_fd, s->cbuf, (size_t)src->c_len, src->c_off) < 0)
 		bad = 1;
-	if (!bad) {
+	/* checked by the catalog's CRC-32 of each unit where those cover
+	 * the segment exactly (CRC-32 runs at memory speed; the SHA-256 of
+	 * every copied byte cost a sixth of a night's CPU), else by its
+	 * SHA-256: either way every byte copied is checked first */
+	for (size_t i = 0; !bad && src->unit_crcs && i < src->n_units; i++) {
+		uint64_t c = src->units[i].c_off;
+		uint64_t end = i + 1 < src->n_units ? src->units[i + 1].c_off : src->c_len;
+
+		bad = cb_crc32(0, s->cbuf + c, (size_t)(end - c)) != src->units[i].crc;
+	}
+	if (!bad && !src->unit_crcs) {
 		EVP_Digest(s->cbuf, (size_t)src->c_len, dig, NULL, EVP_sha256(), NULL);
 		bad = memcmp(dig, src->cdig, CB_SEG_KEY) != 0;
 	}
-	if (!bad)
+	if (!bad) {
+		s->checked_by_crc += src->unit_crcs;
 		return 1;
+	}
 	snprintf(s->note, sizeof(s->note),
 		 "previous archive '%s' damaged at compressed offset %llu: compressing the rest",
 		 src->name, (unsigned long long)src->c_off);
@@ -560,6 +573,7 @@ void cb_codec_seg_stats(const struct cb_codec_writer *w, struct cb_codec_stats *
 	st->segs_reused = s->reused;
 	st->segs_reused_bytes = s->reused_bytes;
 	st->segs_reused_archive_bytes = s->reused_cbytes;
+	st->segs_checked_crc = s->checked_by_crc;
 	st->segs_compressed = s->compressed;
 	st->segs_compressed_bytes = s->compressed_bytes;
 	st->segs_trusted = s->trust.segs;

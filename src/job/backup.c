@@ -1184,6 +1184,10 @@ static void log_reuse(struct guest_run *r, const struct cb_codec_writer *codec,
 	cb_fmt_bytes(x, sizeof(x), cs.trusted_unread_bytes);
 	cb_verbose(r->log, "taken on trust: %llu units, %s of staged data not read",
 		   (unsigned long long)cs.segs_trusted, x);
+	if (cs.segs_reused)
+		cb_verbose(r->log, "reused units checked: %llu by the catalog's unit CRC-32s, %llu by "
+			   "their SHA-256", (unsigned long long)cs.segs_checked_crc,
+			   (unsigned long long)(cs.segs_reused - cs.segs_checked_crc));
 }
 
 static int write_archive(struct guest_run *r)

@@ -42,6 +42,8 @@ same_as_no_reuse() {
 	cbackup_run 0 backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/tmp" \
 		--dumpdir "$ref" --keep-staging 1 --unit-size 1 --reuse 0 ${2:+--compress $2}
 	cmp "$(newest "$DUMP" "$1")" "$(newest "$ref" "$1")"
+	# its checksum file is right too (the copied bytes are hashed apart)
+	(cd "$DUMP" && sha256sum --quiet -c "$(basename "$(newest "$DUMP" "$1")").sha256")
 }
 
 # aligned_units IDX: more than 8 units, each at a 4 KiB multiple and 4 KiB
@@ -141,6 +143,32 @@ test_expect_success ROOT 'a damaged previous archive: a WARN line, the rest comp
 	test "$compressed" -gt 2
 	same_as_no_reuse .zst
 	cbackup_run 0 verify "$(newest "$DUMP" .zst)"
+'
+
+# last_seg IDX: "START MIDDLE", compressed offsets of the archive's last segment
+last_seg() {
+	$PY -c "import struct, sys
+d = open(sys.argv[1], \"rb\").read()
+ne, nu, sl = struct.unpack(\"<QQQ\", d[16:40])
+off = 64 + ne * 64 + (ne * 4 + 7) // 8 * 8 + nu * 24 + sl
+n = struct.unpack(\"<Q\", d[off:off + 8])[0]
+u, ul, c, l = struct.unpack(\"<QQQQ\", d[off + 8 + (n - 1) * 96:off + 40 + (n - 1) * 96])
+print(c, c + l // 2)" "$1"
+}
+
+test_expect_success ROOT 'copies are checked by unit CRC-32s, the last unit by its SHA-256: damaged, said' '
+	# nothing changed: every unit copied, each checked before it is
+	night --verbose
+	test_has "$CB_ERR" "INFO: reused units checked: [1-9][0-9]* by the catalog.s unit CRC-32s, 1 by their SHA-256"
+	# the archive'"'"'s last unit has no unit after it to close its CRC-32:
+	# its SHA-256 finds a damaged byte there
+	prev=$(newest "$DUMP" .zst)
+	read -r start mid <<<"$(last_seg "$prev.idx")"
+	$PY -c "import sys; f = open(sys.argv[1], \"r+b\"); f.seek(int(sys.argv[2])); b = f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0] ^ 0xff]))" \
+		"$prev" "$mid"
+	night
+	test_has "$CB_ERR" "WARN: previous archive .* damaged at compressed offset $start: compressing the rest"
+	same_as_no_reuse .zst
 '
 
 test_expect_success ROOT 'a previous archive without its catalog: said, everything compressed' '
