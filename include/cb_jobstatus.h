@@ -33,6 +33,8 @@ struct cb_guest_result {
 	/* units copied from reused_from / compressed (issue 27); tar bytes */
 	char *reused_from;       /* the previous archive's name, or NULL */
 	uint64_t reused_units, reused_bytes, compressed_units, compressed_bytes;
+	/* of the reused: copied on trust, and the staged bytes never read */
+	uint64_t trusted_units, trusted_unread_bytes;
 	double seconds;          /* the whole guest */
 	double first_sync, final_sync, archive_seconds, freeze;
 	struct cb_trash *trash;  /* its staging copy still being removed, or NULL */

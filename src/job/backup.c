@@ -1172,6 +1172,8 @@ static void log_reuse(struct guest_run *r, const struct cb_codec_writer *codec,
 	r->res->reused_bytes = cs.segs_reused_bytes;
 	r->res->compressed_units = cs.segs_compressed;
 	r->res->compressed_bytes = cs.segs_compressed_bytes;
+	r->res->trusted_units = cs.segs_trusted;
+	r->res->trusted_unread_bytes = cs.trusted_unread_bytes;
 	if (!r->opts.reuse || r->opts.compress == CB_COMPRESS_NONE)
 		return;
 	free(r->res->reused_from);

@@ -153,12 +153,16 @@ static void json_guest(FILE *out, const struct cb_guest_result *g, int last)
 	json_field(out, "reused_from", has_archive ? g->reused_from : NULL);
 	if (has_archive)
 		fprintf(out, "      \"reused_units\": %llu,\n      \"reused_bytes\": %llu,\n"
-			"      \"compressed_units\": %llu,\n      \"compressed_bytes\": %llu\n",
+			"      \"compressed_units\": %llu,\n      \"compressed_bytes\": %llu,\n"
+			"      \"trusted_units\": %llu,\n      \"trusted_unread_bytes\": %llu\n",
 			(unsigned long long)g->reused_units, (unsigned long long)g->reused_bytes,
-			(unsigned long long)g->compressed_units, (unsigned long long)g->compressed_bytes);
+			(unsigned long long)g->compressed_units, (unsigned long long)g->compressed_bytes,
+			(unsigned long long)g->trusted_units,
+			(unsigned long long)g->trusted_unread_bytes);
 	else
 		fputs("      \"reused_units\": null,\n      \"reused_bytes\": null,\n"
-		      "      \"compressed_units\": null,\n      \"compressed_bytes\": null\n", out);
+		      "      \"compressed_units\": null,\n      \"compressed_bytes\": null,\n"
+		      "      \"trusted_units\": null,\n      \"trusted_unread_bytes\": null\n", out);
 	fprintf(out, "    }%s\n", last ? "" : ",");
 }
 

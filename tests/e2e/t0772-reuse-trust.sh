@@ -80,10 +80,14 @@ test_expect_success ROOT 'night 2, nothing changed: the big files are not read, 
 	gz=$(staged data.gz)
 	test -n "$big"
 	test -n "$gz"
-	with_fault "read:EIO:$big:after=64;read:EIO:$gz:after=64" night
+	with_fault "read:EIO:$big:after=64;read:EIO:$gz:after=64" night --output-format json
 	read -r units unread <<<"$(trusted)"
 	test "$units" -gt 4
 	case $unread in *MiB) ;; *) echo "not read: $unread"; false ;; esac
+	# the JSON status says the same
+	python3 -c "import json, sys; g = json.load(open(sys.argv[1]))[\"guests\"][0]
+assert g[\"trusted_units\"] == int(sys.argv[2]) and g[\"trusted_unread_bytes\"] > 3 << 20, g" \
+		"$CB_OUT" "$units"
 	test_has "$CB_ERR" "INFO: reused [0-9]+ units .*, compressed 0 units"
 	same_as_no_reuse
 	tar_equals_source
