@@ -63,6 +63,8 @@ double cb_now(void);
 int cb_write_all(int fd, const void *buf, size_t len);
 /* Read exactly len bytes (EINTR retried); -1 on an error or an early end. */
 int cb_read_all(int fd, void *buf, size_t len);
+/* The same at offset off, with pread (the file offset is not moved). */
+int cb_pread_all(int fd, void *buf, size_t len, uint64_t off);
 
 /* This host's name without its domain (vzdump's node name). */
 void cb_node_name(char *buf, size_t len);

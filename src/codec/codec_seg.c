@@ -276,22 +276,6 @@ static int replay(struct cb_codec_writer *w)
 	return 0;
 }
 
-static int pread_all(int fd, unsigned char *buf, size_t len, uint64_t off)
-{
-	while (len > 0) {
-		ssize_t n = pread(fd, buf, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		buf += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 /* The previous archive's segment, read and checked: 1, or 0 (a note says
  * why copying stops). */
 static int fetch(struct cb_seg_state *s, const struct cb_codec_reuse_src *src, uint64_t u_len)
@@ -313,7 +297,7 @@ static int fetch(struct cb_seg_state *s, const struct cb_codec_reuse_src *src, u
 		s->ccap = (size_t)src->c_len;
 		s->cbuf = cb_xmalloc(s->ccap);
 	}
-	if (!bad && pread_all(s->src_fd, s->cbuf, (size_t)src->c_len, src->c_off) < 0)
+	if (!bad && cb_pread_all(s->src_fd, s->cbuf, (size_t)src->c_len, src->c_off) < 0)
 		bad = 1;
 	/* checked by the catalog's CRC-32 of each unit where those cover
 	 * the segment exactly (CRC-32 runs at memory speed; the SHA-256 of
