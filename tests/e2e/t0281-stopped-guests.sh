@@ -70,6 +70,34 @@ test_expect_success ROOT,CGROUP2 'a running guest: status = running, frozen for 
 	test_has "$CB_ERR" "resuming guest"
 '
 
+test_expect_success ROOT,CGROUP2 'a stopped guest started during its copy: ERROR, nothing archived' '
+	# vzdump locks a stopped CT so that nobody starts it during the copy;
+	# cbackup asks again after it. The shim stops cbackup at the copy of
+	# one file (SIGSTOP), the guest starts, cbackup goes on.
+	cg=$(make_cgroup v2)
+	echo "copied while stopped" >"$SRC/start-here"
+	rm -f "$FAULT_LOG"
+	# not through with_fault (a function: $! would be its subshell)
+	CB_FAULT="open:SIGSTOP:start-here" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		"$CBACKUP" backup --root "$SRC" --id 910 --tmpdir "$SCRATCH/tmp" --dumpdir "$D" \
+		--freeze-cgroup "$cg" >"$CB_OUT" 2>"$CB_ERR" &
+	pid=$!
+	wait_for 30 grep -q "^State:.*stopped" /proc/$pid/status || { kill -KILL "$pid"; false; }
+	start_guest "$cg" sleep 600
+	kill -CONT "$pid"
+	rc=0
+	wait "$pid" || rc=$?
+	rm "$SRC/start-here"
+	cat "$CB_ERR"
+	test "$rc" = 1
+	fault_fired "^open .*start-here"
+	test_has "$CB_ERR" "INFO: status = stopped"
+	test_has "$CB_ERR" "ERROR: .*CT 910 was started during the copy of it while stopped"
+	test -z "$(find "$D" -name "*-910-*.tar*")"
+	no_tmp_files "$D"
+'
+
 test_expect_success ROOT,CGROUP2 'a cgroup without a freezer file is still a configuration error' '
 	mkdir "$SCRATCH/notacg"
 	cbackup_run 2 backup --root "$SRC" --id 909 --tmpdir "$SCRATCH/tmp" --dumpdir "$D" \

@@ -20,9 +20,10 @@
  *                  ENOMEM for an inode it is freeing or setting up)
  *   ERRNO   EIO, ENOSPC, EDQUOT, EROFS, EACCES, EPERM, ENOMEM or a number: the call
  *           fails with it (and so does every later matching call); or
- *           SIGINT, SIGTERM, SIGHUP, SIGKILL: the first matching call sends
- *           that signal to the process and then goes ahead (a real signal,
- *           delivered exactly inside the phase that makes the call)
+ *           SIGINT, SIGTERM, SIGHUP, SIGKILL, SIGSTOP: the first matching call
+ *           sends that signal to the process and then goes ahead (a real
+ *           signal, delivered exactly inside the phase that makes the call;
+ *           SIGSTOP holds it there until the test sends SIGCONT)
  *           TORN (stat only): the first matching call returns the real stat
  *           with st_size one more, times unchanged: what a stat racing an
  *           open(O_TRUNC) in another process can see (the kernel sets the
@@ -81,6 +82,7 @@ static const struct { const char *name; int err; } errnames[] = {
 };
 static const struct { const char *name; int sig; } signames[] = {
 	{ "SIGINT", SIGINT }, { "SIGTERM", SIGTERM }, { "SIGHUP", SIGHUP }, { "SIGKILL", SIGKILL },
+	{ "SIGSTOP", SIGSTOP },
 };
 
 static enum op parse_op(const char *s)
