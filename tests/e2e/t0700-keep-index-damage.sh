@@ -15,13 +15,14 @@ mkdir -p "$SCRATCH/tmp"
 # the run number (test bodies are subshells: kept in a file)
 run_no() { cat "$SCRATCH/run" 2>/dev/null || echo 0; }
 
-# backup ROOT: a keep-staging backup of ROOT as guest 700 into dump-N
+# backup ROOT [ARGS]: a keep-staging backup of ROOT as guest 700 into dump-N
 backup() {
-	local run=$(($(run_no) + 1))
+	local run=$(($(run_no) + 1)) root=$1
+	shift
 	echo "$run" >"$SCRATCH/run"
 	mkdir "$SCRATCH/dump-$run"
-	cbackup_run 0 backup --root "$1" --id 700 --tmpdir "$SCRATCH/tmp" \
-		--dumpdir "$SCRATCH/dump-$run" --keep-staging 1 --freeze-cmd true --thaw-cmd true
+	cbackup_run 0 backup --root "$root" --id 700 --tmpdir "$SCRATCH/tmp" \
+		--dumpdir "$SCRATCH/dump-$run" --keep-staging 1 --freeze-cmd true --thaw-cmd true "$@"
 }
 
 # archive_equals ROOT: the last run's archive restores to ROOT
@@ -59,6 +60,15 @@ test_expect_success ROOT,ACL,SETCAP 'an intact index is trusted: only the change
 	backup "$SRC"
 	test_lacks "$CB_ERR" "^WARN: "
 	test "$(first_sync_copied)" = 1
+	archive_equals "$SRC"
+'
+
+test_expect_success ROOT,ACL,SETCAP 'a kept copy: no walk of the guest for an estimate, the dump disk checked after the first sync' '
+	backup "$SRC" --verbose
+	test_has "$CB_ERR" "^INFO: space estimate: by the first sync \(a kept staging copy\)$"
+	test_lacks "$CB_ERR" "^INFO: space estimate: .* in [0-9]+ entries"
+	# the dump disk is still checked, with what the first sync measured
+	awk "/first sync finished/ { s = 1 } /dumpdir .* free for at most [1-9]/ { ok = s } END { exit !ok }" "$CB_ERR"
 	archive_equals "$SRC"
 '
 
