@@ -274,37 +274,30 @@ int cb_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int cb_read_all(int fd, void *buf, size_t len)
+/* read (off < 0) or pread at off until len bytes are in, EINTR retried */
+static int read_fully(int fd, char *p, size_t len, int64_t off)
 {
-	char *p = buf;
-
 	while (len > 0) {
-		ssize_t n = read(fd, p, len);
+		ssize_t n = off < 0 ? read(fd, p, len) : pread(fd, p, len, (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return -1;
 		p += n;
 		len -= (size_t)n;
+		off = off < 0 ? off : off + n;
 	}
 	return 0;
 }
 
+int cb_read_all(int fd, void *buf, size_t len)
+{
+	return read_fully(fd, buf, len, -1);
+}
+
 int cb_pread_all(int fd, void *buf, size_t len, uint64_t off)
 {
-	char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
+	return read_fully(fd, buf, len, (int64_t)off);
 }
 
 static int name_cmp(const void *a, const void *b)
