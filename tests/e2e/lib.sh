@@ -507,6 +507,21 @@ make_small_tree() {
 	echo "booted" >"$1/var/log/messages"
 }
 
+# make_reuse_tree DIR N: a guest root for the unit-reuse tests (issue 27):
+# N compressible text files (different per file) under usr/share, a 3 MiB
+# random file, a gzip file (stored raw), a log and a config file
+make_reuse_tree() {
+	local i
+	mkdir -p "$1/etc" "$1/var/log" "$1/usr/share" || return 1
+	for i in $(seq 1 "$2"); do
+		seq "$i" 7 $((i * 900)) | head -c 20000 >"$1/usr/share/f$i.txt"
+	done
+	head -c 3M /dev/urandom >"$1/usr/share/big.bin"
+	seq 1 400000 | gzip -1 >"$1/usr/share/data.gz"
+	seq 1 100000 >"$1/var/log/syslog"
+	printf 'conf\n' >"$1/etc/conf"
+}
+
 # now_s: wall clock in seconds with decimals; elapsed_since T0: seconds since
 now_s() { date +%s.%N; }
 elapsed_since() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.2f\n", b - a }'; }

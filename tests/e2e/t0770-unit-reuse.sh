@@ -13,16 +13,8 @@ DUMP=$SCRATCH/dump
 PY=python3
 
 make_tree() {
-	local i
-	mkdir -p "$SRC/etc" "$SRC/var/log" "$SRC/usr/share" "$DUMP" "$SCRATCH/tmp"
-	for i in $(seq 1 400); do
-		# compressible, different per file
-		seq "$i" 7 $((i * 900)) | head -c 20000 >"$SRC/usr/share/f$i.txt"
-	done
-	head -c 3M /dev/urandom >"$SRC/usr/share/big.bin"
-	seq 1 400000 | gzip -1 >"$SRC/usr/share/data.gz"
-	seq 1 100000 >"$SRC/var/log/syslog"
-	printf 'conf\n' >"$SRC/etc/conf"
+	mkdir -p "$DUMP" "$SCRATCH/tmp"
+	make_reuse_tree "$SRC" 400
 }
 
 # night [ARGS...]: a backup of the staged tree (kept between nights)

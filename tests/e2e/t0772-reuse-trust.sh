@@ -17,15 +17,8 @@ DUMP=$SCRATCH/dump
 STG=$SCRATCH/stg
 
 make_tree() {
-	local i
-	mkdir -p "$SRC/etc" "$SRC/var/log" "$SRC/usr/share" "$DUMP" "$STG"
-	for i in $(seq 1 300); do
-		seq "$i" 7 $((i * 900)) | head -c 20000 >"$SRC/usr/share/f$i.txt"
-	done
-	head -c 3M /dev/urandom >"$SRC/usr/share/big.bin"
-	seq 1 400000 | gzip -1 >"$SRC/usr/share/data.gz"
-	seq 1 100000 >"$SRC/var/log/syslog"
-	printf 'conf\n' >"$SRC/etc/conf"
+	mkdir -p "$DUMP" "$STG"
+	make_reuse_tree "$SRC" 300
 	setfattr -n user.keep -v one "$SRC/etc/conf"
 	ln -s f1.txt "$SRC/usr/share/link"
 	mkdir -p "$SRC/usr/lib"
