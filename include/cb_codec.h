@@ -106,6 +106,8 @@ struct cb_codec_units {
 void cb_codec_units_add(struct cb_codec_units *u, uint64_t u_off, uint64_t c_off);
 /* The next len archive bytes belong to the last unit (before any unit: to none). */
 void cb_codec_units_sum(struct cb_codec_units *u, const void *buf, size_t len);
+/* The same for bytes whose CRC-32 is known already (crc of those len bytes). */
+void cb_codec_units_sum_crc(struct cb_codec_units *u, uint32_t crc, size_t len);
 /* Drop trailing units that start at or after total (the seek table's
  * skippable frame, an empty last member), their bytes going to the unit
  * before them: the writer and a scan of the archive then agree. */

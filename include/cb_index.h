@@ -129,6 +129,8 @@ uint64_t cb_idx_units(const struct cb_idx *x, struct cb_codec_units *u);
 uint64_t cb_idx_members_in(const struct cb_idx *x, uint64_t from, uint64_t to, uint64_t **out);
 /* Where unit u starts (the tar size for u past the last). */
 uint64_t cb_idx_unit_start(const struct cb_idx *x, uint64_t u);
+/* Unit u (< n_units): its offsets and CRC-32 (0 in a version 1 catalog). */
+void cb_idx_unit(const struct cb_idx *x, uint64_t u, struct cb_codec_unit *out);
 
 /* "./a/b/" -> "a/b": the key paths are compared by. */
 const char *cb_idx_key(const char *path, size_t *len);

@@ -761,19 +761,24 @@ uint64_t cb_idx_unit_for(const struct cb_idx *x, uint64_t off, uint64_t *u_off, 
 	return lo;
 }
 
+void cb_idx_unit(const struct cb_idx *x, uint64_t u, struct cb_codec_unit *out)
+{
+	const unsigned char *p = x->units + u * x->unit_len;
+
+	out->u_off = get64(p);
+	out->c_off = get64(p + 8);
+	out->crc = x->version > 1 ? get32(p + 16) : 0;
+	out->len = 0;
+}
+
 uint64_t cb_idx_units(const struct cb_idx *x, struct cb_codec_units *u)
 {
 	uint64_t n = x->version > 1 ? x->n_units : 0;
 
 	memset(u, 0, sizeof(*u));
 	u->v = cb_xcalloc(n ? n : 1, sizeof(*u->v));
-	for (uint64_t i = 0; i < n; i++) {
-		const unsigned char *p = x->units + i * x->unit_len;
-
-		u->v[i].u_off = get64(p);
-		u->v[i].c_off = get64(p + 8);
-		u->v[i].crc = get32(p + 16);
-	}
+	for (uint64_t i = 0; i < n; i++)
+		cb_idx_unit(x, i, &u->v[i]);
 	u->n = u->cap = n;
 	return n;
 }

@@ -57,16 +57,6 @@ static void build_table(struct cb_reuse *r)
 	}
 }
 
-static uint64_t unit_c_off(const struct cb_reuse *r, uint64_t i)
-{
-	const unsigned char *p = r->idx.units + i * r->idx.unit_len;
-	uint64_t c = 0;
-
-	for (int b = 7; b >= 0; b--)
-		c = c << 8 | p[8 + b];
-	return c;
-}
-
 /* The units of g, relative to its start, with the catalog's CRC-32 of
  * each (version 2); 0 if the unit table does not start one at g's first
  * byte (then the segment is not copied). *crcs: 1 if those CRCs cover
@@ -76,31 +66,25 @@ static uint64_t unit_c_off(const struct cb_reuse *r, uint64_t i)
 static size_t seg_units(struct cb_reuse *r, const struct cb_codec_seg *g, int *crcs)
 {
 	uint64_t u_off, c_off, i = cb_idx_unit_for(&r->idx, g->u_off, &u_off, &c_off);
+	struct cb_codec_unit u;
 	size_t n = 0;
 
 	*crcs = 0;
 	if (r->idx.n_units == 0 || u_off != g->u_off || c_off != g->c_off)
 		return 0;
 	for (; i < r->idx.n_units; i++) {
-		uint64_t u = cb_idx_unit_start(&r->idx, i);
-		const unsigned char *p = r->idx.units + i * r->idx.unit_len;
-		uint64_t c = unit_c_off(r, i);
-		uint32_t crc = 0;
-
-		if (u >= g->u_off + g->u_len)
+		cb_idx_unit(&r->idx, i, &u);
+		if (u.u_off >= g->u_off + g->u_len)
 			break;
-		if (r->idx.version > 1)
-			crc = (uint32_t)p[16] | (uint32_t)p[17] << 8 | (uint32_t)p[18] << 16 |
-			      (uint32_t)p[19] << 24;
 		if (n == r->cap_units) {
 			r->cap_units = r->cap_units ? 2 * r->cap_units : 16;
 			r->units = cb_xrealloc(r->units, r->cap_units * sizeof(*r->units));
 		}
-		r->units[n++] = (struct cb_codec_unit){ u - g->u_off, c - g->c_off, crc, 0 };
+		r->units[n++] = (struct cb_codec_unit){ u.u_off - g->u_off, u.c_off - g->c_off, u.crc, 0 };
 	}
+	/* i < n_units: u is the unit after g */
 	*crcs = r->idx.version > 1 && n > 0 && i < r->idx.n_units &&
-		cb_idx_unit_start(&r->idx, i) == g->u_off + g->u_len &&
-		unit_c_off(r, i) == g->c_off + g->c_len;
+		u.u_off == g->u_off + g->u_len && u.c_off == g->c_off + g->c_len;
 	return n;
 }
 

@@ -84,6 +84,16 @@ void cb_codec_units_sum(struct cb_codec_units *u, const void *buf, size_t len)
 	last->len += len;
 }
 
+void cb_codec_units_sum_crc(struct cb_codec_units *u, uint32_t crc, size_t len)
+{
+	struct cb_codec_unit *last = u->n ? &u->v[u->n - 1] : NULL;
+
+	if (!last || len == 0)
+		return;
+	last->crc = last->len ? (uint32_t)crc32_combine64(last->crc, crc, (z_off64_t)len) : crc;
+	last->len += len;
+}
+
 void cb_codec_units_finish(struct cb_codec_units *u, uint64_t total)
 {
 	while (u->n > 0 && u->v[u->n - 1].u_off >= total) {

@@ -60,6 +60,8 @@ struct cb_seg_state {
 	char note[512];
 	unsigned char *cbuf;
 	size_t ccap;
+	uint32_t *ucrc;             /* the CRC-32 of each unit in cbuf (fetch) */
+	size_t ucap;
 	uint64_t reused, reused_bytes, reused_cbytes, compressed, compressed_bytes;
 	uint64_t checked_by_crc;    /* reused segments checked by unit CRC-32s */
 	struct seg_trust trust;          /* codec_trust.c */
@@ -143,6 +145,7 @@ void cb_codec_seg_free(struct cb_codec_writer *w)
 	cb_free_huge(s->buf, s->cap);
 	free(s->ev);
 	free(s->cbuf);
+	free(s->ucrc);
 	seg_trust_free(&s->trust);
 	EVP_MD_CTX_free(s->bytes_sha);
 	EVP_MD_CTX_free(s->ev_sha);
@@ -299,15 +302,21 @@ static int fetch(struct cb_seg_state *s, const struct cb_codec_reuse_src *src, u
 	}
 	if (!bad && cb_pread_all(s->src_fd, s->cbuf, (size_t)src->c_len, src->c_off) < 0)
 		bad = 1;
-	/* checked by the catalog's CRC-32 of each unit where those cover
-	 * the segment exactly (CRC-32 runs at memory speed; the SHA-256 of
-	 * every copied byte cost a sixth of a night's CPU), else by its
-	 * SHA-256: either way every byte copied is checked first */
-	for (size_t i = 0; !bad && src->unit_crcs && i < src->n_units; i++) {
+	if (!bad && src->n_units > s->ucap) {
+		s->ucap = src->n_units;
+		s->ucrc = cb_xrealloc(s->ucrc, s->ucap * sizeof(*s->ucrc));
+	}
+	/* each unit's CRC-32 (the new catalog's too: try_copy) is checked
+	 * against the catalog's where those cover the segment exactly (CRC-32
+	 * runs at memory speed; the SHA-256 of every copied byte cost a sixth
+	 * of a night's CPU), else the segment by its SHA-256: either way every
+	 * byte copied is checked first */
+	for (size_t i = 0; !bad && i < src->n_units; i++) {
 		uint64_t c = src->units[i].c_off;
 		uint64_t end = i + 1 < src->n_units ? src->units[i + 1].c_off : src->c_len;
 
-		bad = cb_crc32(0, s->cbuf + c, (size_t)(end - c)) != src->units[i].crc;
+		s->ucrc[i] = cb_crc32(0, s->cbuf + c, (size_t)(end - c));
+		bad = src->unit_crcs && s->ucrc[i] != src->units[i].crc;
 	}
 	if (!bad && !src->unit_crcs) {
 		EVP_Digest(s->cbuf, (size_t)src->c_len, dig, NULL, EVP_sha256(), NULL);
@@ -345,7 +354,7 @@ static int try_copy(struct cb_codec_writer *w, const unsigned char *key)
 		uint64_t end = i + 1 < src.n_units ? src.units[i + 1].c_off : src.c_len;
 
 		cb_codec_units_add(&o->units, o->u_done + src.units[i].u_off, o->bytes_out + c);
-		cb_codec_units_sum(&o->units, s->cbuf + c, (size_t)(end - c));
+		cb_codec_units_sum_crc(&o->units, s->ucrc[i], (size_t)(end - c));
 	}
 	g = &o->segs.v[o->segs_closed++];
 	g->c_off = o->bytes_out;
