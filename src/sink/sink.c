@@ -230,6 +230,16 @@ static int write_through(struct cb_sink *s, const void *buf, size_t len)
 	return 0;
 }
 
+/* The current slot's first len bytes to the hasher; the next slot is current. */
+static void post_slot(struct cb_sink *s, unsigned char *buf, size_t len)
+{
+	s->slot_len[s->seq % NSLOTS] = len;
+	hasher_post(s, buf, len);
+	s->seq++;
+	s->fill = 0;
+	s->slot_ready = 0;
+}
+
 /* Hash and write the filled part of the current slot, move to the next. */
 static int flush_slot(struct cb_sink *s)
 {
@@ -238,11 +248,7 @@ static int flush_slot(struct cb_sink *s)
 
 	if (len == 0)
 		return 0;
-	s->slot_len[s->seq % NSLOTS] = len;
-	hasher_post(s, buf, len);
-	s->seq++;
-	s->fill = 0;
-	s->slot_ready = 0;
+	post_slot(s, buf, len);
 	return write_through(s, buf, len);
 }
 
@@ -329,10 +335,7 @@ static void hash_only(struct cb_sink *s, const unsigned char *p, uint64_t len)
 		size_t k = len < SLOT_SIZE ? (size_t)len : SLOT_SIZE;
 
 		memcpy(dst, p, k);
-		s->slot_len[s->seq % NSLOTS] = k;
-		hasher_post(s, dst, k);
-		s->seq++;
-		s->slot_ready = 0;
+		post_slot(s, dst, k);
 		p += k;
 		len -= k;
 	}
