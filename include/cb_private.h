@@ -35,6 +35,9 @@ int cb_private_dir_open(const char *path);
  */
 int cb_stage_dir_prepare(const char *tmpdir, const char *id, int reuse, char **path_out,
 			 int *reused);
+/* 1 if guest ID has a staging directory cb_stage_dir_prepare would keep
+ * (recorded by a keep-staging run), without touching anything. */
+int cb_stage_dir_kept(const char *tmpdir, const char *id);
 /* Record the staging directory as it is now (end of a keep-staging run). */
 int cb_stage_dir_record(const char *stage_path);
 /* Remove the staging directory and its marker, and the private parent

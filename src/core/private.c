@@ -242,6 +242,22 @@ static int prepare_in(int pfd, const char *name, const char *path, int reuse, in
 	return write_marker(pfd, name, path);
 }
 
+int cb_stage_dir_kept(const char *tmpdir, const char *id)
+{
+	char *parent = cb_xasprintf("%s/%s", tmpdir, PRIVATE_NAME);
+	char *name = cb_xasprintf("cbackup-%s.stage", id);
+	int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), kept;
+	struct stat st;
+
+	kept = pfd >= 0 && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       marker_matches(pfd, name, &st);
+	if (pfd >= 0)
+		close(pfd);
+	free(parent);
+	free(name);
+	return kept;
+}
+
 int cb_stage_dir_prepare(const char *tmpdir, const char *id, int reuse, char **path_out,
 			 int *reused)
 {

@@ -309,13 +309,8 @@ static int check_dump_space(struct guest_run *r, uint64_t need)
  * night, cost about as much as a tenth of a night that copies most units. */
 static int estimate_after_sync(const struct guest_run *r)
 {
-	char *path = cb_xasprintf("%s/cbackup/cbackup-%s.stage", r->opts.tmpdir, r->opts.id);
-	struct stat st;
-	int kept = lstat(path, &st) == 0 && S_ISDIR(st.st_mode);
-
-	free(path);
-	return kept && r->opts.keep_staging && !r->opts.dry_run && r->opts.type == CB_GUEST_CT &&
-	       !reads_snapshots(r);
+	return r->opts.keep_staging && !r->opts.dry_run && r->opts.type == CB_GUEST_CT &&
+	       !reads_snapshots(r) && cb_stage_dir_kept(r->opts.tmpdir, r->opts.id);
 }
 
 static int check_space(struct guest_run *r)
@@ -516,7 +511,8 @@ static int sync_mps(struct guest_run *r, int final)
 			mp->stage_dir, mp->target + 1);
 		cb_progress_start(&r->progress, !r->opts.quiet && !final, "first sync", 0);
 		ret = final ? cb_stage_pass2(mp->stage, &stats) : cb_stage_pass1(mp->stage, &stats);
-		r->first_bytes += final ? 0 : stats.total_size + 512 * stats.files;
+		if (!final)
+			r->first_bytes += stats.total_size + 512 * stats.files;
 		cb_progress_end(&r->progress);
 		if (ret < 0)
 			return cb_error_prefix("%s sync of '%s'", which, mp->source);
