@@ -234,9 +234,15 @@ void cb_codec_set_trust(struct cb_codec_writer *w, cb_codec_trust_fn *fn, void *
  * token tok, open as fd; len must fit the room cb_codec_write_buffer() just
  * gave, and the bytes must be written there, in place. 1: the writer takes
  * them unread (the caller writes that buffer as it is, without reading the
- * file; fd is duplicated); 0: read them into it as usual. */
+ * file; the writer reads fd later if it must, so the caller ends its use
+ * of fd with cb_codec_keep_fd); 0: read them into it as usual. */
 int cb_codec_piece(struct cb_codec_writer *w, const unsigned char *tok, int fd, uint64_t off,
 		   uint64_t len);
+/* The caller is done with fd, a file it gave pieces of (or tried to): 1 if
+ * the writer keeps it for the pieces it deferred (and closes it itself),
+ * 0 if the caller closes it. Every fd given to cb_codec_piece ends here,
+ * on error paths too: one the writer still reads is never closed under it. */
+int cb_codec_keep_fd(struct cb_codec_writer *w, int fd);
 /* Per segment that held tokened data, its trust key (after cb_codec_finish). */
 const struct cb_codec_trust *cb_codec_writer_trust(const struct cb_codec_writer *w, size_t *n);
 

@@ -87,6 +87,9 @@ int cb_thread_start_deep(pthread_t *th, void *(*fn)(void *), void *arg);
 /* The names in directory dfd (without . and ..), sorted (strcmp), added to
  * names. 0, or -1 with errno (names left empty). */
 int cb_dir_names(int dfd, struct cb_strvec *names);
+/* The same, with each name's d_type (DT_UNKNOWN where the file system does
+ * not say) in *types, names->n of them, the caller's to free. */
+int cb_dir_names_types(int dfd, struct cb_strvec *names, unsigned char **types);
 
 /* The candidate closest to WORD (a typo: at most a third of its letters
  * wrong, and 3), or NULL: for "did you mean". */

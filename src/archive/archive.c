@@ -47,7 +47,7 @@ struct arch {
 	struct cb_archive_stats *st;
 	unsigned char *buf, *zeros;
 	dev_t root_dev;
-	int side_fd;                  /* the staging engine's big-xattr store, or -1 */
+	struct entry_xattrs xa;       /* its side_fd: the staging engine's big-xattr store */
 	const struct cb_archive_graft *grafts;
 	size_t n_grafts;
 	unsigned char *grafted;       /* per graft: archived already */
@@ -338,69 +338,6 @@ static int read_meta(struct arch *c, struct archive *disk, struct archive_entry 
 	return 0;
 }
 
-/* One big xattr from the side store (see CB_STAGE_XATTR_MARK). */
-static int side_xattr(struct arch *c, struct archive_entry *e, const char *id, const char *arcname)
-{
-	char buf[65536 + 256];
-	ssize_t n = -1;
-	size_t nlen;
-	int fd = -1;
-
-	if (id[strspn(id, "0123456789abcdef-")] == '\0' && c->side_fd >= 0)
-		fd = openat(c->side_fd, id, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0)
-		n = read(fd, buf, sizeof(buf));
-	if (fd >= 0)
-		close(fd);
-	if (n < 0 || !memchr(buf, '\0', (size_t)n))
-		return cb_error("cannot read the big xattr '%s' of '%s' kept beside staging", id,
-				arcname);
-	nlen = strlen(buf) + 1;
-	archive_entry_xattr_add_entry(e, buf, buf + nlen, (size_t)n - nlen);
-	return 0;
-}
-
-/* The staged entry's xattrs, with big ones taken from the side store and
- * the chattr flags the staging engine kept (CB_STAGE_FFLAGS_XATTR). */
-static int fix_xattrs(struct arch *c, struct archive_entry *e, const char *arcname)
-{
-	size_t mlen = strlen(CB_STAGE_OWN_XATTRS), n = 0, i = 0;
-	const char *name;
-	const void *val;
-	size_t len;
-	struct { char *name; void *val; size_t len; } *x;
-	int ret = 0, marks = 0;
-
-	archive_entry_xattr_reset(e);
-	while (archive_entry_xattr_next(e, &name, &val, &len) == ARCHIVE_OK)
-		n++, marks += !strncmp(name, CB_STAGE_OWN_XATTRS, mlen);
-	if (!marks)
-		return 0;
-	x = cb_xcalloc(n, sizeof(*x));
-	archive_entry_xattr_reset(e);
-	while (archive_entry_xattr_next(e, &name, &val, &len) == ARCHIVE_OK) {
-		x[i].name = cb_xstrdup(name);
-		x[i].val = cb_xmalloc(len + 1);
-		memcpy(x[i].val, val, len);
-		((char *)x[i].val)[len] = '\0';
-		x[i++].len = len;
-	}
-	archive_entry_xattr_clear(e);
-	for (i = 0; i < n; i++) {
-		if (strncmp(x[i].name, CB_STAGE_OWN_XATTRS, mlen))
-			archive_entry_xattr_add_entry(e, x[i].name, x[i].val, x[i].len);
-		else if (!strcmp(x[i].name, CB_STAGE_FFLAGS_XATTR))
-			archive_entry_set_fflags(e, strtoul(x[i].val, NULL, 10), 0);
-		else if (ret == 0 && !strncmp(x[i].name, CB_STAGE_XATTR_MARK,
-					       strlen(CB_STAGE_XATTR_MARK)))
-			ret = side_xattr(c, e, x[i].name + strlen(CB_STAGE_XATTR_MARK), arcname);
-		free(x[i].name);
-		free(x[i].val);
-	}
-	free(x);
-	return ret;
-}
-
 /* The path libarchive reads a name-only entry (symlink, device, fifo) by:
  * through the open directory, so no component of it is looked up again
  * (a directory swapped for a symlink cannot redirect it), and short
@@ -408,25 +345,6 @@ static int fix_xattrs(struct arch *c, struct archive_entry *e, const char *arcna
 static char *fd_path(int dfd, const char *name)
 {
 	return cb_xasprintf("/proc/self/fd/%d/%s", dfd, name);
-}
-
-/* POSIX ACLs from their raw xattrs: kept raw too (SCHILY.xattr.system.
- * posix_acl_*, exact 32-bit ids for cbackup restore and GNU tar), and as
- * SCHILY.acl.* text (paxfix.c) for tar's --acls. */
-static void read_acls(struct arch *c, struct archive_entry *e, int fd, const char *path)
-{
-	static const char *const names[2] = { "system.posix_acl_access",
-					       "system.posix_acl_default" };
-	unsigned char v[8 * 1024 + 4];
-
-	for (int i = 0; i < 2; i++) {
-		ssize_t n = fd >= 0 ? fgetxattr(fd, names[i], v, sizeof(v))
-				    : lgetxattr(path, names[i], v, sizeof(v));
-		free(c->fix.acl[i]);
-		c->fix.acl[i] = n > 0 ? paxfix_acl_text(v, (size_t)n) : NULL;
-		if (c->fix.acl[i])
-			archive_entry_xattr_add_entry(e, names[i], v, (size_t)n);
-	}
 }
 
 /* tar strategy: the first name of an inode keeps the data, later ones
@@ -486,12 +404,16 @@ static int make_tok(struct arch *c, struct archive_entry *e, const struct stat *
 
 /* libarchive looks for holes in every regular file (about five lseeks
  * each: a fifth of the archive walk's system calls on a night that copies
- * most units); one SEEK_HOLE at offset 0 that lands on the end tells a
- * file without any, read then by a reader that does not look. Data is
- * read with pread: the offset this moves is not used. */
+ * most units). A file whose blocks cover its size is taken as one without
+ * holes, as GNU tar takes it (its ST_IS_SPARSE); else one SEEK_HOLE at
+ * offset 0 that lands on the end tells a file without any. Such files are
+ * read by a reader that does not look. Data is read with pread: the
+ * offset this moves is not used. */
 static struct archive *meta_reader(struct arch *c, int fd, const struct stat *st)
 {
-	if (fd >= 0 && S_ISREG(st->st_mode) && st->st_size > 0 &&
+	if (fd < 0 || !S_ISREG(st->st_mode) || st->st_size == 0)
+		return c->disk;
+	if ((uint64_t)st->st_blocks * 512 >= (uint64_t)st->st_size ||
 	    lseek(fd, 0, SEEK_HOLE) == st->st_size)
 		return c->disk_dense;
 	return c->disk;
@@ -510,9 +432,8 @@ static int add_tree_entry(struct arch *c, int dfd, const char *name, const char 
 	archive_entry_copy_sourcepath(e, src);
 	archive_entry_copy_pathname(e, arcname);
 	if (read_meta(c, meta_reader(c, fd, st), e, fd, st, arcname) < 0 ||
-	    fix_xattrs(c, e, arcname) < 0)
+	    entry_xattrs_read(&c->xa, e, fd, src, arcname) < 0)
 		goto out;
-	read_acls(c, e, fd, src);
 	link_to_first(c, e, st, arcname);
 	c->has_tok = make_tok(c, e, st);
 	ret = put_entry(c, e, S_ISREG(st->st_mode) ? fd : -1, arcname);
@@ -525,6 +446,35 @@ out:
 	free(src);
 	archive_entry_free(e);
 	return ret;
+}
+
+/*
+ * A staging copy's regular file or directory, as its directory listing
+ * typed it, opened without the stat before: only cbackup writes that tree,
+ * so the name cannot turn into a device or fifo in between (open_entry's
+ * stat first is for trees others write). 0 opened and stat'ed, 1 vanished,
+ * 2 not that type after all (take it by open_entry), -1.
+ */
+static int open_typed(int dfd, const char *name, const char *arcname, unsigned char type, int *fd,
+		      struct stat *st)
+{
+	int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (type == DT_DIR ? O_DIRECTORY : 0);
+
+	*fd = openat(dfd, name, flags | O_NOATIME);
+	if (*fd < 0 && errno == EPERM)
+		*fd = openat(dfd, name, flags);
+	if (*fd < 0)
+		return errno == ENOENT ? 1 : 2;
+	if (fstat(*fd, st) < 0) {
+		close(*fd);
+		*fd = -1;
+		return cb_error_errno("cannot stat '%s'", arcname);
+	}
+	if ((type == DT_REG && S_ISREG(st->st_mode)) || (type == DT_DIR && S_ISDIR(st->st_mode)))
+		return 0;
+	close(*fd);
+	*fd = -1;
+	return 2;
 }
 
 /*
@@ -578,7 +528,7 @@ static const struct cb_archive_graft *graft_at(const struct arch *c, const char 
 static int add_graft(struct arch *c, const struct cb_archive_graft *g)
 {
 	dev_t outer_dev = c->root_dev;
-	int outer_side = c->side_fd, outer_staged = c->staged, fd, ret;
+	int outer_side = c->xa.side_fd, outer_staged = c->staged, fd, ret;
 	struct stat st;
 
 	c->grafted[g - c->grafts] = 1;
@@ -594,27 +544,31 @@ static int add_graft(struct arch *c, const struct cb_archive_graft *g)
 		c->fp = outer;
 	}
 	close(fd);
-	if (c->side_fd >= 0)
-		close(c->side_fd);
+	if (c->xa.side_fd >= 0)
+		close(c->xa.side_fd);
 	c->root_dev = outer_dev;
-	c->side_fd = outer_side;
+	c->xa.side_fd = outer_side;
 	c->staged = outer_staged;
 	return ret;
 }
 
 /* One child of a directory: archive it, descend into directories that
  * stay on the tree's file system. */
-static int walk_child(struct arch *c, int dfd, const char *name, const char *arcname)
+static int walk_child(struct arch *c, int dfd, const char *name, const char *arcname,
+		      unsigned char type)
 {
 	const struct cb_archive_graft *g = graft_at(c, arcname);
 	struct stat st;
-	int fd, ret;
+	int fd, ret = 2;
 
 	if (cb_check_interrupt() < 0)
 		return -1;
 	if (g)
 		return add_graft(c, g);
-	ret = open_entry(dfd, name, arcname, &fd, &st);
+	if (c->staged && (type == DT_REG || type == DT_DIR))
+		ret = open_typed(dfd, name, arcname, type, &fd, &st);
+	if (ret == 2)
+		ret = open_entry(dfd, name, arcname, &fd, &st);
 	if (ret == 1)
 		cb_warn(c->log, "'%s' vanished while archiving", arcname);
 	if (ret != 0)
@@ -632,7 +586,8 @@ static int walk_child(struct arch *c, int dfd, const char *name, const char *arc
 		cb_fdpath_pop(&c->fp);
 		fd = -1;
 	}
-	if (fd >= 0)
+	/* the codec may keep a file it defers pieces of (cb_codec_piece) */
+	if (fd >= 0 && !(S_ISREG(st.st_mode) && cb_codec_keep_fd(c->codec, fd)))
 		close(fd);
 	return ret;
 }
@@ -643,8 +598,9 @@ static int walk(struct arch *c, const char *arcname)
 	const char *sep = arcname[strlen(arcname) - 1] == '/' ? "" : "/";
 	size_t lv = cb_fdpath_top(&c->fp);
 	int dfd = cb_fdpath_fd(&c->fp, lv), ret = 0;
+	unsigned char *types = NULL;
 
-	if (dfd < 0 || cb_dir_names(dfd, &names) < 0)
+	if (dfd < 0 || cb_dir_names_types(dfd, &names, &types) < 0)
 		return cb_error_errno("cannot read directory '%s'", arcname);
 	for (size_t i = 0; i < names.n && ret == 0; i++) {
 		char *cname = cb_xasprintf("%s%s%s", arcname, sep, names.v[i]);
@@ -653,9 +609,10 @@ static int walk(struct arch *c, const char *arcname)
 		if ((dfd = cb_fdpath_fd(&c->fp, lv)) < 0)
 			ret = cb_error_errno("cannot open directory '%s'", arcname);
 		else
-			ret = walk_child(c, dfd, names.v[i], cname);
+			ret = walk_child(c, dfd, names.v[i], cname, types[i]);
 		free(cname);
 	}
+	free(types);
 	cb_strvec_clear(&names);
 	return ret;
 }
@@ -672,7 +629,7 @@ static int dup_tree_root(struct arch *c, const struct cb_archive_graft *g, struc
 		return cb_error_errno("cannot use the directory of '%s'", g->tree);
 	}
 	c->root_dev = st->st_dev;
-	c->side_fd = -1;
+	c->xa.side_fd = -1;
 	return fd;
 }
 
@@ -701,7 +658,7 @@ static int open_tree_root(struct arch *c, const struct cb_archive_graft *g, stru
 	}
 	c->root_dev = st->st_dev;
 	side = cb_xasprintf("%s%s", tree, CB_STAGE_XATTR_DIR);
-	c->side_fd = open(side, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	c->xa.side_fd = open(side, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	free(side);
 	return fd;
 }
@@ -784,10 +741,12 @@ static struct archive *disk_reader(int flags)
 
 static int arch_open(struct arch *c)
 {
+	/* xattrs and ACLs: entry_xattr.c */
 	c->disk = disk_reader(ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS | ARCHIVE_READDISK_NO_FFLAGS |
-			      ARCHIVE_READDISK_NO_ACL);
+			      ARCHIVE_READDISK_NO_ACL | ARCHIVE_READDISK_NO_XATTR);
 	c->disk_dense = disk_reader(ARCHIVE_READDISK_NO_TRAVERSE_MOUNTS | ARCHIVE_READDISK_NO_FFLAGS |
-				    ARCHIVE_READDISK_NO_ACL | ARCHIVE_READDISK_NO_SPARSE);
+				    ARCHIVE_READDISK_NO_ACL | ARCHIVE_READDISK_NO_XATTR |
+				    ARCHIVE_READDISK_NO_SPARSE);
 	c->disk_plain = disk_reader(ARCHIVE_READDISK_NO_XATTR | ARCHIVE_READDISK_NO_ACL |
 				    ARCHIVE_READDISK_NO_FFLAGS);
 	c->a = archive_write_new();
@@ -818,8 +777,9 @@ static void arch_release(struct arch *c)
 	free(c->hdr);
 	free(c->fix.acl[0]);
 	free(c->fix.acl[1]);
-	if (c->side_fd >= 0)
-		close(c->side_fd);
+	if (c->xa.side_fd >= 0)
+		close(c->xa.side_fd);
+	entry_xattrs_release(&c->xa);
 	cb_free_huge(c->buf, DATA_BUF);
 	free(c->zeros);
 	free(c->grafted);
@@ -848,7 +808,7 @@ static int write_grafted(const struct cb_archive_graft *tree, const struct cb_ar
 			 struct cb_codec_writer *codec, struct cb_log *log,
 			 struct cb_archive_stats *stats)
 {
-	struct arch c = { .codec = codec, .log = log, .st = stats, .side_fd = -1, .grafts = grafts,
+	struct arch c = { .codec = codec, .log = log, .st = stats, .grafts = grafts,
 			  .n_grafts = n_grafts };
 	double t0 = cb_now();
 	int ret = -1, r;
@@ -858,6 +818,7 @@ static int write_grafted(const struct cb_archive_graft *tree, const struct cb_ar
 	c.buf = cb_xmalloc_huge(DATA_BUF);
 	c.zeros = cb_xcalloc(1, DATA_BUF);
 	c.grafted = cb_xcalloc(n_grafts + 1, 1);
+	entry_xattrs_init(&c.xa, &c.fix, log);
 	if (arch_open(&c) < 0)
 		goto out;
 	if (tree && (add_tree(&c, tree) < 0 || add_left_grafts(&c) < 0))

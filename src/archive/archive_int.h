@@ -1,4 +1,5 @@
-/* Private to src/archive/: the hardlink map (linkmap.c). */
+/* Private to src/archive/: the hardlink map (linkmap.c), the tar header
+ * rewrite (paxfix.c), an entry's xattrs and ACLs (entry_xattr.c). */
 #ifndef CB_ARCHIVE_INT_H
 #define CB_ARCHIVE_INT_H
 
@@ -35,5 +36,28 @@ int paxfix_header(const unsigned char *in, size_t len, const struct paxfix *x, u
 		  size_t *outlen);
 /* "user::rw-,user:3000000002:r--,..." from a system.posix_acl_* value. */
 char *paxfix_acl_text(const unsigned char *v, size_t n);
+
+/* entry_xattr.c: an entry's xattrs and POSIX ACLs into a libarchive entry
+ * (the ACLs' texts into fix, for paxfix_header), with the staging engine's
+ * own names put back as what they stand for. Buffers are the reader's own,
+ * reused from entry to entry. */
+#define ENTRY_XATTR_MAX 65536          /* XATTR_SIZE_MAX: no value is longer */
+struct cb_log;
+struct archive_entry;
+struct entry_xattrs {
+	char *list;
+	size_t list_cap;
+	unsigned char *val;            /* ENTRY_XATTR_MAX + 256: a side-store file too */
+	int side_fd;                   /* the staging engine's big-xattr store, or -1 */
+	struct paxfix *fix;
+	struct cb_log *log;
+};
+void entry_xattrs_init(struct entry_xattrs *x, struct paxfix *fix, struct cb_log *log);
+/* fd: the entry open (regular file, directory), or -1 and path (read
+ * without following a last symlink). 0, or -1 (a side-store value that
+ * cannot be read: error set); a list that cannot be read is a WARN. */
+int entry_xattrs_read(struct entry_xattrs *x, struct archive_entry *e, int fd, const char *path,
+		      const char *arcname);
+void entry_xattrs_release(struct entry_xattrs *x);
 
 #endif

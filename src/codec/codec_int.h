@@ -144,14 +144,16 @@ struct seg_trust {
 	void *ctx;
 	struct seg_piece *p;
 	size_t n, cap;
-	int *fds;                        /* duplicated for deferred pieces */
-	size_t n_fds;
+	int *fds;                        /* the files of deferred pieces */
+	unsigned char *owned;            /* per fd: handed over (closed at the end) */
+	size_t n_fds, max_fds;
 	unsigned char last_tok[CB_TOKEN_LEN];  /* the file of fds[n_fds - 1] */
 	uint64_t deferred;               /* bytes of the segment not read yet */
 	struct cb_codec_trust *rec;
 	size_t n_rec, cap_rec;
 	uint64_t segs, unread;           /* copied on trust; bytes never read */
 };
+void seg_trust_init(struct seg_trust *t);
 int seg_trust_piece(struct seg_trust *t, uint64_t at, const unsigned char *tok, int fd,
 		    uint64_t off, uint64_t n);
 void seg_trust_key(const struct seg_trust *t, const unsigned char *settings, size_t settings_len,
@@ -161,6 +163,7 @@ int seg_trust_fill(struct seg_trust *t, unsigned char *buf);
 void seg_trust_record(struct seg_trust *t, const unsigned char *tkey, const unsigned char *key,
 		      uint64_t len);
 void seg_trust_reset(struct seg_trust *t);
+int seg_trust_keep_fd(struct seg_trust *t, int fd);
 void seg_trust_free(struct seg_trust *t);
 /* codec_seg.c */
 void cb_codec_seg_init(struct cb_codec_writer *w, const struct cb_codec_params *p);

@@ -165,6 +165,7 @@ void cb_codec_set_trust(struct cb_codec_writer *w, cb_codec_trust_fn *fn, void *
 {
 	if (!w->seg)
 		return;
+	seg_trust_init(&w->seg->trust);
 	w->seg->trust.on = 1;
 	w->seg->trust.fn = fn;
 	w->seg->trust.ctx = ctx;
@@ -178,6 +179,11 @@ int cb_codec_piece(struct cb_codec_writer *w, const unsigned char *tok, int fd, 
 	if (!s || w->failed || w->finished || len > seg_room(w))
 		return 0;
 	return seg_trust_piece(&s->trust, s->len, tok, fd, off, len);
+}
+
+int cb_codec_keep_fd(struct cb_codec_writer *w, int fd)
+{
+	return w->seg ? seg_trust_keep_fd(&w->seg->trust, fd) : 0;
 }
 
 const struct cb_codec_trust *cb_codec_writer_trust(const struct cb_codec_writer *w, size_t *n)

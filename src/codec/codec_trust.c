@@ -3,15 +3,20 @@
  * gathered, its trust key, and the deferred pieces read when the segment
  * is not copied on trust after all (its bytes are then keyed as always).
  *
- * A deferred piece keeps a duplicate of the file's fd until the segment
- * ends; at most MAX_FDS files a segment are deferred (more are read at
- * once: widened, never dropped), and a dup that fails is a read too.
+ * A deferred piece uses the archive writer's own fd of the file (a dup of
+ * each cost two system calls a file): the writer lends it while it writes
+ * the file and hands it over when done (seg_trust_keep_fd), and a segment
+ * that ends closes only the fds handed over; one still lent (a file whose
+ * data goes on into the next segment) stays the writer's. At most MAX_FDS
+ * files a segment are deferred, and at most a quarter of the open files
+ * the process may have (a cron job's limit may be low): more are read at
+ * once (widened, never dropped).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <openssl/evp.h>
 
@@ -21,21 +26,42 @@
 
 #define MAX_FDS 256
 
-/* The same file as the last deferred piece (the token names the inode:
- * an fd number may have been reused since) shares its duplicate. */
+void seg_trust_init(struct seg_trust *t)
+{
+	struct rlimit r;
+
+	t->max_fds = MAX_FDS;
+	if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur != RLIM_INFINITY &&
+	    r.rlim_cur / 4 < MAX_FDS)
+		t->max_fds = (size_t)(r.rlim_cur / 4);
+}
+
+/* The same file as the last deferred piece (the token names the inode)
+ * shares its fd. */
 static int defer_fd(struct seg_trust *t, int fd, const unsigned char *tok)
 {
-	int d;
-
 	if (t->n_fds > 0 && !memcmp(t->last_tok, tok, CB_TOKEN_LEN))
 		return (int)t->n_fds - 1;
-	if (t->n_fds == MAX_FDS || (d = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+	if (t->n_fds >= t->max_fds)
 		return -1;
-	if (!t->fds)
+	if (!t->fds) {
 		t->fds = cb_xcalloc(MAX_FDS, sizeof(*t->fds));
-	t->fds[t->n_fds++] = d;
+		t->owned = cb_xcalloc(MAX_FDS, sizeof(*t->owned));
+	}
+	t->owned[t->n_fds] = 0;
+	t->fds[t->n_fds++] = fd;
 	memcpy(t->last_tok, tok, CB_TOKEN_LEN);
 	return (int)t->n_fds - 1;
+}
+
+/* The file being written is always the last one deferred: pieces come in
+ * the tar's order. */
+int seg_trust_keep_fd(struct seg_trust *t, int fd)
+{
+	if (t->n_fds == 0 || t->fds[t->n_fds - 1] != fd || t->owned[t->n_fds - 1])
+		return 0;
+	t->owned[t->n_fds - 1] = 1;
+	return 1;
 }
 
 int seg_trust_piece(struct seg_trust *t, uint64_t at, const unsigned char *tok, int fd,
@@ -161,7 +187,8 @@ void seg_trust_record(struct seg_trust *t, const unsigned char *tkey, const unsi
 void seg_trust_reset(struct seg_trust *t)
 {
 	for (size_t i = 0; i < t->n_fds; i++)
-		close(t->fds[i]);
+		if (t->owned[i])
+			close(t->fds[i]);
 	t->n_fds = 0;
 	t->n = 0;
 	t->deferred = 0;
@@ -171,6 +198,7 @@ void seg_trust_free(struct seg_trust *t)
 {
 	seg_trust_reset(t);
 	free(t->fds);
+	free(t->owned);
 	free(t->p);
 	free(t->rec);
 }

@@ -300,17 +300,26 @@ int cb_pread_all(int fd, void *buf, size_t len, uint64_t off)
 	return read_fully(fd, buf, len, (int64_t)off);
 }
 
-static int name_cmp(const void *a, const void *b)
+struct typed_name {
+	char *name;
+	unsigned char type;
+};
+
+static int typed_cmp(const void *a, const void *b)
 {
-	return strcmp(*(char *const *)a, *(char *const *)b);
+	return strcmp(((const struct typed_name *)a)->name, ((const struct typed_name *)b)->name);
 }
 
-int cb_dir_names(int dfd, struct cb_strvec *names)
+/* The directory's entries, unsorted: 0, or -1 with errno (none kept). */
+static int read_names(int dfd, struct typed_name **out, size_t *n)
 {
 	int fd = dup(dfd), err;
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	struct typed_name *v = NULL;
 	struct dirent *de;
+	size_t cap = 0;
 
+	*n = 0;
 	if (!d) {
 		err = errno;
 		if (fd >= 0)
@@ -321,20 +330,56 @@ int cb_dir_names(int dfd, struct cb_strvec *names)
 	rewinddir(d);  /* the fd is shared with dfd: from the start */
 	errno = 0;
 	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			cb_strvec_push(names, de->d_name);
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+			if (*n == cap)
+				v = cb_xrealloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+			v[(*n)++] = (struct typed_name){ cb_xstrdup(de->d_name), de->d_type };
+		}
 		errno = 0;
 	}
 	err = errno;
 	closedir(d);
 	if (err) {
-		cb_strvec_clear(names);
+		while (*n > 0)
+			free(v[--*n].name);
+		free(v);
 		errno = err;
 		return -1;
 	}
-	if (names->n > 1)
-		qsort(names->v, names->n, sizeof(*names->v), name_cmp);
+	*out = v;
 	return 0;
+}
+
+int cb_dir_names_types(int dfd, struct cb_strvec *names, unsigned char **types)
+{
+	struct typed_name *v;
+	unsigned char *t;
+	size_t n;
+
+	*types = NULL;
+	if (read_names(dfd, &v, &n) < 0)
+		return -1;
+	qsort(v, n, sizeof(*v), typed_cmp);
+	t = cb_xmalloc(n + 1);
+	names->alloc = names->n + n + 1;
+	names->v = cb_xrealloc(names->v, names->alloc * sizeof(*names->v));
+	for (size_t i = 0; i < n; i++) {   /* the names move over, not copied */
+		names->v[names->n++] = v[i].name;
+		t[i] = v[i].type;
+	}
+	names->v[names->n] = NULL;
+	free(v);
+	*types = t;
+	return 0;
+}
+
+int cb_dir_names(int dfd, struct cb_strvec *names)
+{
+	unsigned char *types;
+	int r = cb_dir_names_types(dfd, names, &types);
+
+	free(types);
+	return r;
 }
 
 struct deep_call {

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -103,6 +104,42 @@ static void test_remove_tree(void **state)
 	assert_int_equal(lstat(dir, &st), -1);
 	assert_int_equal(lstat("/etc/passwd", &st), 0);  /* the symlink was not followed */
 	assert_int_equal(cb_remove_tree(dir), 0);         /* absent: fine */
+}
+
+/* Sorted names, each with its own d_type (tmpfs says it), names moved in
+ * after what the vector held. */
+static void test_dir_names_types(void **state)
+{
+	char dir[] = "/tmp/cbtest-util-XXXXXX";
+	struct cb_strvec names = CB_STRVEC_INIT;
+	unsigned char *types;
+	int fd;
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	char *cmd = cb_xasprintf("cd %s && mkdir b && touch c a && ln -s a d && mkfifo e", dir);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+	fd = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(fd >= 0);
+	cb_strvec_push(&names, "before");
+	assert_int_equal(cb_dir_names_types(fd, &names, &types), 0);
+	assert_int_equal(names.n, 6);
+	assert_string_equal(names.v[0], "before");
+	assert_string_equal(names.v[1], "a");
+	assert_string_equal(names.v[2], "b");
+	assert_string_equal(names.v[5], "e");
+	assert_null(names.v[6]);
+	if (types[0] != DT_UNKNOWN) {
+		assert_int_equal(types[0], DT_REG);
+		assert_int_equal(types[1], DT_DIR);
+		assert_int_equal(types[2], DT_REG);
+		assert_int_equal(types[3], DT_LNK);
+		assert_int_equal(types[4], DT_FIFO);
+	}
+	free(types);
+	cb_strvec_clear(&names);
+	close(fd);
+	assert_int_equal(cb_remove_tree(dir), 0);
 }
 
 static int ran;
@@ -244,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_fmt),
 		cmocka_unit_test(test_strvec),
 		cmocka_unit_test(test_remove_tree),
+		cmocka_unit_test(test_dir_names_types),
 		cmocka_unit_test(test_cleanup_newest_first),
 		cmocka_unit_test(test_cleanup_stack),
 		cmocka_unit_test(test_huge_buffers),
