@@ -49,6 +49,8 @@ struct entry_xattrs {
 	size_t list_cap;
 	unsigned char *val;            /* ENTRY_XATTR_MAX + 256: a side-store file too */
 	int side_fd;                   /* the staging engine's big-xattr store, or -1 */
+	unsigned char *side_acl[2];    /* an ACL from the side store, until the end */
+	size_t side_acl_len[2];
 	struct paxfix *fix;
 	struct cb_log *log;
 };

@@ -32,11 +32,17 @@ static int prefix(const char *s, const char *p)
 	return strncmp(s, p, strlen(p)) == 0;
 }
 
+/* 0 the access ACL, 1 the default ACL, -1 another name. */
+static int acl_index(const char *name)
+{
+	return !strcmp(name, ACL_ACCESS) ? 0 : !strcmp(name, ACL_DEFAULT) ? 1 : -1;
+}
+
 /* Names libarchive's Linux reader never archived as xattrs. */
 static int skipped(const char *name)
 {
-	return !strcmp(name, ACL_ACCESS) || !strcmp(name, ACL_DEFAULT) ||
-	       !strcmp(name, "trusted.SGI_ACL_DEFAULT") || !strcmp(name, "trusted.SGI_ACL_FILE") ||
+	return acl_index(name) >= 0 || !strcmp(name, "trusted.SGI_ACL_DEFAULT") ||
+	       !strcmp(name, "trusted.SGI_ACL_FILE") ||
 	       prefix(name, "xfsroot.");
 }
 
@@ -71,13 +77,14 @@ static ssize_t list_names(struct entry_xattrs *x, int fd, const char *path)
 	}
 }
 
-/* One big xattr from the side store (see CB_STAGE_XATTR_MARK). */
+/* One big xattr from the side store (see CB_STAGE_XATTR_MARK); a big ACL
+ * is kept for the end, as one read from the file would be. */
 static int side_xattr(struct entry_xattrs *x, struct archive_entry *e, const char *id,
 		      const char *arcname)
 {
 	ssize_t n = -1;
 	size_t nlen;
-	int fd = -1;
+	int fd = -1, acl;
 
 	if (id[strspn(id, "0123456789abcdef-")] == '\0' && x->side_fd >= 0)
 		fd = openat(x->side_fd, id, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -89,7 +96,15 @@ static int side_xattr(struct entry_xattrs *x, struct archive_entry *e, const cha
 		return cb_error("cannot read the big xattr '%s' of '%s' kept beside staging", id,
 				arcname);
 	nlen = strlen((char *)x->val) + 1;
-	archive_entry_xattr_add_entry(e, (char *)x->val, x->val + nlen, (size_t)n - nlen);
+	acl = acl_index((char *)x->val);
+	if (acl < 0) {
+		archive_entry_xattr_add_entry(e, (char *)x->val, x->val + nlen, (size_t)n - nlen);
+		return 0;
+	}
+	free(x->side_acl[acl]);
+	x->side_acl_len[acl] = (size_t)n - nlen;
+	x->side_acl[acl] = cb_xmalloc(x->side_acl_len[acl] + 1);
+	memcpy(x->side_acl[acl], x->val + nlen, x->side_acl_len[acl]);
 	return 0;
 }
 
@@ -107,17 +122,17 @@ static int own_name(struct entry_xattrs *x, struct archive_entry *e, const char 
 	return 0;
 }
 
-/* An ACL's raw value kept as an xattr, and its text for paxfix.c. */
-static void take_acl(struct entry_xattrs *x, struct archive_entry *e, int which, int fd,
-		     const char *path)
+/* An ACL's raw value kept as an xattr, and its text for paxfix.c (GNU
+ * tar and bsdtar set ACLs from that text only). */
+static void take_acl(struct entry_xattrs *x, struct archive_entry *e, int which,
+		     const unsigned char *v, ssize_t n)
 {
 	const char *name = which ? ACL_DEFAULT : ACL_ACCESS;
-	ssize_t n = value(x, fd, path, name);
 
 	free(x->fix->acl[which]);
-	x->fix->acl[which] = n > 0 ? paxfix_acl_text(x->val, (size_t)n) : NULL;
+	x->fix->acl[which] = n > 0 ? paxfix_acl_text(v, (size_t)n) : NULL;
 	if (x->fix->acl[which])
-		archive_entry_xattr_add_entry(e, name, x->val, (size_t)n);
+		archive_entry_xattr_add_entry(e, name, v, (size_t)n);
 }
 
 int entry_xattrs_read(struct entry_xattrs *x, struct archive_entry *e, int fd, const char *path,
@@ -134,8 +149,8 @@ int entry_xattrs_read(struct entry_xattrs *x, struct archive_entry *e, int fd, c
 	for (const char *p = x->list; p < x->list + n; p += strlen(p) + 1) {
 		ssize_t len;
 
-		acl[0] |= !strcmp(p, ACL_ACCESS);
-		acl[1] |= !strcmp(p, ACL_DEFAULT);
+		if (acl_index(p) >= 0)
+			acl[acl_index(p)] = 1;
 		if (skipped(p) || (len = value(x, fd, path, p)) < 0)
 			continue;
 		if (!prefix(p, CB_STAGE_OWN_XATTRS))
@@ -143,10 +158,16 @@ int entry_xattrs_read(struct entry_xattrs *x, struct archive_entry *e, int fd, c
 		else if (own_name(x, e, p, (size_t)len, arcname) < 0)
 			return -1;
 	}
-	/* after the others, as they always came (the archive stays the same) */
-	for (int i = 0; i < 2; i++)
+	/* after the others, as they always came (the archive stays the same);
+	 * one too big for the staging file system from the side store */
+	for (int i = 0; i < 2; i++) {
 		if (acl[i])
-			take_acl(x, e, i, fd, path);
+			take_acl(x, e, i, x->val, value(x, fd, path, i ? ACL_DEFAULT : ACL_ACCESS));
+		else if (x->side_acl[i])
+			take_acl(x, e, i, x->side_acl[i], (ssize_t)x->side_acl_len[i]);
+		free(x->side_acl[i]);
+		x->side_acl[i] = NULL;
+	}
 	return 0;
 }
 
@@ -165,6 +186,8 @@ void entry_xattrs_release(struct entry_xattrs *x)
 {
 	free(x->list);
 	free(x->val);
-	x->list = NULL;
-	x->val = NULL;
+	free(x->side_acl[0]);
+	free(x->side_acl[1]);
+	memset(x, 0, sizeof(*x));
+	x->side_fd = -1;
 }

@@ -36,6 +36,9 @@ test_expect_success ROOT,TMPFS,ACL 'setup: a guest with every metadata kind, on 
 	chown 3000000000:3000000001 "$SRC/data/big-ids"
 	setfacl -m u:3000000002:r,g:3000000003:rw,u:1234:r "$SRC/data/big-ids"
 	mkdir "$SRC/data/acl-dir"
+	# an ACL over 8 KiB (1,101 entries): dropped without a word before
+	echo many >"$SRC/data/big-acl"
+	setfacl -m "$(seq 5000 6100 | sed "s/.*/u:&:r/" | paste -sd,)" "$SRC/data/big-acl"
 	setfacl -m d:u:3000000004:rx,u:2147483648:rwx "$SRC/data/acl-dir"
 	# xattr names as bytes, a big value
 	echo x >"$SRC/data/xattrs"
@@ -114,6 +117,25 @@ test_expect_success ROOT,TMPFS,ACL,BSDTAR 'bsdtar: the tree as at the freeze (bu
 	# the xattr names bsdtar can restore exactly, the big value, the flags
 	test_has bsdtar.manifest "^data/xattrs .*user\.big=sha256:[0-9a-f]+:60000;.*user\.with\\\\040space=31;user\.\\\\303\\\\274n\\\\303\\\\257=34 "
 	test_has bsdtar.manifest "^data/flags .* dA$"
+'
+
+# staged on the tmpfs, the big ACL is the staged file's own (read with the
+# other xattrs, not from the side store): a probe with an 8 KiB buffer
+# dropped it from the archive before, without a word
+test_expect_success ROOT,TMPFS,ACL 'an ACL over 8 KiB staged as it is: kept for cbackup restore and GNU tar' '
+	mkdir -p "$FS/stage" "$SCRATCH/dump2"
+	cbackup_run 0 backup --root "$SRC" --id 470 --tmpdir "$FS/stage" \
+		--dumpdir "$SCRATCH/dump2" --freeze-cmd true --thaw-cmd true
+	archive=$(find_archive "$SCRATCH/dump2" ct 470 .zst)
+	cbackup_run 0 restore "$archive" "$FS/r2-cbackup"
+	mkdir "$FS/r2-tar"
+	zstd -dc <"$archive" | tar --numeric-owner --acls -xpf - -C "$FS/r2-tar" ./data/big-acl
+	getfacl -n "$SRC/data/big-acl" | grep -v "^# file" >expected
+	test "$(grep -c "^user:[0-9]" expected)" = 1101
+	for r in r2-cbackup r2-tar; do
+		getfacl -n "$FS/$r/data/big-acl" | grep -v "^# file" >actual
+		test_cmp expected actual
+	done
 '
 
 test_done
