@@ -25,6 +25,8 @@ const char *cb_reuse_name(const struct cb_reuse *r);
 /* The SHA-256 (hex) of its catalog file, as its .sha256 lists it: with
  * the name, what a trust map must name (cb_reuse_trust.h). */
 const char *cb_reuse_idx_sha256(const struct cb_reuse *r);
+/* The open previous archive the writer copies from. */
+int cb_reuse_fd(const struct cb_reuse *r);
 void cb_reuse_free(struct cb_reuse *r);
 
 #endif

@@ -37,6 +37,30 @@ int cb_sink_advance(struct cb_sink *s, size_t len);
  * cannot copy between these files. */
 int cb_sink_copy(struct cb_sink *s, int src_fd, uint64_t off, uint64_t len,
 		 const unsigned char *bytes);
+/*
+ * SHA-256 states at segment ends, kept for the guest's next archive: one
+ * that starts with the same bytes, copied from this archive at the same
+ * offsets (cb_sink_copy), resumes its .sha256 from the state where those
+ * bytes end instead of hashing them again (a night that copies most units
+ * spent a tenth of its CPU there). A state is a function of the bytes
+ * before it only.
+ */
+#define CB_SINK_STATE_LEN 112
+struct cb_sink_state {
+	uint64_t off;                         /* after this many bytes */
+	unsigned char st[CB_SINK_STATE_LEN];
+};
+/* Before the first byte: the previous archive (what cb_sink_copy copies
+ * from is read through src_fd) and its states, n of them sorted by off;
+ * the caller's until the sink is freed. A prefix with no state at its end
+ * is read back from src_fd and hashed. */
+void cb_sink_resume(struct cb_sink *s, int src_fd, const struct cb_sink_state *v, size_t n);
+/* A segment ends at the bytes written so far: its state is kept. */
+int cb_sink_mark(struct cb_sink *s);
+/* After cb_sink_prepare(): the states kept (sorted), and how many bytes
+ * the digest took over from the previous archive's state. */
+const struct cb_sink_state *cb_sink_states(const struct cb_sink *s, size_t *n);
+uint64_t cb_sink_resumed_bytes(const struct cb_sink *s);
 /* Write out what is gathered (the hash may still be running). */
 int cb_sink_flush(struct cb_sink *s);
 /* Finish the digest, fsync and close the .tmp (no rename yet), so that the

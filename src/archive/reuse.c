@@ -194,6 +194,11 @@ const char *cb_reuse_idx_sha256(const struct cb_reuse *r)
 	return r->idx_hex;
 }
 
+int cb_reuse_fd(const struct cb_reuse *r)
+{
+	return r->fd;
+}
+
 void cb_reuse_free(struct cb_reuse *r)
 {
 	if (!r)

@@ -389,7 +389,8 @@ int cb_codec_out_seg_done(struct cb_codec_out *o, cb_codec_pad_fn *pad, size_t p
 	EVP_DigestFinal_ex(o->seg_sha, g->cdig, NULL);
 	EVP_DigestInit_ex(o->seg_sha, EVP_sha256(), NULL);
 	o->seg_c0 = o->bytes_out;
-	return 0;
+	/* the archive's SHA-256 state here, for the next night (cb_sink.h) */
+	return cb_sink_mark(o->sink);
 }
 
 /* Bytes written so far belong to no segment (the lzop file header). */

@@ -359,7 +359,8 @@ int cb_dir_names_types(int dfd, struct cb_strvec *names, unsigned char **types)
 	*types = NULL;
 	if (read_names(dfd, &v, &n) < 0)
 		return -1;
-	qsort(v, n, sizeof(*v), typed_cmp);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), typed_cmp);
 	t = cb_xmalloc(n + 1);
 	names->alloc = names->n + n + 1;
 	names->v = cb_xrealloc(names->v, names->alloc * sizeof(*names->v));

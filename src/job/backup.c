@@ -1167,20 +1167,25 @@ static char *trust_path(const struct guest_run *r)
 }
 
 static struct cb_trust_map *open_trust(struct guest_run *r, struct cb_codec_writer *codec,
-				       const struct cb_reuse *reuse)
+				       struct cb_sink *sink, const struct cb_reuse *reuse)
 {
 	char *path = trust_path(r);
 	struct cb_trust_map *m = NULL;
 	const char *why = "there is no previous archive";
+	const struct cb_sink_state *states;
+	size_t n;
 
 	if (!path)
 		return NULL;
 	cb_codec_set_trust(codec, NULL, NULL);
 	if (reuse)
 		m = cb_trust_map_load(path, cb_reuse_name(reuse), cb_reuse_idx_sha256(reuse), &why);
-	if (m)
+	if (m) {
 		cb_trust_map_attach(m, codec);
-	else
+		/* the .sha256 of a start copied unchanged resumes from its state */
+		states = cb_trust_map_states(m, &n);
+		cb_sink_resume(sink, cb_reuse_fd(reuse), states, n);
+	} else
 		cb_verbose(r->log, "nothing taken on trust: %s", why[0] ? why : "no trust map");
 	free(path);
 	return m;
@@ -1189,17 +1194,19 @@ static struct cb_trust_map *open_trust(struct guest_run *r, struct cb_codec_writ
 /* The map for the next night, naming this archive; a failure is a
  * warning (the next night reads the staged data). */
 static void save_trust(struct guest_run *r, const struct cb_codec_writer *codec,
-		       const char *idx_hex)
+		       const struct cb_sink *sink, const char *idx_hex)
 {
 	char *path = trust_path(r);
 	const char *base = strrchr(r->archive_path, '/');
-	size_t n;
+	size_t n, n_states;
 	const struct cb_codec_trust *v = cb_codec_writer_trust(codec, &n);
+	const struct cb_sink_state *states = cb_sink_states(sink, &n_states);
 
 	if (!path)
 		return;
 	unlink(path);
-	if (idx_hex[0] && cb_trust_map_save(path, base ? base + 1 : r->archive_path, idx_hex, v, n) < 0)
+	if (idx_hex[0] && cb_trust_map_save(path, base ? base + 1 : r->archive_path, idx_hex, v, n,
+					    states, n_states) < 0)
 		cb_warn(r->log, "no trust map for the next backup: %s", cb_last_error());
 	free(path);
 }
@@ -1269,7 +1276,7 @@ static int write_archive(struct guest_run *r)
 	if (cb_codec_writer_new(&codec, &cp, sink) < 0)
 		goto out;
 	reuse = open_reuse(r, codec);
-	trust = open_trust(r, codec, reuse);
+	trust = open_trust(r, codec, sink, reuse);
 	cb_progress_start(&r->progress, !r->opts.quiet, "archive", r->estimate);
 	cb_codec_set_progress(codec, &r->progress);
 	if (scan)
@@ -1297,7 +1304,11 @@ static int write_archive(struct guest_run *r)
 	}
 	log_archive_stats(r, &as, codec, sink);
 	log_reuse(r, codec, reuse);
-	save_trust(r, codec, idx_hex);
+	if (cb_sink_resumed_bytes(sink) > 0)
+		cb_verbose(r->log, "archive SHA-256: the first %llu bytes (copied unchanged) taken "
+			   "from the previous archive's state there, not hashed again",
+			   (unsigned long long)cb_sink_resumed_bytes(sink));
+	save_trust(r, codec, sink, idx_hex);
 	r->res->archive_seconds = cb_now() - started;
 out:
 	/* a signal's cleanup removed the snapshots under the walk: the signal,

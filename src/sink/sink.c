@@ -11,7 +11,8 @@
 #include <string.h>
 #include <pthread.h>
 #include <unistd.h>
-#include <openssl/evp.h>
+#define OPENSSL_SUPPRESS_DEPRECATED   /* SHA256_CTX: its state is kept (sink_state.c) */
+#include <openssl/sha.h>
 
 #include "cb_cleanup.h"
 #include "cb_private.h"
@@ -19,6 +20,7 @@
 #include "cb_syncer.h"
 #include "cb_throttle.h"
 #include "cb_util.h"
+#include "sink_int.h"
 
 /*
  * Write-behind slots: bytes are gathered into SLOT_SIZE buffers; a full slot
@@ -26,7 +28,8 @@
  * so SHA-256 (about as slow as a page-cache copy, even with SHA-NI) runs on
  * the other core instead of adding to every write. A slot is filled again
  * only once the hasher is done with it. Without the thread, slots are hashed
- * inline (same digest).
+ * inline (same digest). A slot marked (a segment ends with it) has the
+ * state after it kept (cb_sink_states).
  */
 #define SLOT_SIZE (1024 * 1024)
 #define NSLOTS 4
@@ -52,11 +55,22 @@ struct cb_sink {
 	int cleanup_handle;
 	uint64_t bytes;
 	double write_seconds;
-	EVP_MD_CTX *sha;
+	SHA256_CTX sha;
 	char sha_hex[65];
+	uint64_t hash_off;      /* bytes in sha: the hasher's while it runs */
+	struct cb_sink_state *states;   /* kept at marks: the hasher's while it runs */
+	size_t n_states, cap_states;
+	/* cb_sink_resume: the previous archive, its states; in_prefix while
+	 * every byte so far was copied from it at its own offset */
+	const struct cb_sink_state *prev;
+	size_t n_prev;
+	int prev_fd;
+	int in_prefix;
+	uint64_t resumed;
 	struct cb_throttle throttle;
 	unsigned char *slot[NSLOTS];
 	size_t slot_len[NSLOTS];
+	unsigned char slot_mark[NSLOTS];   /* keep the state after this slot */
 	uint64_t seq;           /* sequence number of the slot being filled */
 	size_t fill;            /* bytes in it */
 	int slot_ready;         /* the hasher has released it */
@@ -65,6 +79,27 @@ struct cb_sink {
 	uint64_t written;       /* bytes handed to write(2) */
 	struct cb_syncer *syncer;  /* storage files: made durable as written */
 };
+
+static void keep_state(struct cb_sink *s)
+{
+	if (s->n_states > 0 && s->states[s->n_states - 1].off == s->hash_off)
+		return;
+	if (s->n_states == s->cap_states) {
+		s->cap_states = s->cap_states ? 2 * s->cap_states : 64;
+		s->states = cb_xrealloc(s->states, s->cap_states * sizeof(*s->states));
+	}
+	sink_state_save(&s->sha, s->hash_off, &s->states[s->n_states++]);
+}
+
+/* Slot i into the digest: on the hasher thread, or inline without one. */
+static void hash_slot(struct cb_sink *s, size_t i)
+{
+	SHA256_Update(&s->sha, s->slot[i], s->slot_len[i]);
+	s->hash_off += s->slot_len[i];
+	if (s->slot_mark[i])
+		keep_state(s);
+	s->slot_mark[i] = 0;
+}
 
 static void *hasher_main(void *arg)
 {
@@ -81,7 +116,7 @@ static void *hasher_main(void *arg)
 			break;
 		n = h->hashed;
 		pthread_mutex_unlock(&h->mu);
-		EVP_DigestUpdate(s->sha, s->slot[n % NSLOTS], s->slot_len[n % NSLOTS]);
+		hash_slot(s, n % NSLOTS);
 		pthread_mutex_lock(&h->mu);
 		h->hashed = n + 1;
 		pthread_cond_broadcast(&h->cv);
@@ -109,14 +144,15 @@ static void hasher_wait(struct cb_sink *s, uint64_t upto)
 	pthread_mutex_unlock(&s->h.mu);
 }
 
-static void hasher_post(struct cb_sink *s, unsigned char *buf, size_t len)
+/* The slot being filled (s->seq), its length set, to the hasher. */
+static void hasher_post(struct cb_sink *s)
 {
 	if (!s->checksum)
 		return;
 	if (s->seq == 0)
 		hasher_start(s);
 	if (!s->h.running) {
-		EVP_DigestUpdate(s->sha, buf, len);
+		hash_slot(s, s->seq % NSLOTS);
 		return;
 	}
 	pthread_mutex_lock(&s->h.mu);
@@ -154,11 +190,8 @@ static struct cb_sink *sink_alloc(const char *name)
 	s->cleanup_handle = -1;
 	s->name = cb_xstrdup(name);
 	cb_throttle_init(&s->throttle, 0);
-	s->sha = EVP_MD_CTX_new();
-	if (!s->sha || EVP_DigestInit_ex(s->sha, EVP_sha256(), NULL) != 1) {
-		fprintf(stderr, "ERROR: cannot initialise SHA-256\n");
-		abort();
-	}
+	SHA256_Init(&s->sha);
+	s->prev_fd = -1;
 	s->slot[0] = cb_xmalloc_huge(NSLOTS * SLOT_SIZE);
 	for (int i = 1; i < NSLOTS; i++)
 		s->slot[i] = s->slot[0] + i * SLOT_SIZE;
@@ -231,10 +264,10 @@ static int write_through(struct cb_sink *s, const void *buf, size_t len)
 }
 
 /* The current slot's first len bytes to the hasher; the next slot is current. */
-static void post_slot(struct cb_sink *s, unsigned char *buf, size_t len)
+static void post_slot(struct cb_sink *s, size_t len)
 {
 	s->slot_len[s->seq % NSLOTS] = len;
-	hasher_post(s, buf, len);
+	hasher_post(s);
 	s->seq++;
 	s->fill = 0;
 	s->slot_ready = 0;
@@ -248,13 +281,15 @@ static int flush_slot(struct cb_sink *s)
 
 	if (len == 0)
 		return 0;
-	post_slot(s, buf, len);
+	post_slot(s, len);
 	return write_through(s, buf, len);
 }
 
+static int leave_prefix(struct cb_sink *s);
+
 unsigned char *cb_sink_buffer(struct cb_sink *s, size_t *avail)
 {
-	if (s->fill == SLOT_SIZE && flush_slot(s) < 0)
+	if (leave_prefix(s) < 0 || (s->fill == SLOT_SIZE && flush_slot(s) < 0))
 		return NULL;
 	*avail = SLOT_SIZE - s->fill;
 	return current_slot(s) + s->fill;
@@ -276,7 +311,7 @@ int cb_sink_write(struct cb_sink *s, const void *buf, size_t len)
 {
 	const unsigned char *p = buf;
 
-	if (cb_check_interrupt() < 0)
+	if (cb_check_interrupt() < 0 || leave_prefix(s) < 0)
 		return -1;
 	/* nothing to hash: big buffers go out as they are, without a copy */
 	if (!s->checksum && len >= SLOT_SIZE / 4) {
@@ -327,18 +362,89 @@ static int copy_range(struct cb_sink *s, int src_fd, uint64_t off, uint64_t len,
  * order, through the slots: copied in (the caller reuses its buffer at
  * once), so that their SHA-256 runs on the hasher's thread beside the
  * next segment's work; done inline it was a sixth of a night that copies
- * most of its units. */
-static void hash_only(struct cb_sink *s, const unsigned char *p, uint64_t len)
+ * most of its units. With bytes NULL they are read from src_fd at off.
+ * The state after the last of them is kept (a segment ends there). */
+static int hash_only(struct cb_sink *s, const unsigned char *p, int src_fd, uint64_t off,
+		     uint64_t len)
 {
 	while (len > 0) {
 		unsigned char *dst = current_slot(s);
 		size_t k = len < SLOT_SIZE ? (size_t)len : SLOT_SIZE;
 
-		memcpy(dst, p, k);
-		post_slot(s, dst, k);
-		p += k;
+		if (p)
+			memcpy(dst, p, k);
+		else if (cb_pread_all(src_fd, dst, k, (off_t)off) < 0)
+			return cb_error_errno("cannot read the previous archive to hash '%s'",
+					      s->tmp_path ? s->tmp_path : s->name);
+		s->slot_mark[s->seq % NSLOTS] = k == len;
+		post_slot(s, k);
+		p = p ? p + k : NULL;
+		off += k;
 		len -= k;
 	}
+	return 0;
+}
+
+/* The bytes so far, all copied from the previous archive at their own
+ * offsets, are in the digest: by the state the previous archive had
+ * there (its states up to there are this archive's too), or else read
+ * back from it and hashed. */
+static int leave_prefix(struct cb_sink *s)
+{
+	const struct cb_sink_state *st;
+
+	if (!s->in_prefix)
+		return 0;
+	s->in_prefix = 0;
+	if (s->bytes == 0)
+		return 0;
+	st = sink_state_find(s->prev, s->n_prev, s->bytes);
+	if (!st || sink_state_load(st, &s->sha) < 0)
+		return hash_only(s, NULL, s->prev_fd, 0, s->bytes);
+	s->hash_off = s->bytes;
+	s->resumed = s->bytes;
+	for (size_t i = 0; i < s->n_prev && s->prev[i].off <= s->bytes; i++) {
+		if (s->n_states == s->cap_states) {
+			s->cap_states = s->cap_states ? 2 * s->cap_states : 64;
+			s->states = cb_xrealloc(s->states, s->cap_states * sizeof(*s->states));
+		}
+		s->states[s->n_states++] = s->prev[i];
+	}
+	return 0;
+}
+
+void cb_sink_resume(struct cb_sink *s, int src_fd, const struct cb_sink_state *v, size_t n)
+{
+	if (!s->checksum || s->bytes > 0 || n == 0 || src_fd < 0)
+		return;
+	s->prev = v;
+	s->n_prev = n;
+	s->prev_fd = src_fd;
+	s->in_prefix = 1;
+}
+
+int cb_sink_mark(struct cb_sink *s)
+{
+	size_t len = s->fill;
+	unsigned char *buf;
+
+	if (!s->checksum || s->in_prefix)
+		return 0;
+	buf = current_slot(s);   /* the hasher is done with it: its mark is ours */
+	s->slot_mark[s->seq % NSLOTS] = 1;
+	post_slot(s, len);
+	return len ? write_through(s, buf, len) : 0;
+}
+
+const struct cb_sink_state *cb_sink_states(const struct cb_sink *s, size_t *n)
+{
+	*n = s->prepared ? s->n_states : 0;
+	return *n ? s->states : NULL;
+}
+
+uint64_t cb_sink_resumed_bytes(const struct cb_sink *s)
+{
+	return s->resumed;
 }
 
 int cb_sink_copy(struct cb_sink *s, int src_fd, uint64_t off, uint64_t len,
@@ -348,8 +454,12 @@ int cb_sink_copy(struct cb_sink *s, int src_fd, uint64_t off, uint64_t len,
 
 	if (cb_check_interrupt() < 0 || flush_slot(s) < 0)
 		return -1;
-	if (s->checksum)
-		hash_only(s, bytes, len);
+	/* the same bytes at the same offset as in the previous archive: its
+	 * state will do (leave_prefix) */
+	if (s->in_prefix && (src_fd != s->prev_fd || off != s->bytes) && leave_prefix(s) < 0)
+		return -1;
+	if (s->checksum && !s->in_prefix && hash_only(s, bytes, src_fd, off, len) < 0)
+		return -1;
 	if (cb_throttle_account(&s->throttle, len) < 0)
 		return -1;
 	t0 = cb_now();
@@ -372,11 +482,10 @@ int cb_sink_flush(struct cb_sink *s)
 
 static void finish_digest(struct cb_sink *s)
 {
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int n = 0;
+	unsigned char md[SHA256_DIGEST_LENGTH];
 
-	EVP_DigestFinal_ex(s->sha, md, &n);
-	for (unsigned int i = 0; i < n && i < 32; i++)
+	SHA256_Final(md, &s->sha);
+	for (int i = 0; i < SHA256_DIGEST_LENGTH; i++)
 		snprintf(s->sha_hex + 2 * i, 3, "%02x", md[i]);
 }
 
@@ -400,7 +509,7 @@ int cb_sink_prepare(struct cb_sink *s)
 
 	if (s->prepared)
 		return 0;
-	if (cb_sink_flush(s) < 0)
+	if (leave_prefix(s) < 0 || cb_sink_flush(s) < 0)
 		return -1;
 	hasher_wait(s, s->seq);
 	if (s->checksum)
@@ -466,7 +575,7 @@ void cb_sink_free(struct cb_sink *s)
 	cb_cleanup_pop(s->cleanup_handle, 0);
 	hasher_stop(s);
 	cb_free_huge(s->slot[0], NSLOTS * SLOT_SIZE);
-	EVP_MD_CTX_free(s->sha);
+	free(s->states);
 	free(s->final_path);
 	free(s->tmp_path);
 	free(s->name);

@@ -50,6 +50,9 @@ same_as_no_reuse() {
 	cmp "$(newest)" "$(ls -1 "$ref"/cbackup-ct-101-*.tar.zst)"
 }
 
+# the newest archive's .sha256 holds (sha256sum reads the archive whole)
+sha256_ok() { (cd "$DUMP" && sha256sum --strict -c "$(basename "$(newest)").sha256"); }
+
 # GNU tar gives back the source as it was at the freeze
 tar_equals_source() {
 	rm -rf "$SCRATCH/out"
@@ -82,6 +85,14 @@ test_expect_success ROOT 'night 2, nothing changed: the big files are not read, 
 assert g[\"trusted_units\"] == int(sys.argv[2]) and g[\"trusted_unread_bytes\"] > 3 << 20, g" \
 		"$CB_OUT" "$units"
 	test_has "$CB_ERR" "INFO: reused [0-9]+ units .*, compressed 0 units"
+	# every unit copied at its own offset: the SHA-256 resumes from the
+	# state the previous archive had after its last unit (only the seek
+	# table after it is hashed)
+	size=$(stat -c %s "$(newest)")
+	n=$(sed -n "s/.*archive SHA-256: the first \([0-9]*\) bytes (copied unchanged).*/\1/p" "$CB_ERR")
+	echo "resumed at $n of $size bytes"
+	test "${n:-0}" -gt $((size * 9 / 10))
+	sha256_ok
 	same_as_no_reuse
 	tar_equals_source
 '
@@ -127,6 +138,26 @@ test_expect_success ROOT 'members changed every way the delta knows: read, keyed
 	test "$units" -gt 4
 	tar_equals_source
 	same_as_no_reuse
+'
+
+# The .sha256 resumes only from a state of the same bytes: a member added
+# in front moves every copy to another offset, and the digest is taken
+# from the first byte (a state taken for an offset it was not saved at
+# would give a .sha256 that sha256sum rejects).
+test_expect_success ROOT 'a member added at the front: copies move, the SHA-256 is hashed from the start' '
+	night
+	sha256_ok
+	head -c 3000 /dev/urandom >"$SRC/0-first"
+	night
+	test_lacks "$CB_ERR" "archive SHA-256: the first"
+	test_has "$CB_ERR" "INFO: reused [1-9][0-9]* units"
+	sha256_ok
+	rm "$SRC/0-first"
+	night
+	sha256_ok
+	night
+	test_has "$CB_ERR" "archive SHA-256: the first [0-9]+ bytes"
+	sha256_ok
 '
 
 test_expect_success ROOT 'the previous archive pruned: the map names another one, nothing on trust' '

@@ -121,6 +121,102 @@ static void feed_mixed(struct cb_sink *s, const unsigned char *d, size_t len)
 	}
 }
 
+/* The previous archive: DATA_LEN bytes of data, states kept at 1 MiB + 5,
+ * 3 MiB and 6 MiB + 1 (cb_sink_mark); its fd open for reading. */
+static int write_prev(struct fixture *f, struct cb_sink_state **states, size_t *n)
+{
+	char *path = cb_xasprintf("%s/prev", f->dir);
+	static const size_t at[] = { MIB + 5, 3 * MIB, 6 * MIB + 1, DATA_LEN };
+	const struct cb_sink_state *v;
+	struct cb_sink *s;
+	size_t done = 0;
+	int fd;
+
+	assert_int_equal(cb_sink_open_file(&s, path), 0);
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(cb_sink_write(s, f->data + done, at[i] - done), 0);
+		done = at[i];
+		if (i < 3)
+			assert_int_equal(cb_sink_mark(s), 0);
+	}
+	assert_int_equal(cb_sink_commit(s), 0);
+	v = cb_sink_states(s, n);
+	assert_int_equal(*n, 3);
+	assert_true(v[0].off == MIB + 5 && v[1].off == 3 * MIB && v[2].off == 6 * MIB + 1);
+	*states = cb_xmalloc(*n * sizeof(**states));
+	memcpy(*states, v, *n * sizeof(**states));
+	cb_sink_free(s);
+	fd = open(path, O_RDONLY);
+	assert_true(fd >= 0);
+	free(path);
+	return fd;
+}
+
+/* The new archive: a copy of prev [0, a), then a copy of prev [b, c) (b
+ * may differ from a: a copy moved), then len bytes of data at a + 3.
+ * Its .sha256 must be the SHA-256 of what it holds, however much was
+ * taken from the previous archive's states (*resumed). */
+static void resumed_digest(struct fixture *f, int prev, const struct cb_sink_state *v, size_t n,
+			   size_t a, size_t b, size_t c, size_t len, uint64_t *resumed)
+{
+	char *path = cb_xasprintf("%s/new", f->dir);
+	unsigned char *want = cb_xmalloc(a + (c - b) + len + 1);
+	char hex[65];
+	struct cb_sink *s;
+
+	unlink(path);
+	memcpy(want, f->data, a);
+	memcpy(want + a, f->data + b, c - b);
+	memcpy(want + a + (c - b), f->data + a + 3, len);
+	assert_int_equal(cb_sink_open_file(&s, path), 0);
+	cb_sink_resume(s, prev, v, n);
+	assert_int_equal(cb_sink_copy(s, prev, 0, a, f->data), 0);
+	if (c > b)
+		assert_int_equal(cb_sink_copy(s, prev, b, c - b, f->data + b), 0);
+	if (len)
+		assert_int_equal(cb_sink_write(s, f->data + a + 3, len), 0);
+	assert_int_equal(cb_sink_commit(s), 0);
+	sha256_hex(want, a + (c - b) + len, hex);
+	assert_string_equal(cb_sink_sha256(s), hex);
+	assert_file_is(path, want, a + (c - b) + len);
+	*resumed = cb_sink_resumed_bytes(s);
+	cb_sink_free(s);
+	free(want);
+	free(path);
+}
+
+/* cb_sink_resume: the digest resumes from a state of the same bytes at
+ * the same offset, never from one of another offset. */
+static void test_resume_from_states(void **state)
+{
+	struct fixture *f = *state;
+	struct cb_sink_state *v;
+	size_t n;
+	uint64_t resumed;
+	int prev = write_prev(f, &v, &n);
+
+	/* the start copied to a state, then new bytes: resumed there */
+	resumed_digest(f, prev, v, n, 3 * MIB, 0, 0, 1000, &resumed);
+	assert_int_equal(resumed, 3 * MIB);
+	/* two copies at their own offsets, to the state at 6 MiB + 1 */
+	resumed_digest(f, prev, v, n, 3 * MIB, 3 * MIB, 6 * MIB + 1, 10, &resumed);
+	assert_int_equal(resumed, 6 * MIB + 1);
+	/* the second copy moved (from 6 MiB + 1 to 3 MiB): the state at
+	 * 3 MiB, and the moved bytes hashed */
+	resumed_digest(f, prev, v, n, 3 * MIB, 6 * MIB + 1, 8 * MIB, 5, &resumed);
+	assert_int_equal(resumed, 3 * MIB);
+	/* a copied start without a state at its end: read back and hashed */
+	resumed_digest(f, prev, v, n, 2 * MIB, 0, 0, 77, &resumed);
+	assert_int_equal(resumed, 0);
+	/* a state that does not hold what it claims is not used */
+	v[1].st[40] ^= 1;
+	v[1].off += 64;
+	resumed_digest(f, prev, v, n, 3 * MIB + 64, 0, 0, 1, &resumed);
+	assert_int_equal(resumed, 0);
+	close(prev);
+	free(v);
+}
+
 static void test_file_digest_matches(void **state)
 {
 	struct fixture *f = *state;
@@ -338,6 +434,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_abort_removes_tmp, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_refused_when_unprotected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_durable_while_written, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resume_from_states, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
