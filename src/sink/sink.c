@@ -80,15 +80,21 @@ struct cb_sink {
 	struct cb_syncer *syncer;  /* storage files: made durable as written */
 };
 
-static void keep_state(struct cb_sink *s)
+/* Room for one more kept state: the hasher's while it runs. */
+static struct cb_sink_state *new_state(struct cb_sink *s)
 {
-	if (s->n_states > 0 && s->states[s->n_states - 1].off == s->hash_off)
-		return;
 	if (s->n_states == s->cap_states) {
 		s->cap_states = s->cap_states ? 2 * s->cap_states : 64;
 		s->states = cb_xrealloc(s->states, s->cap_states * sizeof(*s->states));
 	}
-	sink_state_save(&s->sha, s->hash_off, &s->states[s->n_states++]);
+	return &s->states[s->n_states++];
+}
+
+static void keep_state(struct cb_sink *s)
+{
+	if (s->n_states > 0 && s->states[s->n_states - 1].off == s->hash_off)
+		return;
+	sink_state_save(&s->sha, s->hash_off, new_state(s));
 }
 
 /* Slot i into the digest: on the hasher thread, or inline without one. */
@@ -403,13 +409,8 @@ static int leave_prefix(struct cb_sink *s)
 		return hash_only(s, NULL, s->prev_fd, 0, s->bytes);
 	s->hash_off = s->bytes;
 	s->resumed = s->bytes;
-	for (size_t i = 0; i < s->n_prev && s->prev[i].off <= s->bytes; i++) {
-		if (s->n_states == s->cap_states) {
-			s->cap_states = s->cap_states ? 2 * s->cap_states : 64;
-			s->states = cb_xrealloc(s->states, s->cap_states * sizeof(*s->states));
-		}
-		s->states[s->n_states++] = s->prev[i];
-	}
+	for (size_t i = 0; i < s->n_prev && s->prev[i].off <= s->bytes; i++)
+		*new_state(s) = s->prev[i];
 	return 0;
 }
 
