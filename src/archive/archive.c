@@ -448,6 +448,17 @@ out:
 	return ret;
 }
 
+/* Open a regular file or directory below dfd for reading, never through a
+ * symlink. Reading must not change what the next archive records (the
+ * staged copy's atime): O_NOATIME where we own the file or are root. */
+static int open_read(int dfd, const char *name, int dir)
+{
+	int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (dir ? O_DIRECTORY : 0);
+	int fd = openat(dfd, name, flags | O_NOATIME);
+
+	return fd < 0 && errno == EPERM ? openat(dfd, name, flags) : fd;
+}
+
 /*
  * A staging copy's regular file or directory, as its directory listing
  * typed it, opened without the stat before: only cbackup writes that tree,
@@ -458,11 +469,7 @@ out:
 static int open_typed(int dfd, const char *name, const char *arcname, unsigned char type, int *fd,
 		      struct stat *st)
 {
-	int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | (type == DT_DIR ? O_DIRECTORY : 0);
-
-	*fd = openat(dfd, name, flags | O_NOATIME);
-	if (*fd < 0 && errno == EPERM)
-		*fd = openat(dfd, name, flags);
+	*fd = open_read(dfd, name, type == DT_DIR);
 	if (*fd < 0)
 		return errno == ENOENT ? 1 : 2;
 	if (fstat(*fd, st) < 0) {
@@ -488,18 +495,12 @@ static int open_typed(int dfd, const char *name, const char *arcname, unsigned c
 static int open_entry(int dfd, const char *name, const char *arcname, int *fd, struct stat *st)
 {
 	for (int tries = 0; tries < 8; tries++) {
-		int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
-
 		*fd = -1;
 		if (fstatat(dfd, name, st, AT_SYMLINK_NOFOLLOW) < 0)
 			return errno == ENOENT ? 1 : cb_error_errno("cannot stat '%s'", arcname);
 		if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
 			return 0;
-		/* reading must not change what the next archive records (the
-		 * staged copy's atime): O_NOATIME where we own the file or are root */
-		*fd = openat(dfd, name, flags | O_NOATIME | (S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
-		if (*fd < 0 && errno == EPERM)
-			*fd = openat(dfd, name, flags | (S_ISDIR(st->st_mode) ? O_DIRECTORY : 0));
+		*fd = open_read(dfd, name, S_ISDIR(st->st_mode));
 		if (*fd < 0 && errno == ENOENT)
 			return 1;
 		if (*fd < 0 && errno != ELOOP && errno != ENOTDIR)

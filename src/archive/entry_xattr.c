@@ -147,10 +147,11 @@ int entry_xattrs_read(struct entry_xattrs *x, struct archive_entry *e, int fd, c
 		return 0;
 	}
 	for (const char *p = x->list; p < x->list + n; p += strlen(p) + 1) {
+		int a = acl_index(p);
 		ssize_t len;
 
-		if (acl_index(p) >= 0)
-			acl[acl_index(p)] = 1;
+		if (a >= 0)
+			acl[a] = 1;
 		if (skipped(p) || (len = value(x, fd, path, p)) < 0)
 			continue;
 		if (!prefix(p, CB_STAGE_OWN_XATTRS))
