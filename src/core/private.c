@@ -161,24 +161,26 @@ static char *marker_text(const struct stat *st)
 			    st->st_ctim.tv_nsec);
 }
 
-static int marker_matches(int pfd, const char *name, const struct stat *dir)
+/* 1 if NAME below pfd is the directory its marker records. */
+static int marker_matches(int pfd, const char *name)
 {
 	char *marker = cb_xasprintf("%s%s", name, MARKER_SUFFIX), buf[128], *want;
 	int fd = openat(pfd, marker, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), same;
-	struct stat st;
+	struct stat st, dir;
 	ssize_t n = -1;
 
 	free(marker);
 	if (fd < 0)
 		return 0;
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid())
+	if (fstatat(pfd, name, &dir, AT_SYMLINK_NOFOLLOW) == 0 && fstat(fd, &st) == 0 &&
+	    S_ISREG(st.st_mode) && st.st_uid == geteuid())
 		n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
 		return 0;
 	buf[n] = '\0';
-	want = marker_text(dir);
-	same = !strcmp(buf, want) && S_ISDIR(dir->st_mode) && dir->st_uid == geteuid();
+	want = marker_text(&dir);
+	same = !strcmp(buf, want) && S_ISDIR(dir.st_mode) && dir.st_uid == geteuid();
 	free(want);
 	return same;
 }
@@ -226,10 +228,7 @@ static int stage_dir_id(const char *name, char *id, size_t len);
 
 static int prepare_in(int pfd, const char *name, const char *path, int reuse, int *reused)
 {
-	struct stat st;
-
-	*reused = reuse && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		  marker_matches(pfd, name, &st);
+	*reused = reuse && marker_matches(pfd, name);
 	if (*reused)
 		return 0;
 	if (clear_name(pfd, name, path) < 0)
@@ -246,11 +245,8 @@ int cb_stage_dir_kept(const char *tmpdir, const char *id)
 {
 	char *parent = cb_xasprintf("%s/%s", tmpdir, PRIVATE_NAME);
 	char *name = cb_xasprintf("cbackup-%s.stage", id);
-	int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), kept;
-	struct stat st;
-
-	kept = pfd >= 0 && fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       marker_matches(pfd, name, &st);
+	int pfd = open(parent, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int kept = pfd >= 0 && marker_matches(pfd, name);
 	if (pfd >= 0)
 		close(pfd);
 	free(parent);
@@ -412,11 +408,9 @@ static int each_kept(const char *tmpdir, const char *only_id,
 		goto out;
 	ret = 0;
 	while (ret == 0 && (de = readdir(d)) != NULL) {
-		struct stat st;
 		if (stage_dir_id(de->d_name, id, sizeof(id)) < 0 || (only_id && strcmp(id, only_id)))
 			continue;
-		if (fstatat(pfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    marker_matches(pfd, de->d_name, &st))
+		if (marker_matches(pfd, de->d_name))
 			ret = fn(pfd, id, parent, arg);
 	}
 out:

@@ -499,6 +499,13 @@ static void log_cloned(struct guest_run *r, int final, const struct cb_stage_sta
 		cb_info(r->log, "first sync: data cloned (reflink)");
 }
 
+/* What a first sync's tree needs on the dump disk: its file bytes and a
+ * tar header for each entry. */
+static uint64_t synced_bytes(const struct cb_stage_stats *s)
+{
+	return s->total_size + 512 * s->files;
+}
+
 static int sync_mps(struct guest_run *r, int final)
 {
 	const char *which = final ? "final" : "first";
@@ -512,7 +519,7 @@ static int sync_mps(struct guest_run *r, int final)
 		cb_progress_start(&r->progress, !r->opts.quiet && !final, "first sync", 0);
 		ret = final ? cb_stage_pass2(mp->stage, &stats) : cb_stage_pass1(mp->stage, &stats);
 		if (!final)
-			r->first_bytes += stats.total_size + 512 * stats.files;
+			r->first_bytes += synced_bytes(&stats);
 		cb_progress_end(&r->progress);
 		if (ret < 0)
 			return cb_error_prefix("%s sync of '%s'", which, mp->source);
@@ -551,7 +558,7 @@ static int sync_pass(struct guest_run *r, int final, int tracked)
 	*(final ? &r->res->final_sync : &r->res->first_sync) = stats.seconds;
 	log_cloned(r, final, &stats);
 	if (!final)
-		r->first_bytes = stats.total_size + 512 * stats.files;
+		r->first_bytes = synced_bytes(&stats);
 	if (sync_mps(r, final) < 0)
 		return -1;
 	if (final || !r->estimate_after_sync)
