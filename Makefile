@@ -1,6 +1,9 @@
 # cbackup — see README.md. `make deps`, `make`, `make check`, `make demo`.
 PREFIX  ?= /usr/local
 DESTDIR ?=
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR  ?= $(PREFIX)/share/man
+DOCDIR  ?= $(PREFIX)/share/doc/cbackup
 SYSCONFDIR    ?= /etc
 LOCALSTATEDIR ?= /var
 UNITDIR       ?= $(PREFIX)/lib/systemd/system
@@ -9,6 +12,13 @@ CC      ?= cc
 PKGS    := libarchive libzstd lzo2 zlib libcrypto libisal fuse3 libnbd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# iniparser: its pkg-config file where the distribution ships one (Debian 12
+# does not), the Debian path otherwise
+INI_CFLAGS := $(or $(shell pkg-config --cflags iniparser 2>/dev/null),-I/usr/include/iniparser)
+INI_LIBS   := $(or $(shell pkg-config --libs iniparser 2>/dev/null),-liniparser)
+INI_HEADER := $(or $(wildcard $(patsubst -I%,%,$(filter -I%,$(INI_CFLAGS)))/iniparser.h),$(wildcard /usr/include/iniparser.h))
+# the number of cores, for the sub-makes of check and demo
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 VERSION := 0.1.0
 
 # Without the libraries every compile fails with a missing header: say so once,
@@ -16,27 +26,32 @@ VERSION := 0.1.0
 NOLIB_GOALS := deps clean lint check demo fuzz-deps print-libflags
 ifneq ($(or $(MAKECMDGOALS),all),$(filter $(NOLIB_GOALS),$(or $(MAKECMDGOALS),all)))
 MISSING := $(foreach p,$(PKGS),$(if $(shell pkg-config --exists $(p) 2>/dev/null && echo y),,$(p))) \
-           $(if $(wildcard /usr/include/iniparser/iniparser.h),,iniparser)
+           $(if $(INI_HEADER),,iniparser)
 ifneq ($(strip $(MISSING)),)
 $(error missing libraries: $(strip $(MISSING)) (pkg-config, headers): run make deps)
 endif
 endif
 
 # The flags every build shares (release, SAN=1, fuzzing); each adds its own.
-COMMON_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
-                 -DCB_VERSION='"$(VERSION)"' -Iinclude -I/usr/include/iniparser $(PKG_CFLAGS)
+# A user's CFLAGS come last, so that they can override any of these.
+# DEVELOPER=1 (make check and CI set it) turns warnings into errors; a user
+# building a release with another compiler is not stopped by a new warning.
+DEVELOPER ?= 0
+COMMON_CFLAGS := -std=gnu11 -Wall -Wextra $(if $(filter 1,$(DEVELOPER)),-Werror) \
+                 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 \
+                 -DCB_VERSION='"$(VERSION)"' -Iinclude $(INI_CFLAGS) $(PKG_CFLAGS)
 # UBSan findings stop the program (exit non-zero) like ASan's, or a test
 # that triggers one would still pass
 SAN_FLAGS     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
 CFLAGS  ?= -O2 -g
-CFLAGS  += $(COMMON_CFLAGS)
-LDLIBS  += $(PKG_LIBS) -liniparser -lpthread
+LDLIBS  += $(PKG_LIBS) $(INI_LIBS) -lpthread
 ifeq ($(SAN),1)
-CFLAGS  += $(SAN_FLAGS) -O1
+ALL_CFLAGS = $(COMMON_CFLAGS) $(CFLAGS) $(SAN_FLAGS) -O1
 LDFLAGS += -fsanitize=address,undefined
 BUILD   := build/san
 else
+ALL_CFLAGS = $(COMMON_CFLAGS) $(CFLAGS)
 BUILD   := build/rel
 endif
 
@@ -50,7 +65,7 @@ LIBOBJS := $(filter-out %/main.o,$(OBJS))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 
-.PHONY: all deps lint check unit e2e demo install clean bench fuzz fuzz-deps fuzz-build fuzz-replay helpers unit-bins mutants docs check-docs print-libflags
+.PHONY: all deps lint check unit e2e demo install uninstall clean bench fuzz fuzz-deps fuzz-build fuzz-replay helpers unit-bins mutants docs check-docs print-libflags
 # A SAN=1 build's binary is ./cbackup-san, never ./cbackup: `make SAN=1
 # unit` (what .ci/run does after make check) used to leave a sanitized
 # ./cbackup behind, which the e2e scripts and tests/soak.sh then ran
@@ -71,12 +86,12 @@ $(BUILD)/cbackup: $(OBJS)
 
 $(BUILD)/%.o: src/%.c | $(BUILD)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
 -include $(OBJS:.o=.d)
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIBOBJS) $(wildcard include/*.h tests/unit/*.h) | $(BUILD)/tests
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS) -lcmocka
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS) -lcmocka
 
 $(BUILD) $(BUILD)/tests:
 	mkdir -p $@
@@ -93,8 +108,8 @@ lint:
 
 check: lint
 	@sh scripts/deps.sh
-	@$(MAKE) --no-print-directory all helpers $(UNIT_BINS)
-	@$(MAKE) --no-print-directory check-docs
+	@$(MAKE) --no-print-directory -j$(NPROC) DEVELOPER=1 all helpers $(UNIT_BINS)
+	@$(MAKE) --no-print-directory DEVELOPER=1 check-docs
 	@UNIT_BINS="$(UNIT_BINS)" sh tests/run.sh
 
 unit-bins: $(UNIT_BINS)
@@ -110,7 +125,7 @@ e2e: all helpers
 	@UNIT_BINS= sh tests/run.sh $(T)
 
 demo: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(NPROC) all
 	@sh scripts/demo.sh
 
 bench: all
@@ -119,29 +134,49 @@ bench: all
 # What a program built on the library objects needs (bench/compress.sh's
 # driver): the one list of libraries, kept here.
 print-libflags:
-	@echo $(PKG_CFLAGS) -I/usr/include/iniparser $(LDLIBS)
+	@echo $(PKG_CFLAGS) $(INI_CFLAGS) $(LDLIBS)
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man5 \
-	           $(DESTDIR)$(PREFIX)/share/doc/cbackup
-	install -m 755 cbackup $(DESTDIR)$(PREFIX)/sbin/cbackup
-	install -m 644 man/cbackup.8 $(DESTDIR)$(PREFIX)/share/man/man8/cbackup.8
-	install -m 644 man/cbackup.conf.5 $(DESTDIR)$(PREFIX)/share/man/man5/cbackup.conf.5
-	install -m 644 man/cbackup-idx.5 $(DESTDIR)$(PREFIX)/share/man/man5/cbackup-idx.5
-	install -m 644 vzdump.conf.example README.md $(DESTDIR)$(PREFIX)/share/doc/cbackup/
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(DOCDIR)
+	install -m 755 cbackup $(DESTDIR)$(SBINDIR)/cbackup
+	install -m 644 man/cbackup.8 $(DESTDIR)$(MANDIR)/man8/cbackup.8
+	install -m 644 man/cbackup.conf.5 $(DESTDIR)$(MANDIR)/man5/cbackup.conf.5
+	install -m 644 man/cbackup-idx.5 $(DESTDIR)$(MANDIR)/man5/cbackup-idx.5
+	install -m 644 vzdump.conf.example README.md $(DESTDIR)$(DOCDIR)/
 	@# the scheduler files name the installed binary; the cron job is
 	@# installed commented out (enable it, or the timer: not both)
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(COMPLETIONDIR) $(DESTDIR)$(SYSCONFDIR)/cron.d
-	sed 's|/usr/local/sbin/cbackup|$(PREFIX)/sbin/cbackup|' contrib/cbackup.service >build/cbackup.service
+	sed 's|/usr/local/sbin/cbackup|$(SBINDIR)/cbackup|' contrib/cbackup.service >build/cbackup.service
 	install -m 644 build/cbackup.service $(DESTDIR)$(UNITDIR)/cbackup.service
 	install -m 644 contrib/cbackup.timer $(DESTDIR)$(UNITDIR)/cbackup.timer
-	sed -e 's|^0 3 \* \* \*\troot\tcbackup |#0 3 * * *\troot\t$(PREFIX)/sbin/cbackup |' \
-	    -e 's|^# install -m 644 .*|# Installed by make install with the job commented out: remove the # to enable it.|' \
-	    contrib/cbackup.cron >build/cbackup.cron
+	$(MAKE) --no-print-directory build/cbackup.cron
 	test -e $(DESTDIR)$(SYSCONFDIR)/cron.d/cbackup || \
 		install -m 644 build/cbackup.cron $(DESTDIR)$(SYSCONFDIR)/cron.d/cbackup
 	install -m 644 contrib/cbackup.bash-completion $(DESTDIR)$(COMPLETIONDIR)/cbackup
 	install -d -m 750 $(DESTDIR)$(LOCALSTATEDIR)/lib/cbackup $(DESTDIR)$(LOCALSTATEDIR)/lib/cbackup/dump
+
+.PHONY: build/cbackup.cron uninstall
+build/cbackup.cron:
+	@mkdir -p build
+	sed -e 's|^0 3 \* \* \*\troot\tcbackup |#0 3 * * *\troot\t$(SBINDIR)/cbackup |' \
+	    -e 's|^# install -m 644 .*|# Installed by make install with the job commented out: remove the # to enable it.|' \
+	    contrib/cbackup.cron >build/cbackup.cron
+
+# Removes what install put there, with the same PREFIX/DESTDIR/SBINDIR/MANDIR.
+# Kept: a cron file the admin edited (it differs from the one installed),
+# /etc/cbackup.conf (install never writes it) and /var/lib/cbackup with its
+# dump directory, which hold backups.
+uninstall: build/cbackup.cron
+	rm -f $(DESTDIR)$(SBINDIR)/cbackup $(DESTDIR)$(MANDIR)/man8/cbackup.8 \
+	      $(DESTDIR)$(MANDIR)/man5/cbackup.conf.5 $(DESTDIR)$(MANDIR)/man5/cbackup-idx.5 \
+	      $(DESTDIR)$(DOCDIR)/vzdump.conf.example $(DESTDIR)$(DOCDIR)/README.md \
+	      $(DESTDIR)$(UNITDIR)/cbackup.service $(DESTDIR)$(UNITDIR)/cbackup.timer \
+	      $(DESTDIR)$(COMPLETIONDIR)/cbackup
+	-rmdir $(DESTDIR)$(DOCDIR) 2>/dev/null
+	if cmp -s build/cbackup.cron $(DESTDIR)$(SYSCONFDIR)/cron.d/cbackup; then \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/cron.d/cbackup; \
+	elif [ -e $(DESTDIR)$(SYSCONFDIR)/cron.d/cbackup ]; then \
+		echo "uninstall: kept $(DESTDIR)$(SYSCONFDIR)/cron.d/cbackup (edited since install)"; fi
 
 # ---- fuzzing (issue 5): libFuzzer targets in tests/fuzz/ ---------------------
 # `make fuzz` builds the library objects with clang + ASan/UBSan into
@@ -207,7 +242,7 @@ REPLAY_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_TARGETS))
 
 $(BUILD)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIBOBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< tests/fuzz/replay.c $(LIBOBJS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< tests/fuzz/replay.c $(LIBOBJS) $(LDLIBS)
 
 ifeq ($(SAN),1)
 fuzz-replay: $(REPLAY_BINS)
@@ -227,7 +262,7 @@ endif
 MANOPTS := $(BUILD)/manopts
 
 $(MANOPTS): scripts/manopts.c $(LIBOBJS)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< $(LIBOBJS) $(LDLIBS)
 
 docs: $(MANOPTS)
 	@sh scripts/gendocs.sh $(MANOPTS)

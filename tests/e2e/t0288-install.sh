@@ -32,6 +32,36 @@ test_expect_success 'the default PREFIX: /usr/local in the unit; an existing cro
 	test "$(cat "$SCRATCH/root2/etc/cron.d/cbackup")" = "# mine"
 '
 
+test_expect_success 'SBINDIR and MANDIR are honoured; make uninstall removes what install put, keeps an edited cron file and the dump dir' '
+	r=$SCRATCH/root3
+	make --no-print-directory -s -C "$TOP" install DESTDIR="$r" PREFIX=/opt/cb SBINDIR=/opt/cb/bin \
+		MANDIR=/opt/cb/man >make.out 2>&1 || { cat make.out; exit 1; }
+	test -x "$r/opt/cb/bin/cbackup"
+	test -s "$r/opt/cb/man/man8/cbackup.8"
+	test_has "$r/opt/cb/lib/systemd/system/cbackup.service" "^ExecStart=/opt/cb/bin/cbackup "
+	test_has "$r/etc/cron.d/cbackup" "root	/opt/cb/bin/cbackup --all"
+	make --no-print-directory -s -C "$TOP" uninstall DESTDIR="$r" PREFIX=/opt/cb SBINDIR=/opt/cb/bin \
+		MANDIR=/opt/cb/man >make.out 2>&1 || { cat make.out; exit 1; }
+	find "$r" -type f >left
+	test_lacks left .
+	test -d "$r/var/lib/cbackup/dump"
+	make --no-print-directory -s -C "$TOP" install DESTDIR="$r" PREFIX=/opt/cb >make.out 2>&1 || { cat make.out; exit 1; }
+	echo "0 4 * * * root /opt/cb/sbin/cbackup --all" >>"$r/etc/cron.d/cbackup"
+	make --no-print-directory -s -C "$TOP" uninstall DESTDIR="$r" PREFIX=/opt/cb >make.out 2>&1 || { cat make.out; exit 1; }
+	test_has make.out "kept .*/etc/cron.d/cbackup \\(edited since install\\)"
+	test_has "$r/etc/cron.d/cbackup" "^0 4 "
+	test ! -e "$r/opt/cb/sbin/cbackup"
+'
+
+test_expect_success 'a user'"'"'s CFLAGS come after the project'"'"'s, -Werror only with DEVELOPER=1 (make check, CI)' '
+	make --no-print-directory -s -C "$TOP" -n -B CFLAGS="-O0 -Wno-error" build/rel/core/util.o >cc.out
+	test_has cc.out " -Iinclude .* -O0 -Wno-error -MMD"
+	test_lacks cc.out "Werror"
+	make --no-print-directory -s -C "$TOP" -n -B DEVELOPER=1 build/rel/core/util.o >cc.out
+	test_has cc.out " -Werror .* -O2 -g -MMD"
+	test_has "$TOP/.ci/run" "^export DEVELOPER=1"
+'
+
 test_expect_success 'the README shows the shipped unit and timer, not another one' '
 	sed -n "/^# cbackup.service\$/,/^# cbackup.timer\$/p" "$TOP/README.md" | sed "1d;\$d" | sed "/^\$/d" >readme.service
 	grep -v "^#" "$TOP/contrib/cbackup.service" | sed "/^\$/d" >shipped.service

@@ -47,7 +47,7 @@ copy_tree() {
 }
 
 build() {
-	make -C "$COPY" --no-print-directory -j"$JOBS" all helpers unit-bins >"$LOG" 2>&1
+	make -C "$COPY" --no-print-directory -j"$JOBS" DEVELOPER=1 all helpers unit-bins >"$LOG" 2>&1
 }
 
 # run_tests NAMES...: 0 if all pass, 1 if one fails (output in $LOG)
