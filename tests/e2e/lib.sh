@@ -2,6 +2,7 @@
 # style, TAP output).
 #
 #   test_expect_success [PREREQ] 'description' 'body'
+#   test_when_finished 'cmd'   (inside a body: run cmd when it ends)
 #   test_skip 'description' 'reason'
 #   test_done
 #
@@ -106,9 +107,12 @@ test_expect_success() {
 		return 0
 	fi
 	out=$SCRATCH/.test-$test_count.out
+	_when_finished=$SCRATCH/.when-finished-$test_count
 	# not in an if: bash ignores set -e inside a condition
 	(set -e; cd "$SCRATCH"; eval "$body") >"$out" 2>&1 </dev/null
-	if [ $? = 0 ]; then
+	local rc=$?
+	_run_when_finished >>"$out" 2>&1 || rc=1
+	if [ $rc = 0 ]; then
 		echo "ok $test_count - $desc"
 		[ "${TEST_VERBOSE:-0}" = 1 ] && sed 's/^/# /' "$out"
 	else
@@ -117,6 +121,25 @@ test_expect_success() {
 		sed 's/^/# /' "$out"
 	fi
 	return 0
+}
+
+# test_when_finished 'CMD': run CMD when this test body ends, passed or
+# failed (git's meaning): the undo of something the body changed outside
+# $SCRATCH (a sysctl, a mount it made after cleanup_mount could not be used).
+# The commands run newest first, outside the body's subshell; one that
+# fails fails the test.
+test_when_finished() {
+	printf '%s\n' "$*" >>"$_when_finished"
+}
+
+_run_when_finished() {
+	local cmd rc=0
+	[ -s "$_when_finished" ] || return 0
+	while IFS= read -r cmd; do
+		(cd "$SCRATCH" && eval "$cmd") || { echo "test_when_finished: '$cmd' failed"; rc=1; }
+	done < <(tac "$_when_finished")
+	rm -f "$_when_finished"
+	return $rc
 }
 
 test_skip() {
@@ -318,6 +341,11 @@ start_guest() {
 	GUEST_PID=$!
 	disown "$GUEST_PID" 2>/dev/null || true  # no "Killed" notice at cleanup
 	cleanup_pid "$GUEST_PID"
+	# the guest joins its cgroup from the background subshell: return only
+	# once it is there, or a busy machine lets cbackup look first and find
+	# the cgroup empty (t0281 case 10, t0284 case 12 failed that way under
+	# load: "has no process")
+	[ -z "$cg" ] || wait_for 10 grep -qx "$GUEST_PID" "$cg/cgroup.procs"
 }
 
 # start_writer CGROUP|"" FILE SIDEFILE: the numbered-line writer as guest;

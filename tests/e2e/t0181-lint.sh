@@ -23,4 +23,13 @@ test_expect_success 'the e2e scripts pass the lint' '
 	sh "$TOP/tests/lint.sh"
 '
 
+test_expect_success 'test_when_finished: newest first, after a pass and after a failure; a failing one fails the test' '
+	test_must_fail bash "$FIX/lib-when-finished.sh" "$SCRATCH/order" >out
+	test_has out "^ok 1 - a body that passes"
+	test_has out "^not ok 2 - a body that fails"
+	test_has out "^not ok 3 - a cleanup that fails"
+	printf "pass-2\npass-1\nfail-1\n" >want
+	test_cmp want "$SCRATCH/order"
+'
+
 test_done
