@@ -181,4 +181,34 @@ test_expect_success 'bash completion completes subcommands, options, IDs and key
 	test "$(block prun)" = keep-weekly=
 '
 
+test_expect_success 'README.md fits on a few screens and every relative link of README, docs/, bench/, tests/ and src/ leads to a file and heading that exist' '
+	test "$(wc -l <"$TOP/README.md")" -le 200
+	python3 - "$TOP" <<-"PY" >links.out
+	import os, re, sys
+	top = sys.argv[1]
+	def anchors(path):
+	    out = set()
+	    for line in open(path, encoding="utf-8"):
+	        m = re.match(r"^#+ (.*)", line)
+	        if m:
+	            a = re.sub(r"[^a-z0-9 _-]", "", m.group(1).strip().lower()).replace(" ", "-")
+	            out.add(a)
+	    return out
+	pages = ["README.md", "tests/README.md", "src/README.md", "bench/README.md"]
+	pages += ["docs/" + f for f in os.listdir(os.path.join(top, "docs")) if f.endswith(".md")]
+	bad = 0
+	for page in pages:
+	    text = open(os.path.join(top, page), encoding="utf-8").read()
+	    for link in re.findall(r"\]\(([^)#:]*)(#[^)]*)?\)", text):
+	        target = os.path.normpath(os.path.join(top, os.path.dirname(page), link[0] or os.path.basename(page)))
+	        if not os.path.exists(target):
+	            print("%s: no file %s" % (page, link[0])); bad += 1
+	        elif link[1] and link[1][1:] not in anchors(target):
+	            print("%s: no heading %s in %s" % (page, link[1], link[0])); bad += 1
+	print("bad", bad)
+	PY
+	cat links.out
+	test_has links.out "^bad 0$"
+'
+
 test_done

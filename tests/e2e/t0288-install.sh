@@ -2,7 +2,7 @@
 # Install and first steps (issue 28, item 9): `make install` puts the man
 # pages, the systemd unit and timer (ExecStart following PREFIX), the cron
 # file (its job commented out: timer or cron, not both), the completion and
-# the default dumpdir (0750) under DESTDIR; the README's unit is the shipped
+# the default dumpdir (0750) under DESTDIR; docs/scheduling.md's unit is the shipped
 # one (KillMode=process); `cbackup mount` refuses a directory that is
 # already a mount point; a non-root backup says first that it needs root.
 . "$(dirname "$0")/lib.sh"
@@ -62,14 +62,14 @@ test_expect_success 'a user'"'"'s CFLAGS come after the project'"'"'s, -Werror o
 	test_has "$TOP/.ci/run" "^export DEVELOPER=1"
 '
 
-test_expect_success 'the README shows the shipped unit and timer, not another one' '
-	sed -n "/^# cbackup.service\$/,/^# cbackup.timer\$/p" "$TOP/README.md" | sed "1d;\$d" | sed "/^\$/d" >readme.service
+test_expect_success 'docs/scheduling.md shows the shipped unit and timer, not another one' '
+	sed -n "/^# cbackup.service\$/,/^# cbackup.timer\$/p" "$TOP/docs/scheduling.md" | sed "1d;\$d" | sed "/^\$/d" >readme.service
 	grep -v "^#" "$TOP/contrib/cbackup.service" | sed "/^\$/d" >shipped.service
 	test_cmp shipped.service readme.service
-	sed -n "/^# cbackup.timer\$/,/^\`\`\`\$/p" "$TOP/README.md" | sed "1d;\$d" | sed "/^\$/d" >readme.timer
+	sed -n "/^# cbackup.timer\$/,/^\`\`\`\$/p" "$TOP/docs/scheduling.md" | sed "1d;\$d" | sed "/^\$/d" >readme.timer
 	grep -v "^#" "$TOP/contrib/cbackup.timer" | sed "/^\$/d" >shipped.timer
 	test_cmp shipped.timer readme.timer
-	test_lacks "$TOP/README.md" "^KillMode=mixed"
+	test_lacks "$TOP/docs/scheduling.md" "^KillMode=mixed"
 '
 
 test_expect_success ROOT,TMPFS 'cbackup mount on a directory that is already a mount point: refused' '
