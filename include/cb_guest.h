@@ -87,6 +87,9 @@ char *cb_guest_cgroup_dir(const char *path);
 int cb_guest_status(const struct cb_opts *o, char *why, size_t len);
 
 const char *cb_guest_kind_name(enum cb_freezer_kind k);  /* "cgroup2", ... */
+/* The cgroup directory that holds the guest's processes, NULL when its
+ * freezer is not a cgroup. */
+const char *cb_guest_cgroup(const struct cb_guest *g);
 
 /* wait_ms bounds the freeze itself (freeze-cmd, the wait for "frozen";
  * at most max_ms): a guest not frozen by then is thawed and the call fails

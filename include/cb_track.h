@@ -34,7 +34,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "cb_guest.h"
 #include "cb_log.h"
 
 /* At most this many changed directories and outside-linked inodes are
@@ -84,9 +83,11 @@ struct cb_track *cb_track_start(const char *root, struct cb_log *log);
  * CB_TRACK_IGNORED directories. Matches cb_stage_set_dir_hook's fn. */
 void cb_track_ignore_dir(void *t, int fd);
 #define CB_TRACK_IGNORED 65536
-/* Call with the guest frozen. NULL (with a WARN why) if what was tracked
- * is not exact; frees t either way. */
-struct cb_changes *cb_track_finish(struct cb_track *t, const struct cb_guest *g);
+/* Call with the guest frozen. cgroup: the guest's freeze cgroup, whose
+ * processes' open and mapped files are checked (NULL: every process on the
+ * host is). NULL (with a WARN why) if what was tracked is not exact; frees
+ * t either way. */
+struct cb_changes *cb_track_finish(struct cb_track *t, const char *cgroup);
 void cb_track_free(struct cb_track *t);
 void cb_changes_free(struct cb_changes *c);
 /* rel is to be listed whole. */

@@ -3,10 +3,14 @@
 
 A file A uses file B when A names a function or table that B defines (not
 static) and includes a header that declares it. A header belongs to the
-files that define what it declares. Checks (issue 29):
-  - the ground floor: a file in src/core/ uses no file outside src/core/,
-    and includes no header that declares something defined above it;
-  - no cycle: no two files use each other, directly or around a circle.
+files that define what it declares. The folders of src/ stand in ORDER,
+lowest first (the one place it is written down). Checks:
+  - no arrow up: a file uses no file of a folder above its own, and
+    includes no header that declares something defined only above it; a
+    header in include/ includes no header of a folder above its own; a
+    folder not in ORDER is a problem (say where it stands);
+  - no cycle: no two files use each other, directly or around a circle
+    (between folders there can be none: every arrow goes down).
 Prints each problem (with the symbols behind each arrow) and exits 1 if
 there is one; --graph prints every arrow; --root DIR checks DIR/src and
 DIR/include instead of this tree's (the fixtures of tests/layers-fixtures).
@@ -17,6 +21,9 @@ import re
 import sys
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The folders of src/, from the ground floor up: a file may use and include
+# what its own folder and the folders below it define, nothing above.
+ORDER = ["core", "sink", "codec", "archive", "stage", "guest", "cmd", "job"]
 IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -78,16 +85,25 @@ def main():
             if g and g != f:
                 edges[f].setdefault(g, set()).add(name)
     problems = []
+    rank = {d: i for i, d in enumerate(ORDER)}
+    for d in sorted({f.split("/")[0] for f in files} - set(ORDER)):
+        problems.append(f"src/{d}/ is not in ORDER (scripts/layers.py): say where it stands")
+    def floor(path):
+        return rank.get(path.split("/")[0], len(ORDER))
+    def where(f):
+        d = f.split("/")[0]
+        return "ground floor" if d == ORDER[0] else f"{d}/"
     for f in files:
-        if f.startswith("core/"):
-            for g, why in sorted(edges[f].items()):
-                if not g.startswith("core/"):
-                    problems.append(f"src/{f} (ground floor) uses src/{g}: {', '.join(sorted(why)[:4])}")
-            for h in sorted(incs[f]):
-                above = sorted({owner[n] for n in headers.get(h, set()) if n in owner} - set(edges[f]))
-                above = [g for g in above if not g.startswith("core/")]
+        for g, why in sorted(edges[f].items()):
+            if floor(g) > floor(f):
+                problems.append(f"src/{f} ({where(f)}) uses src/{g}: {', '.join(sorted(why)[:4])}")
+        for h in sorted(incs[f]):
+            defs = {owner[n] for n in headers.get(h, set()) if n in owner}
+            if defs and min(floor(g) for g in defs) > floor(f):
+                above = sorted(defs - set(edges[f]))
                 if above:
-                    problems.append(f"src/{f} (ground floor) includes {h}, a header of src/{', src/'.join(above)}")
+                    problems.append(f"src/{f} ({where(f)}) includes {h}, a header of src/{', src/'.join(above)}")
+    problems += header_problems(headers, owner, floor)
     problems += cycles(edges)
     if "--graph" in sys.argv:
         for f in sorted(edges):
@@ -96,6 +112,29 @@ def main():
     for p in problems:
         print(f"layers: {p}")
     return 1 if problems else 0
+
+
+def header_problems(headers, owner, floor):
+    """A header of include/ that includes a header of a folder above its own."""
+    out = []
+    inc_dir = os.path.join(TOP, "include")
+    if not os.path.isdir(inc_dir):
+        return out
+    def level(h):
+        defs = {owner[n] for n in headers.get(h, set()) if n in owner}
+        return min((floor(g) for g in defs), default=None), defs
+    for h in sorted(os.listdir(inc_dir)):
+        if not h.endswith(".h"):
+            continue
+        mine, _ = level(h)
+        if mine is None:
+            continue
+        with open(os.path.join(inc_dir, h)) as fh:
+            for inc in sorted(includes(fh.read())):
+                theirs, defs = level(inc)
+                if theirs is not None and theirs > mine:
+                    out.append(f"include/{h} includes {inc}, a header of src/{', src/'.join(sorted(defs))}")
+    return out
 
 
 def cycles(edges):

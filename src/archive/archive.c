@@ -26,7 +26,7 @@
 #include "cb_fdpath.h"
 #include "cb_cleanup.h"
 #include "cb_magic.h"
-#include "cb_stage.h"
+#include "cb_stage_tree.h"
 #include "cb_text.h"
 #include "cb_util.h"
 

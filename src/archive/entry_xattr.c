@@ -21,7 +21,8 @@
 #include <archive_entry.h>
 
 #include "archive_int.h"
-#include "cb_stage.h"
+#include "cb_log.h"
+#include "cb_stage_tree.h"
 #include "cb_util.h"
 
 #define ACL_ACCESS "system.posix_acl_access"

@@ -8,7 +8,6 @@
 
 #include "cb_browse.h"
 #include "cb_index.h"
-#include "cb_jobstatus.h"
 #include "cb_text.h"
 #include "cb_util.h"
 

@@ -1103,3 +1103,8 @@ int cb_guest_thaw(struct cb_guest *g)
 			: cb_error("the freeze did not complete in time: the watchdog thawed the guest");
 	return ret;
 }
+
+const char *cb_guest_cgroup(const struct cb_guest *g)
+{
+	return (g->kind == CB_FREEZER_CGROUP2 || g->kind == CB_FREEZER_CGROUP1) ? g->path : NULL;
+}

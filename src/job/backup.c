@@ -666,7 +666,7 @@ static int final_sync(struct guest_run *r)
 		/* frozen: a change with an earlier ctime has its event queued */
 		clock_gettime(CLOCK_REALTIME, &r->track_end);
 		cb_stage_set_dir_hook(r->stage, NULL, NULL);
-		cb_stage_set_changes(r->stage, cb_track_finish(r->track, &r->guest));
+		cb_stage_set_changes(r->stage, cb_track_finish(r->track, cb_guest_cgroup(&r->guest)));
 	}
 	r->track = NULL;
 	return sync_pass(r, 1, tracked);

@@ -1201,12 +1201,12 @@ static struct cb_changes *finish_fail(struct cb_track *t, struct cb_changes *c, 
 
 /* What the events cannot show: the guest's processes' files and
  * mappings, loop devices, a change of the mounts under the root. */
-static void scan_unreported(struct cb_track *t, struct cb_changes *c, const struct cb_guest *g)
+static void scan_unreported(struct cb_track *t, struct cb_changes *c, const char *cgroup)
 {
 	char *mounts;
 
-	if (g && (g->kind == CB_FREEZER_CGROUP2 || g->kind == CB_FREEZER_CGROUP1) && g->path)
-		scan_cgroup(t, c, g->path);
+	if (cgroup)
+		scan_cgroup(t, c, cgroup);
 	else
 		scan_all(t, c);
 	scan_loops(t);
@@ -1216,7 +1216,7 @@ static void scan_unreported(struct cb_track *t, struct cb_changes *c, const stru
 	free(mounts);
 }
 
-struct cb_changes *cb_track_finish(struct cb_track *t, const struct cb_guest *g)
+struct cb_changes *cb_track_finish(struct cb_track *t, const char *cgroup)
 {
 	struct cb_changes *c = cb_xcalloc(1, sizeof(*c));
 	double start = cb_now();
@@ -1232,7 +1232,7 @@ struct cb_changes *cb_track_finish(struct cb_track *t, const struct cb_guest *g)
 		return finish_fail(t, c, "reading the event queue failed");
 	if (t->overflow)
 		return finish_fail(t, c, "the event queue overflowed");
-	scan_unreported(t, c, g);
+	scan_unreported(t, c, cgroup);
 	if (t->over_cap || t->dirs.n_inside + t->n_inos + c->n_dirs > t->max)
 		return finish_fail(t, c, "more changed directories than the tracking cap");
 	resolve_dirs(t, c);

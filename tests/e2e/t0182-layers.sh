@@ -1,8 +1,10 @@
 #!/bin/bash
-# scripts/layers.py, part of `make lint` and so of `make check` (issue 29):
-# it fails when a file in src/core/ uses or includes a module above it, or
-# when files use each other, directly or around a circle; each case of
-# tests/layers-fixtures is named, a clean tree passes, and so does src/.
+# scripts/layers.py, part of `make lint` and so of `make check`: it fails
+# when a file uses or includes a module of a folder above its own (ORDER in
+# scripts/layers.py), when a header includes a header of a folder above
+# its own, when a folder is not placed in ORDER, or when files use each
+# other, directly or around a circle; each case of tests/layers-fixtures is
+# named, a clean tree passes, and so does src/.
 . "$(dirname "$0")/lib.sh"
 
 FIX=$TOP/tests/layers-fixtures
@@ -19,6 +21,17 @@ test_expect_success 'the ground floor including a header of a module above it is
 	test_must_fail layers --root "$FIX/upinc" >out
 	cat out
 	echo "layers: src/core/floor.c (ground floor) includes cb_walk.h, a header of src/stage/walk.c" >want
+	test_cmp want out
+'
+
+test_expect_success 'a folder above its own, a header including one above it, a folder not in ORDER: each named' '
+	test_must_fail layers --root "$FIX/upfolder" >out
+	cat out
+	cat >want <<-\WANT
+	layers: src/extra/ is not in ORDER (scripts/layers.py): say where it stands
+	layers: src/archive/tar.c (archive/) uses src/stage/walk.c: cb_walk_tree
+	layers: include/cb_floor.h includes cb_tar.h, a header of src/archive/tar.c
+	WANT
 	test_cmp want out
 '
 

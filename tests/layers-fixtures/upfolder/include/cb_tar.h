@@ -1,0 +1,1 @@
+int cb_tar_add(int a);

@@ -1,0 +1,1 @@
+int cb_walk_tree(const char *path);

@@ -1,0 +1,6 @@
+#include "cb_walk.h"
+
+int cb_walk_tree(const char *path)
+{
+	return path[0] == '/';
+}
