@@ -34,6 +34,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "cb_changes.h"
 #include "cb_log.h"
 
 /* At most this many changed directories and outside-linked inodes are
@@ -49,32 +50,6 @@ struct cb_track;
 #define CB_TRACK_DIR_NAMES 32
 #define CB_TRACK_NAMES 65536
 
-/* A directory in which something changed. Where the events only changed
- * entries (content, attributes), not made, removed or renamed one, pass 2
- * re-checks just those names; else it lists the directory. */
-struct cb_changed_dir {
-	char *rel;          /* "" (the root) or "a/b"; NULL in by_ino */
-	char **names;       /* the entries that changed (none: the directory's
-			     * own inode only); NULL: list it */
-	size_t n_names;
-	int deep;           /* walk its whole subtree (it was moved in: what
-			     * changed in it while outside is unknown) */
-	uint64_t ino;       /* by_ino: the directory's inode */
-};
-
-/* What pass 2 re-checks. Owned by the caller (cb_changes_free). */
-struct cb_changes {
-	struct cb_changed_dir *dirs;   /* cb_changes_sort */
-	size_t n_dirs, cap_dirs;
-	uint64_t *inos;     /* inodes of the root's file system to look up */
-	size_t n_inos;
-	/* directories that could not be placed by a path (issue 24): pass 2
-	 * finds them in its index by inode */
-	struct cb_changed_dir *by_ino;
-	size_t n_by_ino, cap_by_ino;
-	uint64_t events;    /* events read, for the log */
-};
-
 /* NULL (with a WARN why) if tracking is not possible for root. */
 struct cb_track *cb_track_start(const char *root, struct cb_log *log);
 /* Events in the directory at fd and of its entries are not the guest's
@@ -89,13 +64,5 @@ void cb_track_ignore_dir(void *t, int fd);
  * t either way. */
 struct cb_changes *cb_track_finish(struct cb_track *t, const char *cgroup);
 void cb_track_free(struct cb_track *t);
-void cb_changes_free(struct cb_changes *c);
-/* rel is to be listed whole. */
-void cb_changes_add_dir(struct cb_changes *c, const char *rel);
-/* Only these names of rel changed (copied). */
-void cb_changes_add_names(struct cb_changes *c, const char *rel, char *const *names, size_t n);
-/* Sort the directories by strcmp (parents first), each once: a directory
- * named twice is listed if either says so, else gets both names. */
-void cb_changes_sort(struct cb_changes *c);
 
 #endif

@@ -368,14 +368,15 @@ wait_for() {
 	done
 }
 
-# counter_advances SIDEFILE: the writer is running (counter moves in 300 ms)
+# counter_advances SIDEFILE: the writer is running (its counter moves)
+# (waits up to 10 s for it: on a loaded machine a thawed writer may get no
+# CPU for a while: a fixed 300 ms window was a timing threshold in disguise)
 counter_advances() {
-	local a b
+	local a
 	a=$(side_counter "$1")
-	sleep 0.3
-	b=$(side_counter "$1")
-	[ "$b" -gt "$a" ] || { echo "writer counter stuck at $a"; return 1; }
+	wait_for 10 _counter_above "$1" "$a" >/dev/null || { echo "writer counter stuck at $a"; return 1; }
 }
+_counter_above() { [ "$(side_counter "$1")" -gt "$2" ]; }
 
 # check_lines FILE: lines "N writer line ..." numbered 1..N, each complete
 check_lines() {
