@@ -9,7 +9,7 @@ LOCALSTATEDIR ?= /var
 UNITDIR       ?= $(PREFIX)/lib/systemd/system
 COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 CC      ?= cc
-PKGS    := libarchive libzstd lzo2 zlib libcrypto libisal fuse3 libnbd
+PKGS    := libarchive libzstd lzo2 zlib libcrypto libisal fuse3 libnbd libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # iniparser: its pkg-config file where the distribution ships one (Debian 12

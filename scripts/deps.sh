@@ -20,12 +20,18 @@
 # every LVM command on the host, and the test VMs' kernel has no
 # device-mapper); /dev/VG/LV names are unit-tested, a block-device root is
 # tested with a loop device.
+# libcurl4-openssl-dev: the S3 client's transport (cbackup signs its
+# requests itself, src/sink/s3_sign.c). ceph-mon, ceph-osd, ceph-mgr,
+# radosgw, ceph-common and uuid-runtime are for the tests only: a throwaway
+# one-node Ceph with a RADOS Gateway on 127.0.0.1 (scripts/rgw.sh) is the
+# object store the S3 tests run against.
 set -e
 PKGS="build-essential pkg-config libarchive-dev libzstd-dev liblzo2-dev zlib1g-dev
       libiniparser-dev libssl-dev libcmocka-dev libisal-dev libfuse3-dev fuse3
       tar gzip zstd lzop pigz libarchive-tools acl attr rsync e2fsprogs util-linux procps
       qemu-utils qemu-system-x86 groff-base python3 btrfs-progs xfsprogs libnbd-dev
-      lxc busybox-static"
+      lxc busybox-static libcurl4-openssl-dev
+      ceph-mon ceph-osd ceph-mgr radosgw ceph-common uuid-runtime"
 missing=""
 for p in $PKGS; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

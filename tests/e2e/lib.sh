@@ -42,6 +42,7 @@ cleanup_cgroup() { echo "$1" >>"$SCRATCH/.cleanup-cgroups"; }
 cleanup_mount()  { echo "$1" >>"$SCRATCH/.cleanup-mounts"; }
 cleanup_loop()   { echo "$1" >>"$SCRATCH/.cleanup-loops"; }   # a /dev/loopN to detach
 cleanup_flags()  { echo "$1" >>"$SCRATCH/.cleanup-flags"; }   # a tree to chattr -i -a
+cleanup_cmd()    { echo "$1" >>"$SCRATCH/.cleanup-cmds"; }    # a command (e.g. stop a service)
 
 _lines_reversed() { [ -f "$1" ] && tac "$1"; return 0; }
 
@@ -70,6 +71,9 @@ _cleanup_cgroups_remove() {
 _lib_cleanup() {
 	local rc=$? pid m
 	set +e
+	while IFS= read -r m; do
+		eval "$m" >/dev/null 2>&1
+	done < <(_lines_reversed "$SCRATCH/.cleanup-cmds")
 	_cleanup_cgroups_thaw 2>/dev/null
 	while IFS= read -r pid; do
 		# guests run setsid'd: their group is theirs alone
@@ -253,6 +257,22 @@ test_have_prereq() {
 # helper added since the last make) finds them up to date
 build_helpers() { make --no-print-directory -s -C "$TOP" helpers >&2; }
 build_helpers || { echo "Bail out! cannot build tests/helpers"; exit 1; }
+
+# ---- object storage ------------------------------------------------------
+
+# start_rgw: a throwaway Ceph RADOS Gateway on 127.0.0.1 for this script
+# (scripts/rgw.sh, stopped at exit); exports CB_S3_ENDPOINT,
+# AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY. Fails saying why (the caller
+# skips its S3 cases with that reason).
+start_rgw() {
+	RGW_DIR=$SCRATCH/rgw
+	cleanup_cmd "bash '$TOP/scripts/rgw.sh' stop '$RGW_DIR'"
+	bash "$TOP/scripts/rgw.sh" start "$RGW_DIR" >"$SCRATCH/rgw.out" 2>&1 ||
+		{ RGW_WHY=$(tail -n 1 "$SCRATCH/rgw.out"); return 1; }
+	set -a
+	. "$RGW_DIR/env"
+	set +a
+}
 
 # ---- running cbackup -----------------------------------------------------
 
