@@ -26,10 +26,6 @@
 # the peer asks QEMU (the test's monitor) at each call where the VM is. Mode
 # snapshot of a VM is said to be QEMU's live backup. QEMU quitting during
 # the read fails the backup with an ERROR naming it, nothing left behind.
-# cbackup held (the fault shim's SIGSTOP) between the two filters past
-# max-freeze: the watchdog resumes the VM, the backup fails (disks of two
-# instants otherwise), no archive. The watchdog stopped while the VM is
-# paused: cbackup resumes the VM itself, kills the watchdog, fails.
 . "$(dirname "$0")/lib.sh"
 
 if ! test_have_prereq QEMU; then
