@@ -200,6 +200,39 @@ static void test_live_check(void **state)
 	cb_s3_free(s);
 }
 
+/* Against tests/helpers/s3fake.py (t0800 starts it with a script of
+ * faults: 503, 429, 500, resets, a slow answer): a put and a get go
+ * through after the faults (CB_S3_FAKE_WANT=ok), or fail after
+ * CB_S3_TRIES naming the operation and the key (=fail). */
+static void test_fake_retries(void **state)
+{
+	const char *ep = getenv("CB_S3_FAKE"), *want = getenv("CB_S3_FAKE_WANT");
+	struct cb_s3_buf b = { 0 };
+	struct cb_s3 *s;
+	int rc;
+
+	(void)state;
+	if (!ep || !want) {
+		print_message("skipped: no stand-in store (CB_S3_FAKE unset; t0800 sets it)\n");
+		skip();
+	}
+	s = cb_s3_open(&(struct cb_s3_cfg){ .endpoint = ep, .bucket = "b", .access_key = "k",
+					     .secret_key = "s", .timeout_s = 2 });
+	assert_non_null(s);
+	rc = cb_s3_put(s, "units/x", "abc", 3, 0);
+	if (!strcmp(want, "ok")) {
+		assert_int_equal(rc, 0);
+		assert_int_equal(cb_s3_get(s, "units/x", 0, 0, &b), 0);
+		assert_int_equal(b.len, 3);
+	} else {
+		assert_int_equal(rc, -1);
+		print_message("error: %s\n", cb_last_error());
+		assert_non_null(strstr(cb_last_error(), "PUT 'units/x'"));
+	}
+	cb_s3_buf_release(&b);
+	cb_s3_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -208,6 +241,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_live_put_get_head_delete, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_live_list_pages, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_live_check, live_setup, live_teardown),
+		cmocka_unit_test(test_fake_retries),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
