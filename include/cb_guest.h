@@ -86,6 +86,16 @@ char *cb_guest_cgroup_dir(const char *path);
  * "status = stopped"). */
 int cb_guest_status(const struct cb_opts *o, char *why, size_t len);
 
+/* A container cb_guest_status calls stopped (why: its words) is asked
+ * again: its manager where it has one (`pct status ID` for a Proxmox CT,
+ * `lxc-info -s` for one in the LXC directory) decides; without one, a
+ * process of the host whose root is the guest's root directory or a
+ * directory below it (/proc/PID/root, by device and inode) means it runs.
+ * 0 stopped as far as can be seen (a VM: 0), -1 with the error set when
+ * it runs: its freeze setting is wrong (a mistyped freeze-cgroup), and a
+ * running guest must not be copied unfrozen as a stopped one. */
+int cb_guest_check_stopped(const struct cb_opts *o, const char *why);
+
 const char *cb_guest_kind_name(enum cb_freezer_kind k);  /* "cgroup2", ... */
 
 /* wait_ms bounds the freeze itself (freeze-cmd, the wait for "frozen";

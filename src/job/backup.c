@@ -729,6 +729,17 @@ static int restart_guest(struct guest_run *r, double stopped_at, int ret)
 	return ret < 0 ? cb_error("%s", first) : 0;
 }
 
+/* Whether the guest runs now, as far as its freezer (and, when that says
+ * stopped, its manager or the processes in its root) can tell. */
+static int guest_runs(const struct guest_run *r, char *why, size_t len)
+{
+	int st = cb_guest_status(&r->opts, why, len);
+
+	if (st == 0)
+		return cb_guest_check_stopped(&r->opts, why) < 0;
+	return r->opts.freeze_cgroup || r->opts.freeze_pid || r->opts.qmp;
+}
+
 /* vzdump's stop mode: the guest is shut down (stop-cmd, at most stopwait
  * minutes), copied in one pass while nothing runs, and started again. It
  * is never frozen for the copy. */
@@ -742,8 +753,7 @@ static int stop_mode_copy(struct guest_run *r)
 	cb_info(r->log, "stopping virtual guest");
 	if (guest_cmd("stop-cmd", r->stop_cmd, r->opts.stopwait * 60000) < 0)
 		return restart_guest(r, stopped_at, cb_error_prefix("stop"));
-	if (cb_guest_status(&r->opts, why, sizeof(why)) == 1 && (r->opts.freeze_cgroup ||
-	    r->opts.freeze_pid || r->opts.qmp))
+	if (guest_runs(r, why, sizeof(why)))
 		return restart_guest(r, stopped_at, cb_error("stop-cmd succeeded, but the guest "
 								"still runs"));
 	return restart_guest(r, stopped_at, sync_pass(r, 0, 0));
@@ -796,7 +806,7 @@ static int copy_stopped(struct guest_run *r)
 
 	if (sync_pass(r, 0, 0) < 0)
 		return -1;
-	if (cb_guest_status(&r->opts, why, sizeof(why)) == 0)
+	if (!guest_runs(r, why, sizeof(why)))
 		return 0;
 	return cb_error("%s %s was started during the copy of it while stopped: the copy may "
 			"hold its files half changed, nothing is archived (the next backup freezes "
@@ -1699,16 +1709,21 @@ static void apply_ionice(struct guest_run *r)
 }
 
 /* vzdump's "status = running|stopped"; a stopped guest is copied as it
- * is, in one pass, never frozen (whatever its freezer). */
-static void log_status(struct guest_run *r)
+ * is, in one pass, never frozen (whatever its freezer). Stopped must be
+ * known: a guest its freezer calls stopped that runs all the same fails
+ * (-1), never copied unfrozen. */
+static int log_status(struct guest_run *r)
 {
 	char why[512];
 
 	r->stopped = cb_guest_status(&r->opts, why, sizeof(why)) == 0;
+	if (r->stopped && cb_guest_check_stopped(&r->opts, why) < 0)
+		return -1;
 	if (r->stopped)
 		cb_info(r->log, "status = stopped (%s)", why);
 	else
 		cb_info(r->log, "status = running");
+	return 0;
 }
 
 /* vzdump's guest type in its summary lines: lxc or qemu */
@@ -1717,17 +1732,19 @@ static const char *vz_type(const struct guest_run *r)
 	return r->opts.type == CB_GUEST_VM ? "qemu" : "lxc";
 }
 
-static void start_guest_log(struct guest_run *r)
+static int start_guest_log(struct guest_run *r)
 {
 	reserve_name(r);
 	/* vzdump's words, which alert rules match: every guest is a "VM" */
 	cb_info(r->log, "Starting Backup of VM %s (%s)", r->opts.id, vz_type(r));
-	log_status(r);
+	if (log_status(r) < 0)
+		return -1;
 	choose_mode(r);
 	cb_info(r->log, "backup mode: %s", cb_mode_name(r->mode));
 	if (r->opts.bwlimit)
 		cb_info(r->log, "bandwidth limit: %ld KB/s", r->opts.bwlimit);
 	apply_ionice(r);
+	return 0;
 }
 
 /* The hooks after the end (their failure is only a warning, as vzdump's). */
@@ -1785,8 +1802,9 @@ int cb_backup_guest(struct cb_opts *resolved, const char *config_error, struct c
 	parse_mps(&r);
 	build_excludes(&r);
 	find_hostname(&r);
-	start_guest_log(&r);
-	ret = config_error ? cb_error("%s", config_error) : run_guest_phases(&r);
+	ret = start_guest_log(&r);
+	if (ret == 0)
+		ret = config_error ? cb_error("%s", config_error) : run_guest_phases(&r);
 	report_result(&r, ret);
 	if (ret < 0)
 		log_failure(&r);

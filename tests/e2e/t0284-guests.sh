@@ -287,6 +287,12 @@ if [ -z "$LXC_WHY" ]; then
 		lxc-info -P "$H/lxc" -n "$RUN" -s | grep -q RUNNING
 		test_lacks "$(cgroup2_mount)/lxc.payload.$RUN/cgroup.events" "^frozen 1"
 	'
+	test_expect_success ROOT,CGROUP2 'a mistyped freeze-cgroup for the running LXC container: lxc-info says RUNNING, ERROR, nothing archived' '
+		rm -f "$D"/cbackup-ct-"$RUN"-*
+		cbackup_run 1 "$RUN" --config "$CONF" --freeze-cgroup "lxc.payload.typo-$RUN"
+		test_has "$CB_ERR" "^ERROR: Backup of VM $RUN failed - freeze cgroup .lxc\\.payload\\.typo-$RUN. does not exist, but CT $RUN runs: .lxc-info -n $RUN -s. says RUNNING"
+		test -z "$(find "$D" -name "cbackup-ct-$RUN-*.tar*")"
+	'
 	test_expect_success ROOT,CGROUP2 'mode stop on the LXC container: lxc-stop -P DIR, one copy, lxc-start, running again' '
 		rm -f "$D"/cbackup-ct-"$RUN"-*
 		cbackup_run 0 "$RUN" --config "$CONF" --mode stop --stopwait 1
@@ -300,6 +306,7 @@ if [ -z "$LXC_WHY" ]; then
 	'
 else
 	test_skip 'a running LXC busybox container' "$LXC_WHY"
+	test_skip 'a mistyped freeze-cgroup for the running LXC container' "$LXC_WHY"
 	test_skip 'mode stop on the LXC container' "$LXC_WHY"
 fi
 
@@ -308,6 +315,7 @@ test_expect_success ROOT,CGROUP2 'a running container where lxc puts its cgroup 
 	mkdir "$base/lxc.payload.$NAME"
 	cleanup_cgroup "$base/lxc.payload.$NAME"
 	start_guest "$base/lxc.payload.$NAME" sleep 600
+	wait_for 5 grep -q . "$base/lxc.payload.$NAME/cgroup.procs"   # it moves itself there
 	CBACKUP_CGROUP_DIR=$base cbackup_run 0 "$NAME" --config "$CONF"
 	test_has "$CB_ERR" "INFO: status = running"
 	test_has "$CB_ERR" "suspending guest \\(cgroup2\\)"
