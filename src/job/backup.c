@@ -96,6 +96,8 @@ struct guest_run {
 	char mode_why[512];          /* why this mode (for the log and --dry-run) */
 	int stopped;                 /* not running: copied as it is, never frozen */
 	char *stop_cmd, *start_cmd;  /* mode stop: how the guest is stopped and started */
+	struct cb_stage_skip own[2]; /* ct: where cbackup writes, left out if met (cb_stage.h) */
+	size_t n_own;
 };
 
 static const char *const std_excludes[] = { "/tmp/?*", "/var/tmp/?*", "/var/run/?*.pid", NULL };
@@ -449,6 +451,36 @@ static int remove_stale_stage(struct guest_run *r, const char *dir)
 	return cb_remove_tree(dir);
 }
 
+static void add_own(struct guest_run *r, const char *path, char *what, int warn)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0 || r->n_own == sizeof(r->own) / sizeof(r->own[0])) {
+		free(what);
+		return;
+	}
+	r->own[r->n_own++] = (struct cb_stage_skip){ st.st_dev, st.st_ino, what, warn };
+}
+
+/* Where cbackup writes, which a guest's walk must never meet: the private
+ * directory that holds the staging copies (a tmpdir inside the guest) and
+ * the dump directory (inside the guest). By device and inode, as the walk
+ * meets them: a bind mount of either into the guest is found too. */
+static void find_own_dirs(struct guest_run *r)
+{
+	char *priv = cb_xstrdup(r->stage_dir), *slash = strrchr(priv, '/');
+
+	if (slash && slash != priv) {
+		*slash = '\0';
+		add_own(r, priv, cb_xasprintf("cbackup's own directory in tmpdir '%s'", r->opts.tmpdir), 0);
+	}
+	free(priv);
+	if (!r->opts.to_stdout && r->opts.dumpdir)
+		add_own(r, r->opts.dumpdir, cb_xasprintf("it is the dump directory '%s' (its archives "
+			"are not archived again; guest files in it are not backed up)",
+			r->opts.dumpdir), 1);
+}
+
 /* Suspend and stop mode stage each mount point beside the root's copy
  * (not inside it: the root's passes own their tree); the archive puts it
  * at its target. The same excludes apply, anchored at the volume. */
@@ -461,7 +493,7 @@ static int open_mp_stages(struct guest_run *r)
 		struct cb_stage_opts so = {
 			.src = mp->source, .dst = mp->stage_dir, .excludes = &r->excludes,
 			.bwlimit = r->opts.bwlimit, .progress = &r->progress,
-			.workers = r->opts.stage_workers,
+			.workers = r->opts.stage_workers, .skip = r->own, .n_skip = r->n_own,
 		};
 		if (remove_stale_stage(r, mp->stage_dir) < 0 || cb_stage_new(&mp->stage, &so, r->log) < 0)
 			return -1;
@@ -482,6 +514,9 @@ static int open_stage(struct guest_run *r)
 				 &reused) < 0)
 		return -1;
 	so.dst = r->stage_dir;
+	find_own_dirs(r);
+	so.skip = r->own;
+	so.n_skip = r->n_own;
 	if (reused)
 		cb_verbose(r->log, "reusing the staging copy '%s' (keep-staging)", r->stage_dir);
 	r->stage_created = 1;
@@ -852,6 +887,21 @@ static const char *volume_path(const struct guest_run *r, size_t i)
 
 /* Every volume must take a snapshot, or the whole guest falls back: a
  * guest archived half from a snapshot and half live is neither. */
+/* A subvolume has a device number of its own: a dump directory with the
+ * volume's is in it (by a bind mount too), and a snapshot would hold its
+ * archives, which the archive cannot leave out as the staging walk does. */
+static int dump_in_volume(struct guest_run *r, size_t i)
+{
+	struct stat d, v;
+
+	if (r->opts.to_stdout || !r->opts.dumpdir || stat(r->opts.dumpdir, &d) < 0 ||
+	    stat(volume_path(r, i), &v) < 0 || d.st_dev != v.st_dev)
+		return 0;
+	snprintf(r->mode_why, sizeof(r->mode_why), "the dump directory '%s' is in the volume '%s' "
+		 "(its snapshot would hold the archives)", r->opts.dumpdir, volume_path(r, i));
+	return 1;
+}
+
 static int detect_snapshots(struct guest_run *r)
 {
 	if (r->opts.type == CB_GUEST_VM && (!r->opts.qmp || r->opts.vm_method == CB_VM_STAGE)) {
@@ -873,7 +923,7 @@ static int detect_snapshots(struct guest_run *r)
 	r->snap_be = cb_xcalloc(r->n_mps + 1, sizeof(*r->snap_be));
 	for (size_t i = 0; i <= r->n_mps; i++)
 		if (!cb_snapshot_detect(volume_path(r, i), &r->snap_be[i], r->mode_why,
-					sizeof(r->mode_why)))
+					sizeof(r->mode_why)) || dump_in_volume(r, i))
 			return 0;
 	snprintf(r->mode_why, sizeof(r->mode_why), "%zu volume(s), each a %s subvolume",
 		 r->n_mps + 1, r->snap_be[0]->name);
@@ -1596,6 +1646,8 @@ static void release_run(struct guest_run *r)
 	free(r->snap_be);
 	free(r->stop_cmd);
 	free(r->start_cmd);
+	for (size_t i = 0; i < r->n_own; i++)
+		free((char *)r->own[i].what);
 	cb_strvec_clear(&r->excludes);
 	free(r->stage_dir);
 	free(r->archive_path);
