@@ -3,7 +3,8 @@
 # does not run (its cgroup gone or empty, its pid gone, its qmp socket gone
 # or unanswered) is backed up as it is, in one pass, without any freeze:
 # "status = stopped" in the log as vzdump writes it, exit 0. A running one
-# says "status = running" and is frozen as before.
+# says "status = running" and is frozen as before. Stopped must be known
+# (issue 37): a process in the guest's root means it runs after all.
 . "$(dirname "$0")/lib.sh"
 
 SRC=$SCRATCH/src
@@ -150,6 +151,13 @@ test_expect_success ROOT,CGROUP2 'a mistyped freeze-cgroup while a process runs 
 
 test_expect_success ROOT,CGROUP2 'a process chrooted below the root, an empty freeze cgroup: ERROR too' '
 	running_in "$CT/srv/jail" "$(make_cgroup v2)"
+'
+
+test_expect_success ROOT,CGROUP2 'a process chrooted into a bind mount of the root: found by device and inode' '
+	mkdir "$SCRATCH/ct-bound"
+	mount --bind "$CT" "$SCRATCH/ct-bound"
+	cleanup_mount "$SCRATCH/ct-bound"
+	running_in "$SCRATCH/ct-bound" "$(cgroup2_mount)/cbe2e-typo-$$"
 '
 
 test_expect_success ROOT,CGROUP2 'the same root with nothing running in it: stopped, backed up' '
