@@ -108,8 +108,9 @@ int cb_guest_freeze(struct cb_guest *g, int wait_ms, int max_ms);
  * if a thaw attempt failed (even if a retry worked), if it is not confirmed
  * (the watchdog goes on trying), or if the watchdog had to thaw at the
  * deadline ("max-freeze (N s) exceeded"). A watchdog that does not take
- * the request within 1 s, or is stopped at the end of the wait, is killed
- * and the guest thawed from here (-1 all the same, naming the watchdog). */
+ * the request within 1 s, is stopped at the end of the wait, or ends
+ * before it confirmed, is killed and reaped, and the guest thawed from
+ * here (-1 all the same, naming the watchdog). */
 int cb_guest_thaw(struct cb_guest *g);
 /* 1 if the backend reports the guest frozen now, 0 if not, -1 unknown. */
 int cb_guest_is_frozen(const struct cb_guest *g);

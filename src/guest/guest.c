@@ -796,8 +796,9 @@ static int watchdog_stopped(const struct cb_guest *g)
 }
 
 /* Read reports until the thaw is confirmed (0) or not within timeout_ms;
- * 1 when the watchdog did not take the request ('A') within ANSWER_MS, or
- * is found stopped at the end: it will not thaw, cbackup must. */
+ * 1 when the watchdog did not take the request ('A') within ANSWER_MS, is
+ * found stopped at the end, or ended before it confirmed: it will not
+ * thaw, cbackup must. */
 static int await_thaw(struct cb_guest *g, int timeout_ms)
 {
 	double end = cb_now() + timeout_ms / 1000.0, ack_end = cb_now() + ANSWER_MS / 1000.0;
@@ -813,12 +814,12 @@ static int await_thaw(struct cb_guest *g, int timeout_ms)
 			return cb_error("thaw failed: %s; the watchdog (pid %d) keeps retrying for up to "
 					"%d s", last[0] ? last : "no answer", (int)g->watchdog,
 					g->thaw_timeout_ms / 1000);
-		if (r < 0)
-			return cb_error("thaw failed: the freeze watchdog ended without a confirmed thaw%s%s",
-					last[0] ? ": " : "", last);
-		if (line[0] == 'A')
-			acked = 1;
-		else if (line[0] == 'X')
+		if (r < 0)   /* it ended (killed) before it confirmed: nobody thaws */
+			return 1;
+		/* any line but a ping's answer: it took the request, or is busy
+		 * with a thaw of its own (the deadline's, retrying) */
+		acked |= line[0] != 'P';
+		if (line[0] == 'X')
 			g->deadline_hit = 1;
 		else if (line[0] == 'W')
 			note_failure(g, line + 2, last, sizeof(last), &fails);
@@ -1101,8 +1102,10 @@ int cb_guest_thaw(struct cb_guest *g)
 		ask_thaw(g);
 		ret = await_thaw(g, g->thaw_timeout_ms < THAW_FOREGROUND_MS ? g->thaw_timeout_ms
 									   : THAW_FOREGROUND_MS);
-		if (ret == 1) {   /* stopped or hung: it would leave the guest frozen */
-			monitor_takeover(g, "did not answer the thaw request (stopped?)");
+		if (ret == 1) {   /* stopped, hung or dead: it would leave the guest frozen */
+			monitor_takeover(g, proc_state(g->watchdog) == 'Z'
+					 ? "ended before it confirmed the thaw (killed?)"
+					 : "did not answer the thaw request (stopped?)");
 			ret = cb_error("%s", g->lost_msg);
 		}
 		if (ret == 0 || g->watchdog_lost)
