@@ -142,6 +142,25 @@ test_expect_success ROOT 'cbackup guests: what, from where, in which mode, why n
 	test_has "$CB_ERR" "INFO: skipping CT 202 - a template"
 '
 
+test_expect_success ROOT 'a Proxmox CT whose cgroup is missing: pct status decides; running is an ERROR with nothing archived' '
+	# a stand-in for Proxmox'"'"'s pct (as t0291 has one for lxc-info)
+	mkdir -p "$SCRATCH/bin"
+	printf "#!/bin/sh\n[ \"\$1 \$2\" = \"status 201\" ] && echo \"status: \$(cat %s)\"\n" \
+		"$SCRATCH/pct-says" >"$SCRATCH/bin/pct"
+	chmod +x "$SCRATCH/bin/pct"
+	echo running >"$SCRATCH/pct-says"
+	rm -f "$D"/cbackup-ct-201-*
+	PATH=$SCRATCH/bin:$PATH cbackup_run 1 201 --config "$CONF"
+	test_has "$CB_ERR" "^ERROR: Backup of VM 201 failed - freeze cgroup .* does not exist, but CT 201 runs: .pct status 201. says running"
+	test -z "$(find "$D" -name "cbackup-ct-201-*.tar*")"
+	PATH=$SCRATCH/bin:$PATH cbackup_run 2 guests --config "$CONF"   # 203 is in error too
+	test_has "$CB_OUT" "^CT 201: ERROR: .* but CT 201 runs"
+	echo stopped >"$SCRATCH/pct-says"
+	PATH=$SCRATCH/bin:$PATH cbackup_run 0 201 --config "$CONF"
+	test_has "$CB_ERR" "INFO: status = stopped \\(freeze cgroup"
+	test -n "$(find_archive "$D" ct 201 .zst)"
+'
+
 test_expect_success 'a place that cannot be read is a warning, not silence' '
 	ln -s loop "$SCRATCH/loop"
 	CBACKUP_LXC_DIR=$SCRATCH/loop cbackup_run 2 guests --config "$CONF"
