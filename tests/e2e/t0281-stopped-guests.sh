@@ -64,6 +64,7 @@ test_expect_success 'qmp socket nobody listens on (QEMU died): stopped' '
 test_expect_success ROOT,CGROUP2 'a running guest: status = running, frozen for the final sync' '
 	cg=$(make_cgroup v2)
 	start_guest "$cg" sleep 600
+	wait_for 5 grep -q . "$cg/cgroup.procs"   # it moves itself there: not at once
 	cbackup_run 0 backup --root "$SRC" --id 908 --tmpdir "$SCRATCH/tmp" --dumpdir "$D" \
 		--freeze-cgroup "$cg"
 	test_has "$CB_ERR" "INFO: status = running"
