@@ -86,6 +86,16 @@ char *cb_guest_cgroup_dir(const char *path);
  * "status = stopped"). */
 int cb_guest_status(const struct cb_opts *o, char *why, size_t len);
 
+/* A container cb_guest_status calls stopped (why: its words) is asked
+ * again: its manager where it has one (`pct status ID` for a Proxmox CT,
+ * `lxc-info -s` for one in the LXC directory) decides; without one, a
+ * process of the host whose root is the guest's root directory or a
+ * directory below it (/proc/PID/root, by device and inode) means it runs.
+ * 0 stopped as far as can be seen (a VM: 0), -1 with the error set when
+ * it runs: its freeze setting is wrong (a mistyped freeze-cgroup), and a
+ * running guest must not be copied unfrozen as a stopped one. */
+int cb_guest_check_stopped(const struct cb_opts *o, const char *why);
+
 const char *cb_guest_kind_name(enum cb_freezer_kind k);  /* "cgroup2", ... */
 /* The cgroup directory that holds the guest's processes, NULL when its
  * freezer is not a cgroup. */
@@ -100,7 +110,10 @@ int cb_guest_freeze(struct cb_guest *g, int wait_ms, int max_ms);
 /* Thaw through the watchdog and wait up to 5 s for the confirmation. -1
  * if a thaw attempt failed (even if a retry worked), if it is not confirmed
  * (the watchdog goes on trying), or if the watchdog had to thaw at the
- * deadline ("max-freeze (N s) exceeded"). */
+ * deadline ("max-freeze (N s) exceeded"). A watchdog that does not take
+ * the request within 1 s, is stopped at the end of the wait, or ends
+ * before it confirmed, is killed and reaped, and the guest thawed from
+ * here (-1 all the same, naming the watchdog). */
 int cb_guest_thaw(struct cb_guest *g);
 /* 1 if the backend reports the guest frozen now, 0 if not, -1 unknown. */
 int cb_guest_is_frozen(const struct cb_guest *g);

@@ -36,6 +36,19 @@
 #include "cb_progress.h"
 #include "cb_stage_tree.h"
 
+/* A directory the walks leave out wherever they meet it, found by device
+ * and inode (so through a bind mount too), said once in the log: cbackup's
+ * own directory in a tmpdir inside the guest (else the first sync copies
+ * its own copy without end), a dump directory inside it (else the next
+ * night archives the last one). The caller keeps them while the stage
+ * lives. */
+struct cb_stage_skip {
+	dev_t dev;
+	ino_t ino;
+	const char *what;                 /* "cbackup's own directory in tmpdir '/x'" */
+	int warn;                         /* WARN (guest files may be in it), else INFO */
+};
+
 struct cb_stage_opts {
 	const char *src;                  /* source root (directory) */
 	const char *dst;                  /* staging root (created if missing) */
@@ -44,7 +57,10 @@ struct cb_stage_opts {
 	struct cb_progress *progress;     /* fed with bytes copied; may be NULL */
 	int keep;                         /* keep-staging: save the index after each pass */
 	int workers;                      /* pass 1 copy threads; 0 = online cores */
+	const struct cb_stage_skip *skip; /* left out where met; may be NULL */
+	size_t n_skip;                    /* at most CB_STAGE_MAX_SKIP */
 };
+#define CB_STAGE_MAX_SKIP 8
 
 /* rsync-like counts, reported in the log after each pass. */
 struct cb_stage_stats {

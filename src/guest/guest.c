@@ -8,7 +8,8 @@
  * the deadline holds while the main process is stopped, stuck or dead.
  * And the other way round: while the guest is frozen a thread of cbackup's
  * pings the watchdog; its pipe closed (SIGKILL, the OOM killer) or no
- * answer in time (SIGSTOP) and cbackup thaws the guest itself.
+ * answer in time (SIGSTOP) and cbackup thaws the guest itself; so too
+ * when it does not take a thaw request ('A') in time.
  * The fork happens while cbackup has no helper thread (staging runs on the
  * main thread, the archive's threads start after the thaw), so the child
  * may use the whole library.
@@ -47,6 +48,9 @@
 /* the main process waits this long for a confirmed thaw; then it fails the
  * guest and goes on, and the watchdog keeps trying (thaw-timeout) */
 #define THAW_FOREGROUND_MS 5000
+/* the watchdog answers a ping, or takes a thaw request, within this */
+#define PING_MS 200
+#define ANSWER_MS 1000
 
 static const char *const kind_names[] = {
 	"none", "cgroup2", "cgroup1", "pid", "cmd", "qmp"
@@ -597,8 +601,10 @@ static void wdog_loop(struct wdog *w)
 		}
 		if (c == 'F')
 			w->frozen_seen = 1;
-		else if (c == 'T')
+		else if (c == 'T') {
+			report(w, 'A', NULL);   /* taken: cbackup need not thaw itself */
 			wdog_thaw(w);
+		}
 		else if (c == 'P')
 			report(w, 'P', NULL);   /* cbackup's ping: still here */
 		else if (c == 'D')
@@ -780,23 +786,39 @@ static void note_failure(struct cb_guest *g, const char *msg, char *last, size_t
 		cb_warn(g->log, "thaw failed, retrying: %s", msg);
 }
 
-/* Read reports until the thaw is confirmed (0) or not within timeout_ms. */
+/* A watchdog that is stopped (SIGSTOP, a debugger) thaws nothing however
+ * long it is waited for. */
+static int watchdog_stopped(const struct cb_guest *g)
+{
+	char st = proc_state(g->watchdog);
+
+	return st == 'T' || st == 't';
+}
+
+/* Read reports until the thaw is confirmed (0) or not within timeout_ms;
+ * 1 when the watchdog did not take the request ('A') within ANSWER_MS, is
+ * found stopped at the end, or ended before it confirmed: it will not
+ * thaw, cbackup must. */
 static int await_thaw(struct cb_guest *g, int timeout_ms)
 {
-	double end = cb_now() + timeout_ms / 1000.0;
+	double end = cb_now() + timeout_ms / 1000.0, ack_end = cb_now() + ANSWER_MS / 1000.0;
 	char line[1100], last[1100] = "";
-	int fails = 0;
+	int fails = 0, acked = 0;
 
 	for (;;) {
-		int r = read_report(g, line, sizeof(line), end);
+		int r = read_report(g, line, sizeof(line), acked || ack_end > end ? end : ack_end);
 
+		if (r == 0 && (!acked || watchdog_stopped(g)))
+			return 1;
 		if (r == 0)
 			return cb_error("thaw failed: %s; the watchdog (pid %d) keeps retrying for up to "
 					"%d s", last[0] ? last : "no answer", (int)g->watchdog,
 					g->thaw_timeout_ms / 1000);
-		if (r < 0)
-			return cb_error("thaw failed: the freeze watchdog ended without a confirmed thaw%s%s",
-					last[0] ? ": " : "", last);
+		if (r < 0)   /* it ended (killed) before it confirmed: nobody thaws */
+			return 1;
+		/* any line but a ping's answer: it took the request, or is busy
+		 * with a thaw of its own (the deadline's, retrying) */
+		acked |= line[0] != 'P';
 		if (line[0] == 'X')
 			g->deadline_hit = 1;
 		else if (line[0] == 'W')
@@ -817,8 +839,6 @@ static int await_thaw(struct cb_guest *g, int timeout_ms)
  * stopped (or starved): it could not hold the deadline any more. Once it
  * reported the deadline ('X') it is busy thawing (a retry may sleep 2 s):
  * from then on only its pipe closing counts. */
-#define PING_MS 200
-#define ANSWER_MS 1000
 
 /* Take the watchdog's answers to pings ('P' lines) out of the report
  * buffer, leaving the other lines for await_thaw(). 1 if there was one;
@@ -1082,7 +1102,13 @@ int cb_guest_thaw(struct cb_guest *g)
 		ask_thaw(g);
 		ret = await_thaw(g, g->thaw_timeout_ms < THAW_FOREGROUND_MS ? g->thaw_timeout_ms
 									   : THAW_FOREGROUND_MS);
-		if (ret == 0)
+		if (ret == 1) {   /* stopped, hung or dead: it would leave the guest frozen */
+			monitor_takeover(g, proc_state(g->watchdog) == 'Z'
+					 ? "ended before it confirmed the thaw (killed?)"
+					 : "did not answer the thaw request (stopped?)");
+			ret = cb_error("%s", g->lost_msg);
+		}
+		if (ret == 0 || g->watchdog_lost)
 			watchdog_dismiss(g);
 		else
 			watchdog_leave(g);

@@ -96,6 +96,8 @@ struct guest_run {
 	char mode_why[512];          /* why this mode (for the log and --dry-run) */
 	int stopped;                 /* not running: copied as it is, never frozen */
 	char *stop_cmd, *start_cmd;  /* mode stop: how the guest is stopped and started */
+	struct cb_stage_skip own[2]; /* ct: where cbackup writes, left out if met (cb_stage.h) */
+	size_t n_own;
 };
 
 static const char *const std_excludes[] = { "/tmp/?*", "/var/tmp/?*", "/var/run/?*.pid", NULL };
@@ -449,6 +451,36 @@ static int remove_stale_stage(struct guest_run *r, const char *dir)
 	return cb_remove_tree(dir);
 }
 
+static void add_own(struct guest_run *r, const char *path, char *what, int warn)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0 || r->n_own == sizeof(r->own) / sizeof(r->own[0])) {
+		free(what);
+		return;
+	}
+	r->own[r->n_own++] = (struct cb_stage_skip){ st.st_dev, st.st_ino, what, warn };
+}
+
+/* Where cbackup writes, which a guest's walk must never meet: the private
+ * directory that holds the staging copies (a tmpdir inside the guest) and
+ * the dump directory (inside the guest). By device and inode, as the walk
+ * meets them: a bind mount of either into the guest is found too. */
+static void find_own_dirs(struct guest_run *r)
+{
+	char *priv = cb_xstrdup(r->stage_dir), *slash = strrchr(priv, '/');
+
+	if (slash && slash != priv) {
+		*slash = '\0';
+		add_own(r, priv, cb_xasprintf("cbackup's own directory in tmpdir '%s'", r->opts.tmpdir), 0);
+	}
+	free(priv);
+	if (!r->opts.to_stdout && r->opts.dumpdir)
+		add_own(r, r->opts.dumpdir, cb_xasprintf("it is the dump directory '%s' (its archives "
+			"are not archived again; guest files in it are not backed up)",
+			r->opts.dumpdir), 1);
+}
+
 /* Suspend and stop mode stage each mount point beside the root's copy
  * (not inside it: the root's passes own their tree); the archive puts it
  * at its target. The same excludes apply, anchored at the volume. */
@@ -461,7 +493,7 @@ static int open_mp_stages(struct guest_run *r)
 		struct cb_stage_opts so = {
 			.src = mp->source, .dst = mp->stage_dir, .excludes = &r->excludes,
 			.bwlimit = r->opts.bwlimit, .progress = &r->progress,
-			.workers = r->opts.stage_workers,
+			.workers = r->opts.stage_workers, .skip = r->own, .n_skip = r->n_own,
 		};
 		if (remove_stale_stage(r, mp->stage_dir) < 0 || cb_stage_new(&mp->stage, &so, r->log) < 0)
 			return -1;
@@ -482,6 +514,9 @@ static int open_stage(struct guest_run *r)
 				 &reused) < 0)
 		return -1;
 	so.dst = r->stage_dir;
+	find_own_dirs(r);
+	so.skip = r->own;
+	so.n_skip = r->n_own;
 	if (reused)
 		cb_verbose(r->log, "reusing the staging copy '%s' (keep-staging)", r->stage_dir);
 	r->stage_created = 1;
@@ -729,6 +764,17 @@ static int restart_guest(struct guest_run *r, double stopped_at, int ret)
 	return ret < 0 ? cb_error("%s", first) : 0;
 }
 
+/* Whether the guest runs now, as far as its freezer (and, when that says
+ * stopped, its manager or the processes in its root) can tell. */
+static int guest_runs(const struct guest_run *r, char *why, size_t len)
+{
+	int st = cb_guest_status(&r->opts, why, len);
+
+	if (st == 0)
+		return cb_guest_check_stopped(&r->opts, why) < 0;
+	return r->opts.freeze_cgroup || r->opts.freeze_pid || r->opts.qmp;
+}
+
 /* vzdump's stop mode: the guest is shut down (stop-cmd, at most stopwait
  * minutes), copied in one pass while nothing runs, and started again. It
  * is never frozen for the copy. */
@@ -742,8 +788,7 @@ static int stop_mode_copy(struct guest_run *r)
 	cb_info(r->log, "stopping virtual guest");
 	if (guest_cmd("stop-cmd", r->stop_cmd, r->opts.stopwait * 60000) < 0)
 		return restart_guest(r, stopped_at, cb_error_prefix("stop"));
-	if (cb_guest_status(&r->opts, why, sizeof(why)) == 1 && (r->opts.freeze_cgroup ||
-	    r->opts.freeze_pid || r->opts.qmp))
+	if (guest_runs(r, why, sizeof(why)))
 		return restart_guest(r, stopped_at, cb_error("stop-cmd succeeded, but the guest "
 								"still runs"));
 	return restart_guest(r, stopped_at, sync_pass(r, 0, 0));
@@ -796,7 +841,7 @@ static int copy_stopped(struct guest_run *r)
 
 	if (sync_pass(r, 0, 0) < 0)
 		return -1;
-	if (cb_guest_status(&r->opts, why, sizeof(why)) == 0)
+	if (!guest_runs(r, why, sizeof(why)))
 		return 0;
 	return cb_error("%s %s was started during the copy of it while stopped: the copy may "
 			"hold its files half changed, nothing is archived (the next backup freezes "
@@ -842,6 +887,21 @@ static const char *volume_path(const struct guest_run *r, size_t i)
 
 /* Every volume must take a snapshot, or the whole guest falls back: a
  * guest archived half from a snapshot and half live is neither. */
+/* A subvolume has a device number of its own: a dump directory with the
+ * volume's is in it (by a bind mount too), and a snapshot would hold its
+ * archives, which the archive cannot leave out as the staging walk does. */
+static int dump_in_volume(struct guest_run *r, size_t i)
+{
+	struct stat d, v;
+
+	if (r->opts.to_stdout || !r->opts.dumpdir || stat(r->opts.dumpdir, &d) < 0 ||
+	    stat(volume_path(r, i), &v) < 0 || d.st_dev != v.st_dev)
+		return 0;
+	snprintf(r->mode_why, sizeof(r->mode_why), "the dump directory '%s' is in the volume '%s' "
+		 "(its snapshot would hold the archives)", r->opts.dumpdir, volume_path(r, i));
+	return 1;
+}
+
 static int detect_snapshots(struct guest_run *r)
 {
 	if (r->opts.type == CB_GUEST_VM && (!r->opts.qmp || r->opts.vm_method == CB_VM_STAGE)) {
@@ -863,7 +923,7 @@ static int detect_snapshots(struct guest_run *r)
 	r->snap_be = cb_xcalloc(r->n_mps + 1, sizeof(*r->snap_be));
 	for (size_t i = 0; i <= r->n_mps; i++)
 		if (!cb_snapshot_detect(volume_path(r, i), &r->snap_be[i], r->mode_why,
-					sizeof(r->mode_why)))
+					sizeof(r->mode_why)) || dump_in_volume(r, i))
 			return 0;
 	snprintf(r->mode_why, sizeof(r->mode_why), "%zu volume(s), each a %s subvolume",
 		 r->n_mps + 1, r->snap_be[0]->name);
@@ -1586,6 +1646,8 @@ static void release_run(struct guest_run *r)
 	free(r->snap_be);
 	free(r->stop_cmd);
 	free(r->start_cmd);
+	for (size_t i = 0; i < r->n_own; i++)
+		free((char *)r->own[i].what);
 	cb_strvec_clear(&r->excludes);
 	free(r->stage_dir);
 	free(r->archive_path);
@@ -1699,16 +1761,21 @@ static void apply_ionice(struct guest_run *r)
 }
 
 /* vzdump's "status = running|stopped"; a stopped guest is copied as it
- * is, in one pass, never frozen (whatever its freezer). */
-static void log_status(struct guest_run *r)
+ * is, in one pass, never frozen (whatever its freezer). Stopped must be
+ * known: a guest its freezer calls stopped that runs all the same fails
+ * (-1), never copied unfrozen. */
+static int log_status(struct guest_run *r)
 {
 	char why[512];
 
 	r->stopped = cb_guest_status(&r->opts, why, sizeof(why)) == 0;
+	if (r->stopped && cb_guest_check_stopped(&r->opts, why) < 0)
+		return -1;
 	if (r->stopped)
 		cb_info(r->log, "status = stopped (%s)", why);
 	else
 		cb_info(r->log, "status = running");
+	return 0;
 }
 
 /* vzdump's guest type in its summary lines: lxc or qemu */
@@ -1717,17 +1784,19 @@ static const char *vz_type(const struct guest_run *r)
 	return r->opts.type == CB_GUEST_VM ? "qemu" : "lxc";
 }
 
-static void start_guest_log(struct guest_run *r)
+static int start_guest_log(struct guest_run *r)
 {
 	reserve_name(r);
 	/* vzdump's words, which alert rules match: every guest is a "VM" */
 	cb_info(r->log, "Starting Backup of VM %s (%s)", r->opts.id, vz_type(r));
-	log_status(r);
+	if (log_status(r) < 0)
+		return -1;
 	choose_mode(r);
 	cb_info(r->log, "backup mode: %s", cb_mode_name(r->mode));
 	if (r->opts.bwlimit)
 		cb_info(r->log, "bandwidth limit: %ld KB/s", r->opts.bwlimit);
 	apply_ionice(r);
+	return 0;
 }
 
 /* The hooks after the end (their failure is only a warning, as vzdump's). */
@@ -1785,8 +1854,9 @@ int cb_backup_guest(struct cb_opts *resolved, const char *config_error, struct c
 	parse_mps(&r);
 	build_excludes(&r);
 	find_hostname(&r);
-	start_guest_log(&r);
-	ret = config_error ? cb_error("%s", config_error) : run_guest_phases(&r);
+	ret = start_guest_log(&r);
+	if (ret == 0)
+		ret = config_error ? cb_error("%s", config_error) : run_guest_phases(&r);
 	report_result(&r, ret);
 	if (ret < 0)
 		log_failure(&r);

@@ -94,11 +94,12 @@ static int print_guest(const struct cb_cli *cli, const struct cb_config *cfg, co
 			cb_last_error());
 		return 1;
 	}
-	if (cb_job_check_guest(cli, cfg, &o) < 0) {
+	if (cb_job_check_guest(cli, cfg, &o) < 0 ||
+	    (!(running = cb_guest_status(&o, why, sizeof(why))) &&
+	     cb_guest_check_stopped(&o, why) < 0)) {
 		fprintf(out, "%s %s: ERROR: %s\n", kind(o.type == CB_GUEST_VM), id, cb_last_error());
 		bad = 1;
 	} else {
-		running = cb_guest_status(&o, why, sizeof(why));
 		fprintf(out, "%s %s: backed up, mode %s, %s%s%s%s\n", kind(o.type == CB_GUEST_VM), id,
 			cb_mode_name(o.mode), running ? "running" : "stopped", running ? "" : " (",
 			running ? "" : why, running ? "" : "): as it is, without a freeze");

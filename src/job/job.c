@@ -268,6 +268,36 @@ static int check_dir_key(const struct cb_cli *cli, const struct cb_config *cfg,
 	return -1;
 }
 
+/* A dump directory inside a container is left out of its walk (cb_stage
+ * skip); one that IS a volume of it (its root, an mp source) cannot be
+ * left out without leaving the volume out: refused, or the next night
+ * would archive this night's archive. By device and inode: a bind mount
+ * or a symlink naming the same directory is the same. */
+static int check_dump_in_guest(const struct cb_cli *cli, const struct cb_config *cfg,
+			       const struct cb_opts *o)
+{
+	struct stat d, v;
+	char *src = NULL, *origin;
+	int ret = 0;
+
+	if (o->type != CB_GUEST_CT || o->to_stdout || !o->dumpdir || stat(o->dumpdir, &d) < 0)
+		return 0;
+	for (size_t i = 0; i <= o->mps.n && ret == 0; i++) {
+		if (i && cb_mp_split(o->mps.v[i - 1], &src, NULL) < 0)
+			continue;
+		if (stat(i ? src : o->root, &v) == 0 && v.st_dev == d.st_dev && v.st_ino == d.st_ino) {
+			origin = cb_config_origin(cfg, o->id, &cli->kv, "dumpdir");
+			ret = cb_error("%s: dump directory '%s' is the guest's %s '%s': its archives would "
+				       "be backed up with it the next night (set another dumpdir)",
+				       origin, o->dumpdir, i ? "mount point" : "root", i ? src : o->root);
+			free(origin);
+		}
+		free(src);
+		src = NULL;
+	}
+	return ret;
+}
+
 /* A cgroup named for the freeze that exists without a freezer is a typo
  * or the wrong hierarchy; one that does not exist is a stopped guest. */
 static int check_freezer(const struct cb_cli *cli, const struct cb_config *cfg,
@@ -319,7 +349,7 @@ int cb_job_check_guest(const struct cb_cli *cli, const struct cb_config *cfg,
 	if ((o->type == CB_GUEST_CT && check_dir_key(cli, cfg, o, "root", o->root) < 0) ||
 	    check_dir_key(cli, cfg, o, "tmpdir", o->tmpdir) < 0 ||
 	    (!o->to_stdout && check_dir_key(cli, cfg, o, "dumpdir", o->dumpdir) < 0) ||
-	    check_freezer(cli, cfg, o) < 0)
+	    check_dump_in_guest(cli, cfg, o) < 0 || check_freezer(cli, cfg, o) < 0)
 		return -1;
 	return 0;
 }

@@ -156,7 +156,7 @@ static int audit_entry(struct audit *au, size_t lv, const char *name, const stru
 	au->a->checked++;
 	if (!o) {
 		/* never staged: a socket, an excluded entry */
-		if (S_ISSOCK(sb->st_mode) ||
+		if (S_ISSOCK(sb->st_mode) || stage_left_out(st, sb) ||
 		    stage_excluded_slash(&st->excludes, st->rel, S_ISDIR(sb->st_mode)))
 			return 0;
 		if (settled(&sb->st_ctim, &au->mark))

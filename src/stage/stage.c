@@ -54,6 +54,8 @@ int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct
 		st->dst[n - 1] = '\0';
 	if (opts->excludes)
 		cb_strvec_copy(&st->excludes, opts->excludes);
+	st->skip = opts->skip;
+	st->n_skip = opts->n_skip < CB_STAGE_MAX_SKIP ? opts->n_skip : CB_STAGE_MAX_SKIP;
 	st->log = log;
 	cb_throttle_init(&st->throttle, opts->bwlimit);
 	st->progress = opts->progress;

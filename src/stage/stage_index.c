@@ -221,6 +221,24 @@ const char *stage_relname(const struct cb_stage *st)
 	return st->rel_len ? st->rel + 1 : ".";
 }
 
+int stage_left_out(struct cb_stage *st, const struct stat *sb)
+{
+	for (size_t i = 0; S_ISDIR(sb->st_mode) && i < st->n_skip; i++) {
+		const struct cb_stage_skip *k = &st->skip[i];
+		if (sb->st_dev != k->dev || sb->st_ino != k->ino)
+			continue;
+		if (!(st->skip_said & (1u << i)) && st->log) {
+			st->skip_said |= 1u << i;
+			if (k->warn)
+				cb_warn(st->log, "leaving out '%s': %s", st->rel_len ? st->rel : "/", k->what);
+			else
+				cb_info(st->log, "leaving out '%s': %s", st->rel_len ? st->rel : "/", k->what);
+		}
+		return 1;
+	}
+	return 0;
+}
+
 static int match_one(const char *pat, const char *slashpath)
 {
 	if (pat[0] == '/')

@@ -78,6 +78,9 @@ struct stage_root_id {
 struct cb_stage {
 	char *src, *dst;
 	struct cb_strvec excludes;
+	const struct cb_stage_skip *skip; /* cb_stage_opts.skip */
+	size_t n_skip;
+	unsigned skip_said;         /* bit i: skip[i] was met and said */
 	struct cb_log *log;
 	int dst_fd;                 /* staging root, for linkat() of hardlinks */
 	dev_t root_dev;             /* source root's device: never leave it */
@@ -147,6 +150,8 @@ void stage_rec_fill(struct cb_index_rec *r, const struct stat *sb);
 void stage_rel_push(struct cb_stage *st, const char *name, size_t *saved);
 void stage_rel_pop(struct cb_stage *st, size_t saved);
 const char *stage_relname(const struct cb_stage *st);
+/* sb (the entry at st->rel) is a directory of opts.skip: said once, 1. */
+int stage_left_out(struct cb_stage *st, const struct stat *sb);
 int stage_excluded_slash(const struct cb_strvec *ex, const char *slashpath, int is_dir);
 /* The directory rel ("a/b"; "" is fd itself) below fd, opened one
  * component at a time with O_NOFOLLOW: a new fd, or -1 with errno. */

@@ -171,8 +171,9 @@ int stage_source_count(struct cb_stage *st, const struct stat *sb, int check_exc
 {
 	struct cb_stage_stats *s = st->stats;
 
-	if (check_excl && st->excludes.n &&
-	    stage_excluded_slash(&st->excludes, st->rel, S_ISDIR(sb->st_mode))) {
+	if (check_excl && ((st->excludes.n &&
+			    stage_excluded_slash(&st->excludes, st->rel, S_ISDIR(sb->st_mode))) ||
+			   stage_left_out(st, sb))) {
 		s->skipped++;
 		return 1;
 	}

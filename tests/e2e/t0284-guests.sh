@@ -142,6 +142,25 @@ test_expect_success ROOT 'cbackup guests: what, from where, in which mode, why n
 	test_has "$CB_ERR" "INFO: skipping CT 202 - a template"
 '
 
+test_expect_success ROOT 'a Proxmox CT whose cgroup is missing: pct status decides; running is an ERROR with nothing archived' '
+	# a stand-in for Proxmox'"'"'s pct (as t0291 has one for lxc-info)
+	mkdir -p "$SCRATCH/bin"
+	printf "#!/bin/sh\n[ \"\$1 \$2\" = \"status 201\" ] && echo \"status: \$(cat %s)\"\n" \
+		"$SCRATCH/pct-says" >"$SCRATCH/bin/pct"
+	chmod +x "$SCRATCH/bin/pct"
+	echo running >"$SCRATCH/pct-says"
+	rm -f "$D"/cbackup-ct-201-*
+	PATH=$SCRATCH/bin:$PATH cbackup_run 1 201 --config "$CONF"
+	test_has "$CB_ERR" "^ERROR: Backup of VM 201 failed - freeze cgroup .* does not exist, but CT 201 runs: .pct status 201. says running"
+	test -z "$(find "$D" -name "cbackup-ct-201-*.tar*")"
+	PATH=$SCRATCH/bin:$PATH cbackup_run 2 guests --config "$CONF"   # 203 is in error too
+	test_has "$CB_OUT" "^CT 201: ERROR: .* but CT 201 runs"
+	echo stopped >"$SCRATCH/pct-says"
+	PATH=$SCRATCH/bin:$PATH cbackup_run 0 201 --config "$CONF"
+	test_has "$CB_ERR" "INFO: status = stopped \\(freeze cgroup"
+	test -n "$(find_archive "$D" ct 201 .zst)"
+'
+
 test_expect_success 'a place that cannot be read is a warning, not silence' '
 	ln -s loop "$SCRATCH/loop"
 	CBACKUP_LXC_DIR=$SCRATCH/loop cbackup_run 2 guests --config "$CONF"
@@ -287,6 +306,12 @@ if [ -z "$LXC_WHY" ]; then
 		lxc-info -P "$H/lxc" -n "$RUN" -s | grep -q RUNNING
 		test_lacks "$(cgroup2_mount)/lxc.payload.$RUN/cgroup.events" "^frozen 1"
 	'
+	test_expect_success ROOT,CGROUP2 'a mistyped freeze-cgroup for the running LXC container: lxc-info says RUNNING, ERROR, nothing archived' '
+		rm -f "$D"/cbackup-ct-"$RUN"-*
+		cbackup_run 1 "$RUN" --config "$CONF" --freeze-cgroup "lxc.payload.typo-$RUN"
+		test_has "$CB_ERR" "^ERROR: Backup of VM $RUN failed - freeze cgroup .lxc\\.payload\\.typo-$RUN. does not exist, but CT $RUN runs: .lxc-info -n $RUN -s. says RUNNING"
+		test -z "$(find "$D" -name "cbackup-ct-$RUN-*.tar*")"
+	'
 	test_expect_success ROOT,CGROUP2 'mode stop on the LXC container: lxc-stop -P DIR, one copy, lxc-start, running again' '
 		rm -f "$D"/cbackup-ct-"$RUN"-*
 		cbackup_run 0 "$RUN" --config "$CONF" --mode stop --stopwait 1
@@ -300,6 +325,7 @@ if [ -z "$LXC_WHY" ]; then
 	'
 else
 	test_skip 'a running LXC busybox container' "$LXC_WHY"
+	test_skip 'a mistyped freeze-cgroup for the running LXC container' "$LXC_WHY"
 	test_skip 'mode stop on the LXC container' "$LXC_WHY"
 fi
 
@@ -308,6 +334,7 @@ test_expect_success ROOT,CGROUP2 'a running container where lxc puts its cgroup 
 	mkdir "$base/lxc.payload.$NAME"
 	cleanup_cgroup "$base/lxc.payload.$NAME"
 	start_guest "$base/lxc.payload.$NAME" sleep 600
+	wait_for 5 grep -q . "$base/lxc.payload.$NAME/cgroup.procs"   # it moves itself there
 	CBACKUP_CGROUP_DIR=$base cbackup_run 0 "$NAME" --config "$CONF"
 	test_has "$CB_ERR" "INFO: status = running"
 	test_has "$CB_ERR" "suspending guest \\(cgroup2\\)"

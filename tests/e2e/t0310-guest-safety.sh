@@ -87,6 +87,37 @@ test_expect_success ROOT,CGROUP2 'thaw-cmd failing until it works: cbackup gives
 	wait_for 4 test_must_fail test -e /proc/$wd
 '
 
+# retry_lost SIGNAL ID WHAT: the watchdog, retrying a failing thaw-cmd, is
+# hit by SIGNAL; cbackup, at the end of its wait for the thaw, ends it and
+# thaws the guest itself, saying WHAT of it
+retry_lost() {
+	new_guest "lost-$2"
+	c=$(conf "$2" "freeze-cmd = echo 1 >$CG/cgroup.freeze" "thaw-timeout = 60" \
+		"thaw-cmd = test -e $SCRATCH/thaw-works-$2 && echo 0 >$CG/cgroup.freeze")
+	start_bg "$2" --config "$c"
+	wait_for 30 grep -q "^WARN: thaw failed, retrying" "$CB_ERR"
+	wd=$(pgrep -P "$CB_PID" -x cbackup-wdog)
+	cleanup_pid "$wd"
+	kill "-$1" "$wd"
+	wait_for 5 grep -q "^State:.*\(stopped\|zombie\)" "/proc/$wd/status"
+	touch "$SCRATCH/thaw-works-$2"
+	wait_rc
+	cg_thawed "$CG"
+	test "$RC" = 1
+	test_has "$CB_ERR" "^WARN: the freeze watchdog \(pid $wd\) $3.* cbackup thawed the guest itself"
+	test_lacks "$CB_ERR" "keeps retrying"
+	test_must_fail test -e "/proc/$wd/comm"
+	guest_thawed "$CG" "$SIDE"
+}
+
+test_expect_success ROOT,CGROUP2 'the watchdog stopped while it retries a failing thaw: found stopped at the end of the wait, ended, cbackup thaws' '
+	retry_lost STOP 319 "did not answer the thaw request"
+'
+
+test_expect_success ROOT,CGROUP2 'the watchdog killed while it retries a failing thaw: cbackup thaws the guest itself' '
+	retry_lost KILL 320 "ended before it confirmed the thaw"
+'
+
 # The bounds below are the mechanisms themselves, never a stopwatch: a
 # command of about 60 s (NAP) that is gone when cbackup has exited was
 # ended by cbackup (not waited for), and cbackup's own error says which bound fired.

@@ -3,7 +3,10 @@
 # as the OOM killer does) or stopped (SIGSTOP) while the guest is frozen,
 # the watchdog can no longer thaw or hold max-freeze, so cbackup thaws the
 # guest itself at once, says so in a WARN line and fails the backup naming
-# the watchdog. The guest is held frozen by a pre-restart hook that waits
+# the watchdog. The same when the watchdog was stopped while cbackup itself
+# was (its watching thread too): the thaw request gets no answer, cbackup
+# thaws the guest itself and ends the watchdog (issue 37). The guest is held
+# frozen by a pre-restart hook that waits
 # for the test; the bound below (max-freeze + 2 s) is polled, never timed.
 . "$(dirname "$0")/lib.sh"
 
@@ -25,19 +28,25 @@ chmod +x "$SCRATCH/hold-hook"
 # the watchdog of cbackup CB_PID (its child named cbackup-wdog)
 watchdog_of() { pgrep -P "$1" -x cbackup-wdog; }
 
-# lost SIGNAL ID: freeze, hit the watchdog with SIGNAL, check the takeover
-lost() {
-	local sig=$1 id=$2 wd rc=0
+# start_held ID: a writer guest in a new cgroup ($CG, counter $SIDE) and
+# cbackup ($CB_PID) backing it up, held frozen in its pre-restart hook
+start_held() {
 	CG=$(make_cgroup v2)
-	SIDE=$SCRATCH/side-$id
-	start_writer "$CG" "$SRC/log-$id.txt" "$SIDE"
+	SIDE=$SCRATCH/side-$1
+	start_writer "$CG" "$SRC/log-$1.txt" "$SIDE"
 	rm -f "$SCRATCH/in-freeze" "$SCRATCH/go"
-	"$CBACKUP" backup --root "$SRC" --id "$id" --tmpdir "$TMPD" --dumpdir "$DUMP" \
+	"$CBACKUP" backup --root "$SRC" --id "$1" --tmpdir "$TMPD" --dumpdir "$DUMP" \
 		--freeze-cgroup "$CG" --max-freeze "$MAXF" --script "$SCRATCH/hold-hook" \
 		>"$CB_OUT" 2>"$CB_ERR" &
 	CB_PID=$!
 	cleanup_pid "$CB_PID"
 	wait_for 30 test -e "$SCRATCH/in-freeze"
+}
+
+# lost SIGNAL ID: freeze, hit the watchdog with SIGNAL, check the takeover
+lost() {
+	local sig=$1 id=$2 wd rc=0
+	start_held "$id"
 	cg_frozen "$CG"
 	wd=$(watchdog_of "$CB_PID")
 	test -n "$wd"
@@ -69,17 +78,37 @@ test_expect_success ROOT,CGROUP2 'watchdog SIGSTOPped while frozen: no answer, c
 	lost STOP 3112 "did not answer"
 '
 
+test_expect_success ROOT,CGROUP2 'watchdog stopped while cbackup itself was held: no answer to the thaw, cbackup thaws the guest itself and ends it' '
+	# cbackup is stopped (SIGSTOP: its watching thread too) while the
+	# guest is frozen, the watchdog is stopped meanwhile, cbackup goes on:
+	# its thaw request gets no answer
+	start_held 3114
+	wd=$(watchdog_of "$CB_PID")
+	test -n "$wd"
+	cleanup_pid "$wd"
+	hook=$(pgrep -P "$CB_PID" -f hold-hook)
+	kill -STOP "$CB_PID"
+	wait_for 5 grep -q "^State:.*stopped" "/proc/$CB_PID/status"
+	kill -STOP "$wd"
+	wait_for 5 grep -q "^State:.*stopped" "/proc/$wd/status"
+	touch "$SCRATCH/go"
+	wait_for 5 test_must_fail test -e "/proc/$hook/cmdline"
+	cg_frozen "$CG"
+	kill -CONT "$CB_PID"
+	rc=0
+	wait "$CB_PID" || rc=$?
+	cat "$CB_ERR"
+	# thawed when cbackup is gone, not by anyone after it
+	cg_thawed "$CG"
+	test "$rc" = 1
+	test_has "$CB_ERR" "^WARN: the freeze watchdog \(pid $wd\) did not answer.* while the guest was frozen: cbackup thawed the guest itself"
+	test_lacks "$CB_ERR" "keeps retrying"
+	guest_thawed "$CG" "$SIDE"
+	test_must_fail test -e "/proc/$wd/comm"
+'
+
 test_expect_success ROOT,CGROUP2 'a watchdog that answers is left alone: a long freeze under max-freeze succeeds' '
-	CG=$(make_cgroup v2)
-	SIDE=$SCRATCH/side-3113
-	start_writer "$CG" "$SRC/log-3113.txt" "$SIDE"
-	rm -f "$SCRATCH/in-freeze" "$SCRATCH/go"
-	"$CBACKUP" backup --root "$SRC" --id 3113 --tmpdir "$TMPD" --dumpdir "$DUMP" \
-		--freeze-cgroup "$CG" --max-freeze "$MAXF" --script "$SCRATCH/hold-hook" \
-		>"$CB_OUT" 2>"$CB_ERR" &
-	CB_PID=$!
-	cleanup_pid "$CB_PID"
-	wait_for 30 test -e "$SCRATCH/in-freeze"
+	start_held 3113
 	sleep 3
 	cg_frozen "$CG"
 	touch "$SCRATCH/go"

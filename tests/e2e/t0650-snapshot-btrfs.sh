@@ -218,4 +218,20 @@ test_expect_success 'root and one mount point: both snapshotted in one freeze' '
 	no_snapshots
 '
 
+test_expect_success 'a dump directory in the subvolume: no snapshot (it would hold the archives), staged without it' '
+	mkdir -p "$B/ct/var/backups"
+	for night in 1 2; do
+		cbackup_run 0 backup --root "$B/ct" --id 656 --tmpdir "$TMPD" \
+			--dumpdir "$B/ct/var/backups" --mode snapshot --freeze-cgroup "$CG" \
+			--prune-backups keep-all=1
+	done
+	test_has "$CB_ERR" "^INFO: snapshot not possible: the dump directory .$B/ct/var/backups. is in the volume"
+	test_has "$CB_ERR" "^WARN: leaving out ./var/backups.: it is the dump directory"
+	tar -tf "$(ls -t "$B"/ct/var/backups/cbackup-ct-656-*.tar.zst | head -1)" >list-656
+	test_has list-656 "^\./var/log/writer\.log$"
+	test_lacks list-656 "cbackup-ct-656"
+	rm -rf "$B/ct/var/backups"
+	no_snapshots
+'
+
 test_done
