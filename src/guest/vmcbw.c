@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -274,12 +275,21 @@ static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
 
 /* ---- the watchdog ------------------------------------------------------ */
 
-/* 'P': the VM is paused by cbackup (resume it at max-freeze); 'R': running
- * again; 'D': done, the graph is cbackup's again. EOF without 'D' (cbackup
- * died, even by SIGKILL): resume the VM and sweep the graph. */
+/* How long cbackup waits for the watchdog's answer: a process blocked in
+ * poll answers in microseconds; one that does not is stopped or hung. */
+#define WD_ANSWER_MS 1000
+
+/* Requests on the socket, each answered with one byte: 'P' the VM is
+ * about to be paused by cbackup (the watchdog resumes it at max-freeze),
+ * answer 'p'; 'R' cbackup resumes it now, answer 'r', or 'f' when the
+ * deadline passed and the watchdog resumed it already; 'D' done, the graph
+ * is cbackup's again: it exits (the socket's EOF is the answer). EOF
+ * without 'D' (cbackup died, even by SIGKILL): resume the VM and sweep the
+ * graph. */
 static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_fd)
 {
-	int qfd = v->s.fd, paused = 0, lo = qfd < cmd_fd ? qfd : cmd_fd, hi = qfd ^ cmd_fd ^ lo;
+	int qfd = v->s.fd, paused = 0, fired = 0, lo = qfd < cmd_fd ? qfd : cmd_fd;
+	int hi = qfd ^ cmd_fd ^ lo;
 	double deadline = 0;
 	struct cb_qmps s;
 	int count;
@@ -297,13 +307,14 @@ static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_
 	for (;;) {
 		struct pollfd p = { cmd_fd, POLLIN, 0 };
 		int ms = paused ? (int)((deadline - cb_now()) * 1000) : -1;
-		char c;
+		char c, answer = 0;
 		if (paused && ms <= 0) {
 			/* fire and forget: cbackup reads the replies while alive */
 			static const char cont[] = "{\"execute\":\"cont\",\"id\":\"wd-cont\"}\n";
 			if (write(qfd, cont, sizeof(cont) - 1) < 0)
 				break;
 			paused = 0;
+			fired = 1;
 			continue;
 		}
 		if (poll(&p, 1, ms < 0 ? -1 : ms) == 0)
@@ -315,12 +326,17 @@ static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_
 			break;
 		if (c == 'P') {
 			paused = 1;
+			fired = 0;
 			deadline = cb_now() + (v->o->max_freeze > 0 ? v->o->max_freeze : 1e9);
+			answer = 'p';
 		} else if (c == 'R') {
-			paused = 0;
+			answer = fired ? 'f' : 'r';
+			paused = fired = 0;
 		} else if (c == 'D') {
 			_exit(0);
 		}
+		if (answer && write(cmd_fd, &answer, 1) < 0)
+			break;
 	}
 	if (paused)
 		cb_qmps_exec(&s, "cont", NULL, NULL);
@@ -332,8 +348,8 @@ static int watchdog_start(struct cb_vmcbw *v)
 {
 	int p[2];
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return cb_error_errno("watchdog pipe");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+		return cb_error_errno("watchdog socket");
 	v->wd_pid = fork();
 	if (v->wd_pid == 0) {
 		close(p[1]);
@@ -348,29 +364,59 @@ static int watchdog_start(struct cb_vmcbw *v)
 	return 0;
 }
 
-static void watchdog_send(struct cb_vmcbw *v, char c)
+/* Until the watchdog's socket is readable (an answer or its EOF), at most
+ * WD_ANSWER_MS: 1 readable, 0 not. */
+static int watchdog_wait(const struct cb_vmcbw *v)
 {
-	sigset_t set, old;
+	double until = cb_now() + WD_ANSWER_MS / 1000.0;
 
-	if (v->wd_fd < 0)
-		return;
-	sigemptyset(&set);
-	sigaddset(&set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &set, &old);
-	if (write(v->wd_fd, &c, 1) < 0 && errno == EPIPE)
-		sigtimedwait(&set, NULL, &(struct timespec){ 0, 0 });
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	for (;;) {
+		struct pollfd p = { v->wd_fd, POLLIN, 0 };
+		int ms = (int)((until - cb_now()) * 1000), n;
+		if (ms < 0)
+			ms = 0;
+		n = poll(&p, 1, ms);
+		if (n > 0)
+			return 1;
+		if (n == 0 || errno != EINTR)
+			return 0;
+	}
 }
 
-static void watchdog_stop(struct cb_vmcbw *v)
+/* Request C and its answer, or 0: no answer in time, or the watchdog is
+ * gone. */
+static char watchdog_ask(struct cb_vmcbw *v, char c)
+{
+	char answer = 0;
+
+	if (v->wd_fd < 0 || send(v->wd_fd, &c, 1, MSG_NOSIGNAL) != 1 || !watchdog_wait(v) ||
+	    read(v->wd_fd, &answer, 1) != 1)
+		return 0;
+	return answer;
+}
+
+/* The watchdog reaped; KILL_IT: killed first, whatever state it is in (it
+ * cannot be trusted to resume the VM or tear the graph down any more). */
+static void watchdog_reap(struct cb_vmcbw *v, int kill_it)
 {
 	if (v->wd_fd < 0)
 		return;
-	watchdog_send(v, 'D');
+	if (kill_it)
+		kill(v->wd_pid, SIGKILL);
 	close(v->wd_fd);
 	v->wd_fd = -1;
 	while (waitpid(v->wd_pid, NULL, 0) < 0 && errno == EINTR)
 		;
+}
+
+/* 'D' and the watchdog's exit; one that does not go in time is killed. */
+static void watchdog_stop(struct cb_vmcbw *v)
+{
+	char c;
+
+	if (v->wd_fd >= 0)
+		watchdog_reap(v, send(v->wd_fd, "D", 1, MSG_NOSIGNAL) != 1 || !watchdog_wait(v) ||
+				 read(v->wd_fd, &c, 1) != 0);
 }
 
 /* ---- open: version, disks, leftovers ---------------------------------- */
@@ -775,23 +821,43 @@ static int hand_over(struct cb_vmcbw *v)
 	return rc;
 }
 
+/* The VM runs again. Past max-freeze the watchdog has resumed it already,
+ * maybe before every filter was in: the disks would not be of one instant,
+ * the backup fails. A watchdog that does not answer is killed and cbackup
+ * resumes the VM itself; the backup fails too (nothing would watch the
+ * rest of the run). */
 static int resume(struct cb_vmcbw *v)
 {
-	int rc = cb_qmps_exec(&v->s, "cont", NULL, NULL);
+	char answer = watchdog_ask(v, 'R');
+	int rc;
 
-	watchdog_send(v, 'R');
-	return rc;
+	if (answer == 'f')
+		return cb_error("max-freeze (%d s) exceeded while the copy-before-write filters went "
+				"in: the watchdog resumed the VM, the disks would not be of one "
+				"instant", v->o->max_freeze);
+	rc = cb_qmps_exec(&v->s, "cont", NULL, NULL);
+	if (answer == 'r')
+		return rc;
+	watchdog_reap(v, 1);
+	return cb_error("the VM watchdog (pid %d) did not answer for 1 s (stopped?): cbackup "
+			"resumed the VM itself%s%s", (int)v->wd_pid, rc < 0 ? " and failed: " : "",
+			rc < 0 ? cb_last_error() : "");
 }
 
-/* stop, the filters, cont: the VM's only pause. A failure in between
- * takes the filters out again before the VM runs on. */
+/* stop, the filters, cont: the VM's only pause, and only with the watchdog
+ * armed. A failure in between takes the filters out again before the VM
+ * runs on. */
 static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 {
 	int rc = 0, count;
 
 	v->s.stop_ts = v->s.resume_ts = 0;
 	if (!v->was_paused) {
-		watchdog_send(v, 'P');
+		if (watchdog_ask(v, 'P') != 'p') {
+			watchdog_reap(v, 1);
+			return cb_error("the VM watchdog (pid %d) did not answer for 1 s (stopped?): "
+					"the VM was not paused", (int)v->wd_pid);
+		}
 		if (cb_qmps_exec(&v->s, "stop", NULL, NULL) < 0) {
 			resume(v);
 			return -1;
@@ -807,12 +873,12 @@ static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 		sweep(&v->s, v->bitmap, &count);
 		cb_error("%s", why);
 	}
-	if (!v->was_paused && resume(v) < 0)
-		return -1;
 	if (v->was_paused) {
 		*pause_s = 0;   /* cbackup paused nothing */
 		return rc;
 	}
+	if (resume(v) < 0)   /* its error outweighs a filter's */
+		return -1;
 	for (int t = 0; t < 20 && !v->s.resume_ts; t++)
 		cb_qmps_drain(&v->s, 50);
 	*pause_s = v->s.resume_ts && v->s.stop_ts ? v->s.resume_ts - v->s.stop_ts : -1;

@@ -419,6 +419,65 @@ test_expect_success 'mode snapshot of a VM: QEMU'"'"'s live backup, said so; no 
 	archive_exact snapmode
 '
 
+# held_backup NAME FAULT [ARGS...]: cbackup in the background under the
+# shim, held (SIGSTOP) where FAULT fires; pid set. Not through with_fault
+# (a function: $! would be its subshell).
+held_backup() {
+	local name=$1 spec=$2
+	shift 2
+	mkdir -p "$SCRATCH/dump-$name" "$SCRATCH/tmp-$name"
+	rm -f "$FAULT_LOG"
+	CB_FAULT=$spec CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		"$CBACKUP" backup --type vm --id 320 --disk "$IMG/d0.qcow2" --disk "$IMG/d1.raw" \
+		--qmp "$SOCK" --tmpdir "$SCRATCH/tmp-$name" --dumpdir "$SCRATCH/dump-$name" \
+		--compress zstd "$@" >"$CB_OUT" 2>"$CB_ERR" &
+	pid=$!
+	cleanup_pid $pid
+	wait_for 30 grep -q "^State:.*stopped" /proc/$pid/status
+}
+# ended PID: the child PID has exited (a zombie until waited for)
+ended() { [ ! -e "/proc/$1" ] || grep -q "^State:.*zombie" "/proc/$1/status"; }
+
+test_expect_success 'held past max-freeze between the two filters: ERROR, no archive, VM runs' '
+	# held right before the filter of disk 1 goes in: the VM is paused
+	# with disk 0 filtered; the watchdog resumes it at max-freeze
+	snap
+	held_backup mf "data:SIGSTOP:cbackup-cbw1" --max-freeze 1
+	fault_fired "^data .*cbackup-cbw1"
+	wait_vm_status 10 "$TSOCK" running
+	gw 1 0xe7 6M 64k
+	kill -CONT $pid
+	rc=0
+	wait $pid || rc=$?
+	cat "$CB_ERR"
+	test "$rc" = 1
+	error_names 320 "" "max-freeze \(1 s\) exceeded while the copy-before-write filters went in: the watchdog resumed the VM"
+	test_lacks "$CB_ERR" "^INFO: VM paused"
+	no_output mf
+	graph_restored
+'
+
+test_expect_success 'the VM watchdog stopped while the VM is paused: cbackup resumes it, ends it' '
+	held_backup wds "data:SIGSTOP:cbackup-cbw1"
+	wd=$(pgrep -P $pid -x cbackup-vmwdog)
+	test -n "$wd"
+	kill -STOP $wd
+	cleanup_pid $wd
+	vm_status_is "$TSOCK" paused
+	kill -CONT $pid
+	wait_for 30 ended $pid
+	rc=0
+	wait $pid || rc=$?
+	cat "$CB_ERR"
+	test "$rc" = 1
+	vm_status_is "$TSOCK" running
+	test ! -e /proc/$wd
+	error_names 320 "" "the VM watchdog \(pid $wd\) did not answer for 1 s \(stopped\?\): cbackup resumed the VM itself"
+	no_output wds
+	graph_restored
+'
+
 test_expect_success 'QEMU quits during the read: ERROR naming it, exit 1, nothing left' '
 	mkdir -p "$SCRATCH/dump-quit" "$SCRATCH/tmp-quit"
 	"$CBACKUP" backup --type vm --id 320 --disk "$IMG/d0.qcow2" --disk "$IMG/d1.raw" \
