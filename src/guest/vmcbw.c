@@ -191,62 +191,11 @@ static int del_exports(struct cb_qmps *s, int *count)
 	return rc;
 }
 
-static int has_bitmap(const struct cb_json *inserted, const char *name)
-{
-	const struct cb_json *bm = cb_json_get(inserted, "dirty-bitmaps");
-
-	for (size_t k = 0; bm && k < bm->n; k++)
-		if (cb_json_str(bm->items[k], "name") && !strcmp(cb_json_str(bm->items[k], "name"), name))
-			return 1;
-	return 0;
-}
-
-/* A run that did not finish hands its snapshot's bitmap (BITMAP-t: the
- * changes up to the pause) back to BITMAP (the changes since): BITMAP
- * again covers everything since the last complete read. */
-static int merge_back(struct cb_qmps *s, const char *bitmap, int *count)
-{
-	struct cb_json *blocks = NULL;
-	const struct cb_json *list;
-	char t[300];
-	int rc = 0;
-
-	if (!bitmap)
-		return 0;
-	snprintf(t, sizeof(t), "%s-t", bitmap);
-	if (cb_qmps_exec(s, "query-block", NULL, &blocks) < 0)
-		return -1;
-	list = cb_json_get(blocks, "return");
-	for (size_t i = 0; list && i < list->n; i++) {
-		const struct cb_json *ins = cb_json_get(list->items[i], "inserted");
-		const char *node = cb_json_str(ins, "node-name");
-		char *qn, *qb, *qt;
-		if (!node || !has_bitmap(ins, t))
-			continue;
-		qn = cb_json_quote(node);
-		qb = cb_json_quote(bitmap);
-		qt = cb_json_quote(t);
-		if ((has_bitmap(ins, bitmap) &&
-		     cb_qmps_execf(s, NULL, "block-dirty-bitmap-merge",
-				   "{\"node\":%s,\"target\":%s,\"bitmaps\":[%s]}", qn, qb, qt) < 0) ||
-		    cb_qmps_execf(s, NULL, "block-dirty-bitmap-remove", "{\"node\":%s,\"name\":%s}",
-				  qn, qt) < 0)
-			rc = -1;
-		else
-			(*count)++;
-		free(qn);
-		free(qb);
-		free(qt);
-	}
-	cb_json_free(blocks);
-	return rc;
-}
-
 /* Everything named cbackup-* in QEMU's graph goes, in the order that frees
  * each thing before what it uses: blockdev-backup jobs, exports,
  * snapshot-access nodes, devices back on their format nodes, filters,
- * fleecing nodes, backup targets; a snapshot bitmap
- * goes back into BITMAP (may be NULL). Goes on after an error (each step
+ * fleecing nodes, backup targets; snapshot bitmaps named BITMAP* (may be
+ * NULL). Goes on after an error (each step
  * undoes what it can); the first error is kept. */
 static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
 {
@@ -268,7 +217,7 @@ static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
 	if (del_nodes(s, "tgt", count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
-	if (merge_back(s, bitmap, count) < 0 && !rc++)
+	if (cb_vmbm_sweep(s, bitmap, count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
 	return rc ? cb_error("%s", first) : 0;
 }
@@ -438,21 +387,6 @@ static int same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
-static int bitmap_state(const struct cb_json *inserted, const char *name)
-{
-	const struct cb_json *bm = cb_json_get(inserted, "dirty-bitmaps");
-
-	for (size_t k = 0; name && bm && k < bm->n; k++) {
-		const char *n = cb_json_str(bm->items[k], "name");
-		if (!n || strcmp(n, name))
-			continue;
-		if (cb_json_int(bm->items[k], "inconsistent", 0))
-			return BM_INCONSISTENT;
-		return cb_json_int(bm->items[k], "recording", 0) ? BM_OK : BM_DISABLED;
-	}
-	return BM_NONE;
-}
-
 /* The bytes the image and its backing files hold, at most the disk's size:
  * what a full copy of its content may take. */
 static uint64_t allocated(const struct cb_json *image, uint64_t size)
@@ -467,7 +401,7 @@ static uint64_t allocated(const struct cb_json *image, uint64_t size)
 }
 
 /* The query-block entry of configured disk PATH, or why there is none. */
-static int map_disk(const struct cb_json *list, struct vmdisk *d, const char *bitmap)
+static int map_disk(const struct cb_json *list, struct vmdisk *d)
 {
 	const struct cb_json *hit = NULL;
 	const char *node, *qdev, *drv;
@@ -497,7 +431,6 @@ static int map_disk(const struct cb_json *list, struct vmdisk *d, const char *bi
 	d->alloc = allocated(cb_json_get(hit, "inserted.image"), d->size);
 	d->name = cb_vmcbw_archive_name(d->path);
 	d->drv = cb_xstrdup(drv ? drv : "");
-	d->bm_state = bitmap_state(cb_json_get(hit, "inserted"), bitmap);
 	return 0;
 }
 
@@ -512,7 +445,7 @@ static int map_disks(struct cb_vmcbw *v)
 	v->d = cb_xcalloc(v->n, sizeof(*v->d));
 	for (size_t i = 0; i < v->n && rc == 0; i++) {
 		v->d[i].path = v->o->disks->v[i];
-		rc = map_disk(cb_json_get(blocks, "return"), &v->d[i], v->bitmap);
+		rc = map_disk(cb_json_get(blocks, "return"), &v->d[i]);
 		for (size_t k = 0; k < i && rc == 0; k++)
 			if (!strcmp(v->d[k].node, v->d[i].node) || !strcmp(v->d[k].name, v->d[i].name))
 				rc = cb_error("disks '%s' and '%s': %s", v->d[k].path, v->d[i].path,
@@ -563,6 +496,7 @@ static void free_disks(struct cb_vmcbw *v)
 		free(v->d[i].node);
 		free(v->d[i].name);
 		free(v->d[i].drv);
+		free(v->d[i].snap_bm);
 	}
 	free(v->d);
 	v->d = NULL;
@@ -586,6 +520,7 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 				"letters, digits, '.', '_' and '-' only", o->id);
 	}
 	v->bitmap = o->keep_staging ? cb_xasprintf(PREFIX "%s", o->id) : NULL;
+	cb_vmbm_new_gen(v->gen);
 	if (cb_qmps_open(&v->s, o->qmp, QMP_TIMEOUT_MS) < 0 || query_version(v) < 0)
 		goto fail;
 	v->path = cb_vm_path_choose(o->method, v->major, v->minor);
@@ -699,126 +634,13 @@ static int insert_filter(struct cb_vmcbw *v, size_t i)
 	return rc;
 }
 
-/* ---- incrementals: the bitmap cbackup-ID and the kept image ------------ */
-
-/* WORK_DIR/NAME.state says the kept image NAME holds the disk as of the
- * pause that cleared the bitmap: written after a complete read, removed
- * before the next one begins. */
-static char *state_text(const struct vmdisk *d)
-{
-	return cb_xasprintf("%s %llu\n", d->path, (unsigned long long)d->size);
-}
-
-static int state_valid(struct cb_vmcbw *v, int wfd, const struct vmdisk *d)
-{
-	char name[PATH_MAX], buf[PATH_MAX + 64], *want = state_text(d);
-	int fd, ok = 0;
-	ssize_t n;
-
-	snprintf(name, sizeof(name), "%s.state", d->name);
-	fd = openat(wfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && (n = read(fd, buf, sizeof(buf) - 1)) > 0) {
-		buf[n] = '\0';
-		ok = !strcmp(buf, want);
-	}
-	if (fd >= 0)
-		close(fd);
-	unlinkat(wfd, name, 0);
-	free(want);
-	(void)v;
-	return ok;
-}
-
-static void state_write(struct cb_vmcbw *v, const struct vmdisk *d)
-{
-	char *path = cb_xasprintf("%s/%s.state", v->work_dir, d->name), *text = state_text(d);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-
-	if (fd < 0 || cb_write_all(fd, text, strlen(text)) < 0)
-		cb_warn(v->o->log, "cannot record the kept image of '%s' (%s): the next run reads "
-			"it all", d->path, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	free(path);
-	free(text);
-}
-
-static int kept_image_fits(int dfd, const struct vmdisk *d)
-{
-	struct stat st;
-
-	return fstatat(dfd, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	       (uint64_t)st.st_size == d->size;
-}
-
-/* Which disks this run reads by their bitmap; the others in full, with a
- * WARN saying why when a kept image was there to update. */
-static void choose_incrementals(struct cb_vmcbw *v, int dfd, int reused)
-{
-	static const char *const why[] = { "missing", "", "disabled", "inconsistent" };
-	int wfd = open(v->work_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	for (size_t i = 0; v->bitmap && i < v->n; i++) {
-		struct vmdisk *d = &v->d[i];
-		int state = wfd >= 0 && state_valid(v, wfd, d);
-		const char *reason = d->bm_state != BM_OK ? why[d->bm_state]
-				     : !state || !kept_image_fits(dfd, d) ? "no complete kept image"
-				     : NULL;
-		d->incremental = reused && !reason;
-		if (d->incremental)
-			cb_info(v->o->log, "disk '%s': only the extents bitmap '%s' marks dirty are read",
-				d->path, v->bitmap);
-		else if (reused)
-			cb_warn(v->o->log, "disk '%s': bitmap '%s' %s%s: the whole disk is read", d->path,
-				v->bitmap, d->bm_state != BM_OK ? "is " : "unusable: ", reason);
-	}
-	if (wfd >= 0)
-		close(wfd);
-}
-
-/* While paused: BITMAP-t takes what BITMAP recorded (the changes since the
- * last complete read up to now) and BITMAP starts over; or, with no usable
- * BITMAP, a new one starts recording. */
-static int bitmap_at_pause(struct cb_vmcbw *v, const struct vmdisk *d)
-{
-	char *qn = cb_json_quote(d->node), *qb = cb_json_quote(v->bitmap);
-	int persistent = !strcmp(d->drv, "qcow2"), rc;
-
-	if (d->bm_state == BM_OK)
-		rc = cb_qmps_execf(&v->s, NULL, "transaction", "{\"actions\":["
-			"{\"type\":\"block-dirty-bitmap-add\",\"data\":{\"node\":%s,\"name\":\"%s-t\","
-			"\"disabled\":true}},"
-			"{\"type\":\"block-dirty-bitmap-merge\",\"data\":{\"node\":%s,\"target\":\"%s-t\","
-			"\"bitmaps\":[%s]}},"
-			"{\"type\":\"block-dirty-bitmap-clear\",\"data\":{\"node\":%s,\"name\":%s}}]}",
-			qn, v->bitmap, qn, v->bitmap, qb, qn, qb);
-	else if (d->bm_state != BM_NONE &&
-		 cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-remove", "{\"node\":%s,\"name\":%s}",
-			       qn, qb) < 0)
-		rc = -1;
-	else
-		rc = cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-add",
-				   "{\"node\":%s,\"name\":%s,\"persistent\":%s}", qn, qb,
-				   persistent ? "true" : "false");
-	free(qn);
-	free(qb);
-	return rc;
-}
-
-/* After a complete read: the snapshot bitmaps go (BITMAP holds what
- * changed since this pause); the exports first, they hold them. */
+/* After a complete read: the snapshot bitmaps go; the exports first, they
+ * hold them. */
 static int hand_over(struct cb_vmcbw *v)
 {
-	int count, rc = del_exports(&v->s, &count);
+	int count;
 
-	for (size_t i = 0; rc == 0 && i < v->n; i++) {
-		char *qn = cb_json_quote(v->d[i].node);
-		if (v->d[i].bm_state == BM_OK)   /* BITMAP-t was made at the pause */
-			rc = cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-remove",
-					   "{\"node\":%s,\"name\":\"%s-t\"}", qn, v->bitmap);
-		free(qn);
-	}
-	return rc;
+	return del_exports(&v->s, &count) < 0 ? -1 : cb_vmbm_hand_over(v);
 }
 
 /* The VM runs again. Past max-freeze the watchdog has resumed it already,
@@ -866,7 +688,7 @@ static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 	for (size_t i = 0; i < v->n && rc == 0; i++)
 		rc = insert_filter(v, i);
 	for (size_t i = 0; v->bitmap && i < v->n && rc == 0; i++)
-		rc = bitmap_at_pause(v, &v->d[i]);
+		rc = cb_vmbm_at_pause(v, &v->d[i]);
 	if (rc < 0) {
 		char why[1024];
 		snprintf(why, sizeof(why), "%s", cb_last_error());
@@ -904,16 +726,18 @@ static int export_disks(struct cb_vmcbw *v, char **sock)
 			   "{\"addr\":{\"type\":\"unix\",\"data\":{\"path\":%s}}}", q);
 	free(q);
 	for (size_t i = 0; i < v->n && rc == 0; i++) {
-		char *bm = NULL, *qn = cb_json_quote(v->d[i].node);
-		if (v->d[i].incremental)
-			bm = cb_xasprintf(",\"bitmaps\":[{\"node\":%s,\"name\":\"%s-t\"}]", qn,
-					  v->bitmap);
+		char *bm = NULL, *qn = cb_json_quote(v->d[i].node), *qs = NULL;
+		if (v->d[i].snap_bm) {
+			qs = cb_json_quote(v->d[i].snap_bm);
+			bm = cb_xasprintf(",\"bitmaps\":[{\"node\":%s,\"name\":%s}]", qn, qs);
+		}
 		rc = cb_qmps_execf(&v->s, NULL, "block-export-add",
 				   "{\"type\":\"nbd\",\"id\":\"" PREFIX "exp%zu\",\"node-name\":\""
 				   PREFIX "acc%zu\",\"name\":\"" PREFIX "%zu\",\"writable\":false%s}",
 				   i, i, i, bm ? bm : "");
 		free(bm);
 		free(qn);
+		free(qs);
 	}
 	return rc;
 }
@@ -950,11 +774,8 @@ static int read_disks(struct cb_vmcbw *v, int dfd, const char *sock)
 		int no_bitmap;
 		struct cb_nbdread_opts no = {
 			.socket = sock, .export_name = exp, .dir_fd = dfd, .file = v->d[i].name,
-			.bwlimit = v->o->bwlimit, .progress = v->o->progress,
+			.bwlimit = v->o->bwlimit, .progress = v->o->progress, .bitmap = v->d[i].snap_bm,
 		};
-		char tname[300];
-		snprintf(tname, sizeof(tname), "%s-t", v->bitmap ? v->bitmap : "");
-		no.bitmap = v->d[i].incremental ? tname : NULL;
 		snprintf(exp, sizeof(exp), PREFIX "%zu", i);
 		cb_progress_start(v->o->progress, v->o->show_progress, "reading disk", v->d[i].size);
 		int rc = cb_nbdread(&no, &st, &no_bitmap);
@@ -977,7 +798,7 @@ static int read_disks(struct cb_vmcbw *v, int dfd, const char *sock)
 				"backup", v->d[i].path, (unsigned long long)st.read,
 				(unsigned long long)st.dirty);
 		if (v->bitmap)
-			state_write(v, &v->d[i]);
+			cb_vmbm_state_write(v, &v->d[i]);
 	}
 	return 0;
 }
@@ -1028,7 +849,8 @@ int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *
 		rc = cb_vmcbw_backup_run(v, stage_dir, dfd);
 		goto out;
 	}
-	choose_incrementals(v, dfd, reused);
+	if (cb_vmbm_choose(v, dfd, reused) < 0)
+		goto out;
 	for (size_t i = 0; i < v->n; i++)
 		if (add_fleecing(v, i) < 0)
 			goto out;
