@@ -332,16 +332,22 @@ static int watchdog_wait(const struct cb_vmcbw *v)
 	}
 }
 
-/* Request C and its answer, or 0: no answer in time, or the watchdog is
- * gone. */
-static char watchdog_ask(struct cb_vmcbw *v, char c)
+/* Request C and its answer; 0: no answer in time (stopped, hung), -1:
+ * the watchdog is gone. */
+static int watchdog_ask(struct cb_vmcbw *v, char c)
 {
-	char answer = 0;
+	char answer;
 
-	if (v->wd_fd < 0 || send(v->wd_fd, &c, 1, MSG_NOSIGNAL) != 1 || !watchdog_wait(v) ||
-	    read(v->wd_fd, &answer, 1) != 1)
+	if (v->wd_fd < 0 || send(v->wd_fd, &c, 1, MSG_NOSIGNAL) != 1)
+		return -1;
+	if (!watchdog_wait(v))
 		return 0;
-	return answer;
+	return read(v->wd_fd, &answer, 1) == 1 ? answer : -1;
+}
+
+static const char *watchdog_lost(int answer)
+{
+	return answer < 0 ? "ended (killed?)" : "did not answer for 1 s (stopped?)";
 }
 
 /* The watchdog reaped; KILL_IT: killed first, whatever state it is in (it
@@ -358,14 +364,19 @@ static void watchdog_reap(struct cb_vmcbw *v, int kill_it)
 		;
 }
 
-/* 'D' and the watchdog's exit; one that does not go in time is killed. */
+/* 'D' and the watchdog's exit (its EOF); one that does not go in time is
+ * killed, with a WARN: the backup itself is complete. */
 static void watchdog_stop(struct cb_vmcbw *v)
 {
-	char c;
+	int late;
 
-	if (v->wd_fd >= 0)
-		watchdog_reap(v, send(v->wd_fd, "D", 1, MSG_NOSIGNAL) != 1 || !watchdog_wait(v) ||
-				 read(v->wd_fd, &c, 1) != 0);
+	if (v->wd_fd < 0)
+		return;
+	late = send(v->wd_fd, "D", 1, MSG_NOSIGNAL) == 1 && !watchdog_wait(v);
+	if (late)
+		cb_warn(v->o->log, "the VM watchdog (pid %d) did not end in 1 s (stopped?): killed",
+			(int)v->wd_pid);
+	watchdog_reap(v, late);
 }
 
 /* ---- open: version, disks, leftovers ---------------------------------- */
@@ -650,8 +661,7 @@ static int hand_over(struct cb_vmcbw *v)
  * rest of the run). */
 static int resume(struct cb_vmcbw *v)
 {
-	char answer = watchdog_ask(v, 'R');
-	int rc;
+	int answer = watchdog_ask(v, 'R'), rc;
 
 	if (answer == 'f')
 		return cb_error("max-freeze (%d s) exceeded while the copy-before-write filters went "
@@ -661,8 +671,8 @@ static int resume(struct cb_vmcbw *v)
 	if (answer == 'r')
 		return rc;
 	watchdog_reap(v, 1);
-	return cb_error("the VM watchdog (pid %d) did not answer for 1 s (stopped?): cbackup "
-			"resumed the VM itself%s%s", (int)v->wd_pid, rc < 0 ? " and failed: " : "",
+	return cb_error("the VM watchdog (pid %d) %s: cbackup resumed the VM itself%s%s",
+			(int)v->wd_pid, watchdog_lost(answer), rc < 0 ? " and failed: " : "",
 			rc < 0 ? cb_last_error() : "");
 }
 
@@ -675,10 +685,11 @@ static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 
 	v->s.stop_ts = v->s.resume_ts = 0;
 	if (!v->was_paused) {
-		if (watchdog_ask(v, 'P') != 'p') {
+		int answer = watchdog_ask(v, 'P');
+		if (answer != 'p') {
 			watchdog_reap(v, 1);
-			return cb_error("the VM watchdog (pid %d) did not answer for 1 s (stopped?): "
-					"the VM was not paused", (int)v->wd_pid);
+			return cb_error("the VM watchdog (pid %d) %s: the VM was not paused",
+					(int)v->wd_pid, watchdog_lost(answer));
 		}
 		if (cb_qmps_exec(&v->s, "stop", NULL, NULL) < 0) {
 			resume(v);

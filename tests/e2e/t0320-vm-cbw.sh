@@ -442,6 +442,22 @@ held_backup() {
 }
 # ended PID: the child PID has exited (a zombie until waited for)
 ended() { [ ! -e "/proc/$1" ] || grep -q "^State:.*zombie" "/proc/$1/status"; }
+# stop_watchdog: the watchdog of the held cbackup stopped (SIGSTOP); wd set
+stop_watchdog() {
+	wd=$(pgrep -P $pid -x cbackup-vmwdog)
+	test -n "$wd" && kill -STOP $wd && cleanup_pid $wd
+}
+# go_on RC: the held cbackup goes on and exits with RC
+go_on() {
+	local rc=0
+	kill -CONT $pid
+	wait_for 30 ended $pid || return 1
+	wait $pid || rc=$?
+	cat "$CB_ERR"
+	[ "$rc" = "$1" ] && return 0
+	echo "cbackup exited with $rc, expected $1"
+	return 1
+}
 
 test_expect_success 'held past max-freeze between the two filters: ERROR, no archive, VM runs' '
 	# held right before the filter of disk 1 goes in: the VM is paused
@@ -451,11 +467,7 @@ test_expect_success 'held past max-freeze between the two filters: ERROR, no arc
 	fault_fired "^data .*cbackup-cbw1"
 	wait_vm_status 10 "$TSOCK" running
 	gw 1 0xe7 6M 64k
-	kill -CONT $pid
-	rc=0
-	wait $pid || rc=$?
-	cat "$CB_ERR"
-	test "$rc" = 1
+	go_on 1
 	error_names 320 "" "max-freeze \(1 s\) exceeded while the copy-before-write filters went in: the watchdog resumed the VM"
 	test_lacks "$CB_ERR" "^INFO: VM paused"
 	no_output mf
@@ -464,21 +476,25 @@ test_expect_success 'held past max-freeze between the two filters: ERROR, no arc
 
 test_expect_success 'the VM watchdog stopped while the VM is paused: cbackup resumes it, ends it' '
 	held_backup wds "data:SIGSTOP:cbackup-cbw1"
-	wd=$(pgrep -P $pid -x cbackup-vmwdog)
-	test -n "$wd"
-	kill -STOP $wd
-	cleanup_pid $wd
+	stop_watchdog
 	vm_status_is "$TSOCK" paused
-	kill -CONT $pid
-	wait_for 30 ended $pid
-	rc=0
-	wait $pid || rc=$?
-	cat "$CB_ERR"
-	test "$rc" = 1
+	go_on 1
 	vm_status_is "$TSOCK" running
 	test ! -e /proc/$wd
 	error_names 320 "" "the VM watchdog \(pid $wd\) did not answer for 1 s \(stopped\?\): cbackup resumed the VM itself"
 	no_output wds
+	graph_restored
+'
+
+test_expect_success 'the VM watchdog stopped after the pause: killed at the end, WARN, exact' '
+	# held before the first export, the VM running again
+	snap
+	held_backup wdr "data:SIGSTOP:cbackup-exp0"
+	stop_watchdog
+	go_on 0
+	test_has "$CB_ERR" "^WARN: the VM watchdog \(pid $wd\) did not end in 1 s \(stopped\?\): killed"
+	test ! -e /proc/$wd
+	archive_exact wdr
 	graph_restored
 '
 
