@@ -165,7 +165,8 @@ static int end_jobs(struct cb_qmps *s, int *count)
 	}
 }
 
-static int del_exports(struct cb_qmps *s, int *count)
+/* NBD: the NBD server is cbackup's (started by this run), exports or not. */
+static int del_exports(struct cb_qmps *s, int nbd, int *count)
 {
 	struct cb_json *ex = NULL;
 	const struct cb_json *list;
@@ -186,7 +187,7 @@ static int del_exports(struct cb_qmps *s, int *count)
 	}
 	cb_json_free(ex);
 	/* the NBD server of a run that had exports was cbackup's own */
-	if (found)
+	if (found || nbd)
 		cb_qmps_exec(s, "nbd-server-stop", NULL, NULL);
 	return rc;
 }
@@ -197,7 +198,7 @@ static int del_exports(struct cb_qmps *s, int *count)
  * fleecing nodes, backup targets; snapshot bitmaps named BITMAP* (may be
  * NULL). Goes on after an error (each step
  * undoes what it can); the first error is kept. */
-static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
+static int sweep(struct cb_qmps *s, const char *bitmap, int nbd, int *count)
 {
 	char first[1024] = "";
 	int rc = 0;
@@ -205,7 +206,7 @@ static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
 	*count = 0;
 	if (end_jobs(s, count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
-	if (del_exports(s, count) < 0 && !rc++)
+	if (del_exports(s, nbd, count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
 	if (del_nodes(s, "acc", count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
@@ -231,13 +232,15 @@ static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
 /* Requests on the socket, each answered with one byte: 'P' the VM is
  * about to be paused by cbackup (the watchdog resumes it at max-freeze),
  * answer 'p'; 'R' cbackup resumes it now, answer 'r', or 'f' when the
- * deadline passed and the watchdog resumed it already; 'D' done, the graph
+ * deadline passed and the watchdog resumed it already; notes without an
+ * answer: 'N' the NBD server cbackup starts next is its own, 'n' it is not
+ * (it did not start); 'D' done, the graph
  * is cbackup's again: it exits (the socket's EOF is the answer). EOF
  * without 'D' (cbackup died, even by SIGKILL): resume the VM and sweep the
  * graph. */
 static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_fd)
 {
-	int qfd = v->s.fd, paused = 0, fired = 0, lo = qfd < cmd_fd ? qfd : cmd_fd;
+	int qfd = v->s.fd, paused = 0, fired = 0, nbd = 0, lo = qfd < cmd_fd ? qfd : cmd_fd;
 	int hi = qfd ^ cmd_fd ^ lo;
 	double deadline = 0;
 	struct cb_qmps s;
@@ -281,6 +284,8 @@ static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_
 		} else if (c == 'R') {
 			answer = fired ? 'f' : 'r';
 			paused = fired = 0;
+		} else if (c == 'N' || c == 'n') {
+			nbd = c == 'N';
 		} else if (c == 'D') {
 			_exit(0);
 		}
@@ -289,7 +294,7 @@ static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_
 	}
 	if (paused)
 		cb_qmps_exec(&s, "cont", NULL, NULL);
-	sweep(&s, v->bitmap, &count);
+	sweep(&s, v->bitmap, nbd, &count);
 	_exit(0);
 }
 
@@ -343,6 +348,12 @@ static int watchdog_ask(struct cb_vmcbw *v, char c)
 	if (!watchdog_wait(v))
 		return 0;
 	return read(v->wd_fd, &answer, 1) == 1 ? answer : -1;
+}
+
+static void watchdog_note(struct cb_vmcbw *v, char c)
+{
+	if (v->wd_fd >= 0)
+		send(v->wd_fd, &c, 1, MSG_NOSIGNAL);
 }
 
 static const char *watchdog_lost(int answer)
@@ -553,7 +564,7 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 			"directory (%s)", v->major, v->minor, v->micro, o->disks->n,
 			o->method == CB_VM_BACKUP ? "vm-method blockdev-backup"
 						  : "copy-before-write snapshots need QEMU 7.1");
-	if (sweep(&v->s, v->bitmap, &count) < 0)
+	if (sweep(&v->s, v->bitmap, 0, &count) < 0)
 		goto fail;
 	if (count)
 		cb_warn(o->log, "removed %d leftover(s) named " PREFIX "* of an earlier run from "
@@ -649,9 +660,10 @@ static int insert_filter(struct cb_vmcbw *v, size_t i)
  * hold them. */
 static int hand_over(struct cb_vmcbw *v)
 {
-	int count;
+	int count, nbd = v->nbd_on;
 
-	return del_exports(&v->s, &count) < 0 ? -1 : cb_vmbm_hand_over(v);
+	v->nbd_on = 0;
+	return del_exports(&v->s, nbd, &count) < 0 ? -1 : cb_vmbm_hand_over(v);
 }
 
 /* The VM runs again. Past max-freeze the watchdog has resumed it already,
@@ -703,7 +715,7 @@ static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 	if (rc < 0) {
 		char why[1024];
 		snprintf(why, sizeof(why), "%s", cb_last_error());
-		sweep(&v->s, v->bitmap, &count);
+		sweep(&v->s, v->bitmap, 0, &count);
 		cb_error("%s", why);
 	}
 	if (v->was_paused) {
@@ -732,10 +744,17 @@ static int export_disks(struct cb_vmcbw *v, char **sock)
 				  "{\"driver\":\"snapshot-access\",\"node-name\":\"" PREFIX "acc%zu\","
 				  "\"file\":\"" PREFIX "cbw%zu\"}", i, i) < 0)
 			return -1;
+	/* told first: killed between this and the first export, cbackup would
+	 * leave a server that no export marks as its own; one that would not
+	 * start (another's runs) is not */
+	watchdog_note(v, 'N');
 	q = cb_json_quote(*sock);
 	rc = cb_qmps_execf(&v->s, NULL, "nbd-server-start",
 			   "{\"addr\":{\"type\":\"unix\",\"data\":{\"path\":%s}}}", q);
 	free(q);
+	v->nbd_on = rc == 0;
+	if (rc < 0)
+		watchdog_note(v, 'n');
 	for (size_t i = 0; i < v->n && rc == 0; i++) {
 		char *bm = NULL, *qn = cb_json_quote(v->d[i].node), *qs = NULL;
 		if (v->d[i].snap_bm) {
@@ -887,7 +906,7 @@ int cb_vmcbw_close(struct cb_vmcbw *v)
 	if (!v)
 		return 0;
 	cb_vmcbw_fs_thaw(v);
-	if (v->s.fd >= 0 && !v->s.lost && sweep(&v->s, v->bitmap, &count) < 0)
+	if (v->s.fd >= 0 && !v->s.lost && sweep(&v->s, v->bitmap, v->nbd_on, &count) < 0)
 		rc = cb_error_prefix("restoring the VM's block graph");
 	watchdog_stop(v);
 	if (v->work_dir && v->bitmap)

@@ -42,6 +42,7 @@ struct cb_vmcbw {
 	char gen[VM_GEN_LEN + 1];   /* this run's bitmap: BITMAP@GEN */
 	pid_t wd_pid;
 	int wd_fd;                  /* commands to the watchdog, -1 when none */
+	int nbd_on;                 /* cbackup's NBD server runs in QEMU */
 };
 
 /* vmcbw.c */

@@ -7,6 +7,8 @@
 # the kept image night 2's. Night 3 must read the whole disk (an INFO says
 # why: the bitmap's generation is not the kept copy's) and archive the
 # disk as it is now, not the kept image; night 4 is incremental again.
+# A run killed after its pause leaves no stopped bitmap (the watchdog drops
+# it) and the next one reads in full.
 . "$(dirname "$0")/lib.sh"
 
 if ! test_have_prereq QEMU; then
@@ -89,6 +91,30 @@ test_expect_success 'night 4: incremental again, exact; one bitmap of cbackup on
 	qmp "$SOCK" query-block | grep -o "\"name\": \"cbackup-[^\"]*\"" >bitmaps
 	cat bitmaps
 	[ $(wc -l <bitmaps) = 1 ]
+'
+
+# no_stopped_bitmap: the VM's monitor is free again and no bitmap is stopped
+no_stopped_bitmap() { qmp "$SOCK" query-block >blocks && test_lacks blocks "\"recording\": false"; }
+
+test_expect_success 'night 5 killed after the pause: its stopped bitmap goes; night 6 full, exact' '
+	gw 0x55 10M 64k
+	mkdir -p "$SCRATCH/dump-5"
+	# held (the shim'"'"'s SIGSTOP) before the export, after the pause
+	CB_FAULT="data:SIGSTOP:cbackup-exp0" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		"$CBACKUP" backup --type vm --id 322 --disk "$IMG/d.qcow2" --qmp "$SOCK" \
+		--tmpdir "$TMP" --dumpdir "$SCRATCH/dump-5" --keep-staging 1 >"$CB_OUT" 2>"$CB_ERR" &
+	pid=$!
+	cleanup_pid $pid
+	wait_for 30 grep -q "^State:.*stopped" /proc/$pid/status
+	kill -KILL $pid
+	wait $pid || :
+	wait_for 10 no_stopped_bitmap
+	grep -o "\"name\": \"cbackup-[^\"]*\"" blocks >bitmaps
+	[ $(wc -l <bitmaps) = 1 ]
+	night 6
+	test_has "$CB_ERR" "^WARN: disk .*d.qcow2.: no kept image recorded complete: the whole disk is read"
+	exact 6
 	vm_stop
 '
 
