@@ -11,14 +11,14 @@
 # it) and the next one reads in full.
 . "$(dirname "$0")/lib.sh"
 
+IMG=$SCRATCH/img
+SOCK=$SCRATCH/vm.qmp
+TMP=$SCRATCH/tmp
+
 if ! test_have_prereq QEMU; then
 	test_skip 'VM bitmaps after a file-level rollback' 'qemu-system-x86_64, qemu-img or python3 missing'
 	test_done
 fi
-
-IMG=$SCRATCH/img
-SOCK=$SCRATCH/vm.qmp
-TMP=$SCRATCH/tmp
 
 # gw PATTERN OFFSET LENGTH: the guest writes (through its device)
 gw() {
