@@ -50,7 +50,7 @@ struct cb_vmcbw_opts {
 	const char *qmp;             /* QMP socket */
 	const char *qga;             /* guest agent socket (fsfreeze), or NULL */
 	enum cb_vm_method method;    /* vm-method: auto or blockdev-backup */
-	const char *id;              /* guest ID (bitmap name cbackup-ID) */
+	const char *id;              /* guest ID (bitmaps cbackup-ID@GEN) */
 	const struct cb_strvec *disks;
 	int max_freeze;              /* seconds the pause may last */
 	int cbw_timeout;             /* seconds a guest write may wait for its copy */

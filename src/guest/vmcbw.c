@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -164,7 +165,8 @@ static int end_jobs(struct cb_qmps *s, int *count)
 	}
 }
 
-static int del_exports(struct cb_qmps *s, int *count)
+/* NBD: the NBD server is cbackup's (started by this run), exports or not. */
+static int del_exports(struct cb_qmps *s, int nbd, int *count)
 {
 	struct cb_json *ex = NULL;
 	const struct cb_json *list;
@@ -185,69 +187,18 @@ static int del_exports(struct cb_qmps *s, int *count)
 	}
 	cb_json_free(ex);
 	/* the NBD server of a run that had exports was cbackup's own */
-	if (found)
+	if (found || nbd)
 		cb_qmps_exec(s, "nbd-server-stop", NULL, NULL);
-	return rc;
-}
-
-static int has_bitmap(const struct cb_json *inserted, const char *name)
-{
-	const struct cb_json *bm = cb_json_get(inserted, "dirty-bitmaps");
-
-	for (size_t k = 0; bm && k < bm->n; k++)
-		if (cb_json_str(bm->items[k], "name") && !strcmp(cb_json_str(bm->items[k], "name"), name))
-			return 1;
-	return 0;
-}
-
-/* A run that did not finish hands its snapshot's bitmap (BITMAP-t: the
- * changes up to the pause) back to BITMAP (the changes since): BITMAP
- * again covers everything since the last complete read. */
-static int merge_back(struct cb_qmps *s, const char *bitmap, int *count)
-{
-	struct cb_json *blocks = NULL;
-	const struct cb_json *list;
-	char t[300];
-	int rc = 0;
-
-	if (!bitmap)
-		return 0;
-	snprintf(t, sizeof(t), "%s-t", bitmap);
-	if (cb_qmps_exec(s, "query-block", NULL, &blocks) < 0)
-		return -1;
-	list = cb_json_get(blocks, "return");
-	for (size_t i = 0; list && i < list->n; i++) {
-		const struct cb_json *ins = cb_json_get(list->items[i], "inserted");
-		const char *node = cb_json_str(ins, "node-name");
-		char *qn, *qb, *qt;
-		if (!node || !has_bitmap(ins, t))
-			continue;
-		qn = cb_json_quote(node);
-		qb = cb_json_quote(bitmap);
-		qt = cb_json_quote(t);
-		if ((has_bitmap(ins, bitmap) &&
-		     cb_qmps_execf(s, NULL, "block-dirty-bitmap-merge",
-				   "{\"node\":%s,\"target\":%s,\"bitmaps\":[%s]}", qn, qb, qt) < 0) ||
-		    cb_qmps_execf(s, NULL, "block-dirty-bitmap-remove", "{\"node\":%s,\"name\":%s}",
-				  qn, qt) < 0)
-			rc = -1;
-		else
-			(*count)++;
-		free(qn);
-		free(qb);
-		free(qt);
-	}
-	cb_json_free(blocks);
 	return rc;
 }
 
 /* Everything named cbackup-* in QEMU's graph goes, in the order that frees
  * each thing before what it uses: blockdev-backup jobs, exports,
  * snapshot-access nodes, devices back on their format nodes, filters,
- * fleecing nodes, backup targets; a snapshot bitmap
- * goes back into BITMAP (may be NULL). Goes on after an error (each step
+ * fleecing nodes, backup targets; snapshot bitmaps named BITMAP* (may be
+ * NULL). Goes on after an error (each step
  * undoes what it can); the first error is kept. */
-static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
+static int sweep(struct cb_qmps *s, const char *bitmap, int nbd, int *count)
 {
 	char first[1024] = "";
 	int rc = 0;
@@ -255,7 +206,7 @@ static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
 	*count = 0;
 	if (end_jobs(s, count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
-	if (del_exports(s, count) < 0 && !rc++)
+	if (del_exports(s, nbd, count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
 	if (del_nodes(s, "acc", count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
@@ -267,19 +218,30 @@ static int sweep(struct cb_qmps *s, const char *bitmap, int *count)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
 	if (del_nodes(s, "tgt", count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
-	if (merge_back(s, bitmap, count) < 0 && !rc++)
+	if (cb_vmbm_sweep(s, bitmap, count) < 0 && !rc++)
 		snprintf(first, sizeof(first), "%s", cb_last_error());
 	return rc ? cb_error("%s", first) : 0;
 }
 
 /* ---- the watchdog ------------------------------------------------------ */
 
-/* 'P': the VM is paused by cbackup (resume it at max-freeze); 'R': running
- * again; 'D': done, the graph is cbackup's again. EOF without 'D' (cbackup
- * died, even by SIGKILL): resume the VM and sweep the graph. */
+/* How long cbackup waits for the watchdog's answer: a process blocked in
+ * poll answers in microseconds; one that does not is stopped or hung. */
+#define WD_ANSWER_MS 1000
+
+/* Requests on the socket, each answered with one byte: 'P' the VM is
+ * about to be paused by cbackup (the watchdog resumes it at max-freeze),
+ * answer 'p'; 'R' cbackup resumes it now, answer 'r', or 'f' when the
+ * deadline passed and the watchdog resumed it already; notes without an
+ * answer: 'N' the NBD server cbackup starts next is its own, 'n' it is not
+ * (it did not start); 'D' done, the graph
+ * is cbackup's again: it exits (the socket's EOF is the answer). EOF
+ * without 'D' (cbackup died, even by SIGKILL): resume the VM and sweep the
+ * graph. */
 static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_fd)
 {
-	int qfd = v->s.fd, paused = 0, lo = qfd < cmd_fd ? qfd : cmd_fd, hi = qfd ^ cmd_fd ^ lo;
+	int qfd = v->s.fd, paused = 0, fired = 0, nbd = 0, lo = qfd < cmd_fd ? qfd : cmd_fd;
+	int hi = qfd ^ cmd_fd ^ lo;
 	double deadline = 0;
 	struct cb_qmps s;
 	int count;
@@ -297,13 +259,14 @@ static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_
 	for (;;) {
 		struct pollfd p = { cmd_fd, POLLIN, 0 };
 		int ms = paused ? (int)((deadline - cb_now()) * 1000) : -1;
-		char c;
+		char c, answer = 0;
 		if (paused && ms <= 0) {
 			/* fire and forget: cbackup reads the replies while alive */
 			static const char cont[] = "{\"execute\":\"cont\",\"id\":\"wd-cont\"}\n";
 			if (write(qfd, cont, sizeof(cont) - 1) < 0)
 				break;
 			paused = 0;
+			fired = 1;
 			continue;
 		}
 		if (poll(&p, 1, ms < 0 ? -1 : ms) == 0)
@@ -315,16 +278,23 @@ static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_
 			break;
 		if (c == 'P') {
 			paused = 1;
+			fired = 0;
 			deadline = cb_now() + (v->o->max_freeze > 0 ? v->o->max_freeze : 1e9);
+			answer = 'p';
 		} else if (c == 'R') {
-			paused = 0;
+			answer = fired ? 'f' : 'r';
+			paused = fired = 0;
+		} else if (c == 'N' || c == 'n') {
+			nbd = c == 'N';
 		} else if (c == 'D') {
 			_exit(0);
 		}
+		if (answer && write(cmd_fd, &answer, 1) < 0)
+			break;
 	}
 	if (paused)
 		cb_qmps_exec(&s, "cont", NULL, NULL);
-	sweep(&s, v->bitmap, &count);
+	sweep(&s, v->bitmap, nbd, &count);
 	_exit(0);
 }
 
@@ -332,8 +302,8 @@ static int watchdog_start(struct cb_vmcbw *v)
 {
 	int p[2];
 
-	if (pipe2(p, O_CLOEXEC) < 0)
-		return cb_error_errno("watchdog pipe");
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+		return cb_error_errno("watchdog socket");
 	v->wd_pid = fork();
 	if (v->wd_pid == 0) {
 		close(p[1]);
@@ -348,29 +318,76 @@ static int watchdog_start(struct cb_vmcbw *v)
 	return 0;
 }
 
-static void watchdog_send(struct cb_vmcbw *v, char c)
+/* Until the watchdog's socket is readable (an answer or its EOF), at most
+ * WD_ANSWER_MS: 1 readable, 0 not. */
+static int watchdog_wait(const struct cb_vmcbw *v)
 {
-	sigset_t set, old;
+	double until = cb_now() + WD_ANSWER_MS / 1000.0;
 
-	if (v->wd_fd < 0)
-		return;
-	sigemptyset(&set);
-	sigaddset(&set, SIGPIPE);
-	pthread_sigmask(SIG_BLOCK, &set, &old);
-	if (write(v->wd_fd, &c, 1) < 0 && errno == EPIPE)
-		sigtimedwait(&set, NULL, &(struct timespec){ 0, 0 });
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	for (;;) {
+		struct pollfd p = { v->wd_fd, POLLIN, 0 };
+		int ms = (int)((until - cb_now()) * 1000), n;
+		if (ms < 0)
+			ms = 0;
+		n = poll(&p, 1, ms);
+		if (n > 0)
+			return 1;
+		if (n == 0 || errno != EINTR)
+			return 0;
+	}
 }
 
-static void watchdog_stop(struct cb_vmcbw *v)
+/* Request C and its answer; 0: no answer in time (stopped, hung), -1:
+ * the watchdog is gone. */
+static int watchdog_ask(struct cb_vmcbw *v, char c)
+{
+	char answer;
+
+	if (v->wd_fd < 0 || send(v->wd_fd, &c, 1, MSG_NOSIGNAL) != 1)
+		return -1;
+	if (!watchdog_wait(v))
+		return 0;
+	return read(v->wd_fd, &answer, 1) == 1 ? answer : -1;
+}
+
+static void watchdog_note(struct cb_vmcbw *v, char c)
+{
+	if (v->wd_fd >= 0)
+		send(v->wd_fd, &c, 1, MSG_NOSIGNAL);
+}
+
+static const char *watchdog_lost(int answer)
+{
+	return answer < 0 ? "ended (killed?)" : "did not answer for 1 s (stopped?)";
+}
+
+/* The watchdog reaped; KILL_IT: killed first, whatever state it is in (it
+ * cannot be trusted to resume the VM or tear the graph down any more). */
+static void watchdog_reap(struct cb_vmcbw *v, int kill_it)
 {
 	if (v->wd_fd < 0)
 		return;
-	watchdog_send(v, 'D');
+	if (kill_it)
+		kill(v->wd_pid, SIGKILL);
 	close(v->wd_fd);
 	v->wd_fd = -1;
 	while (waitpid(v->wd_pid, NULL, 0) < 0 && errno == EINTR)
 		;
+}
+
+/* 'D' and the watchdog's exit (its EOF); one that does not go in time is
+ * killed, with a WARN: the backup itself is complete. */
+static void watchdog_stop(struct cb_vmcbw *v)
+{
+	int late;
+
+	if (v->wd_fd < 0)
+		return;
+	late = send(v->wd_fd, "D", 1, MSG_NOSIGNAL) == 1 && !watchdog_wait(v);
+	if (late)
+		cb_warn(v->o->log, "the VM watchdog (pid %d) did not end in 1 s (stopped?): killed",
+			(int)v->wd_pid);
+	watchdog_reap(v, late);
 }
 
 /* ---- open: version, disks, leftovers ---------------------------------- */
@@ -392,21 +409,6 @@ static int same_file(const char *a, const char *b)
 	       sa.st_ino == sb.st_ino;
 }
 
-static int bitmap_state(const struct cb_json *inserted, const char *name)
-{
-	const struct cb_json *bm = cb_json_get(inserted, "dirty-bitmaps");
-
-	for (size_t k = 0; name && bm && k < bm->n; k++) {
-		const char *n = cb_json_str(bm->items[k], "name");
-		if (!n || strcmp(n, name))
-			continue;
-		if (cb_json_int(bm->items[k], "inconsistent", 0))
-			return BM_INCONSISTENT;
-		return cb_json_int(bm->items[k], "recording", 0) ? BM_OK : BM_DISABLED;
-	}
-	return BM_NONE;
-}
-
 /* The bytes the image and its backing files hold, at most the disk's size:
  * what a full copy of its content may take. */
 static uint64_t allocated(const struct cb_json *image, uint64_t size)
@@ -421,7 +423,7 @@ static uint64_t allocated(const struct cb_json *image, uint64_t size)
 }
 
 /* The query-block entry of configured disk PATH, or why there is none. */
-static int map_disk(const struct cb_json *list, struct vmdisk *d, const char *bitmap)
+static int map_disk(const struct cb_json *list, struct vmdisk *d)
 {
 	const struct cb_json *hit = NULL;
 	const char *node, *qdev, *drv;
@@ -451,7 +453,6 @@ static int map_disk(const struct cb_json *list, struct vmdisk *d, const char *bi
 	d->alloc = allocated(cb_json_get(hit, "inserted.image"), d->size);
 	d->name = cb_vmcbw_archive_name(d->path);
 	d->drv = cb_xstrdup(drv ? drv : "");
-	d->bm_state = bitmap_state(cb_json_get(hit, "inserted"), bitmap);
 	return 0;
 }
 
@@ -466,7 +467,7 @@ static int map_disks(struct cb_vmcbw *v)
 	v->d = cb_xcalloc(v->n, sizeof(*v->d));
 	for (size_t i = 0; i < v->n && rc == 0; i++) {
 		v->d[i].path = v->o->disks->v[i];
-		rc = map_disk(cb_json_get(blocks, "return"), &v->d[i], v->bitmap);
+		rc = map_disk(cb_json_get(blocks, "return"), &v->d[i]);
 		for (size_t k = 0; k < i && rc == 0; k++)
 			if (!strcmp(v->d[k].node, v->d[i].node) || !strcmp(v->d[k].name, v->d[i].name))
 				rc = cb_error("disks '%s' and '%s': %s", v->d[k].path, v->d[i].path,
@@ -517,6 +518,7 @@ static void free_disks(struct cb_vmcbw *v)
 		free(v->d[i].node);
 		free(v->d[i].name);
 		free(v->d[i].drv);
+		free(v->d[i].snap_bm);
 	}
 	free(v->d);
 	v->d = NULL;
@@ -540,6 +542,7 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 				"letters, digits, '.', '_' and '-' only", o->id);
 	}
 	v->bitmap = o->keep_staging ? cb_xasprintf(PREFIX "%s", o->id) : NULL;
+	cb_vmbm_new_gen(v->gen);
 	if (cb_qmps_open(&v->s, o->qmp, QMP_TIMEOUT_MS) < 0 || query_version(v) < 0)
 		goto fail;
 	v->path = cb_vm_path_choose(o->method, v->major, v->minor);
@@ -561,7 +564,7 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 			"directory (%s)", v->major, v->minor, v->micro, o->disks->n,
 			o->method == CB_VM_BACKUP ? "vm-method blockdev-backup"
 						  : "copy-before-write snapshots need QEMU 7.1");
-	if (sweep(&v->s, v->bitmap, &count) < 0)
+	if (sweep(&v->s, v->bitmap, 0, &count) < 0)
 		goto fail;
 	if (count)
 		cb_warn(o->log, "removed %d leftover(s) named " PREFIX "* of an earlier run from "
@@ -653,145 +656,53 @@ static int insert_filter(struct cb_vmcbw *v, size_t i)
 	return rc;
 }
 
-/* ---- incrementals: the bitmap cbackup-ID and the kept image ------------ */
-
-/* WORK_DIR/NAME.state says the kept image NAME holds the disk as of the
- * pause that cleared the bitmap: written after a complete read, removed
- * before the next one begins. */
-static char *state_text(const struct vmdisk *d)
-{
-	return cb_xasprintf("%s %llu\n", d->path, (unsigned long long)d->size);
-}
-
-static int state_valid(struct cb_vmcbw *v, int wfd, const struct vmdisk *d)
-{
-	char name[PATH_MAX], buf[PATH_MAX + 64], *want = state_text(d);
-	int fd, ok = 0;
-	ssize_t n;
-
-	snprintf(name, sizeof(name), "%s.state", d->name);
-	fd = openat(wfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && (n = read(fd, buf, sizeof(buf) - 1)) > 0) {
-		buf[n] = '\0';
-		ok = !strcmp(buf, want);
-	}
-	if (fd >= 0)
-		close(fd);
-	unlinkat(wfd, name, 0);
-	free(want);
-	(void)v;
-	return ok;
-}
-
-static void state_write(struct cb_vmcbw *v, const struct vmdisk *d)
-{
-	char *path = cb_xasprintf("%s/%s.state", v->work_dir, d->name), *text = state_text(d);
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-
-	if (fd < 0 || cb_write_all(fd, text, strlen(text)) < 0)
-		cb_warn(v->o->log, "cannot record the kept image of '%s' (%s): the next run reads "
-			"it all", d->path, strerror(errno));
-	if (fd >= 0)
-		close(fd);
-	free(path);
-	free(text);
-}
-
-static int kept_image_fits(int dfd, const struct vmdisk *d)
-{
-	struct stat st;
-
-	return fstatat(dfd, d->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	       (uint64_t)st.st_size == d->size;
-}
-
-/* Which disks this run reads by their bitmap; the others in full, with a
- * WARN saying why when a kept image was there to update. */
-static void choose_incrementals(struct cb_vmcbw *v, int dfd, int reused)
-{
-	static const char *const why[] = { "missing", "", "disabled", "inconsistent" };
-	int wfd = open(v->work_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	for (size_t i = 0; v->bitmap && i < v->n; i++) {
-		struct vmdisk *d = &v->d[i];
-		int state = wfd >= 0 && state_valid(v, wfd, d);
-		const char *reason = d->bm_state != BM_OK ? why[d->bm_state]
-				     : !state || !kept_image_fits(dfd, d) ? "no complete kept image"
-				     : NULL;
-		d->incremental = reused && !reason;
-		if (d->incremental)
-			cb_info(v->o->log, "disk '%s': only the extents bitmap '%s' marks dirty are read",
-				d->path, v->bitmap);
-		else if (reused)
-			cb_warn(v->o->log, "disk '%s': bitmap '%s' %s%s: the whole disk is read", d->path,
-				v->bitmap, d->bm_state != BM_OK ? "is " : "unusable: ", reason);
-	}
-	if (wfd >= 0)
-		close(wfd);
-}
-
-/* While paused: BITMAP-t takes what BITMAP recorded (the changes since the
- * last complete read up to now) and BITMAP starts over; or, with no usable
- * BITMAP, a new one starts recording. */
-static int bitmap_at_pause(struct cb_vmcbw *v, const struct vmdisk *d)
-{
-	char *qn = cb_json_quote(d->node), *qb = cb_json_quote(v->bitmap);
-	int persistent = !strcmp(d->drv, "qcow2"), rc;
-
-	if (d->bm_state == BM_OK)
-		rc = cb_qmps_execf(&v->s, NULL, "transaction", "{\"actions\":["
-			"{\"type\":\"block-dirty-bitmap-add\",\"data\":{\"node\":%s,\"name\":\"%s-t\","
-			"\"disabled\":true}},"
-			"{\"type\":\"block-dirty-bitmap-merge\",\"data\":{\"node\":%s,\"target\":\"%s-t\","
-			"\"bitmaps\":[%s]}},"
-			"{\"type\":\"block-dirty-bitmap-clear\",\"data\":{\"node\":%s,\"name\":%s}}]}",
-			qn, v->bitmap, qn, v->bitmap, qb, qn, qb);
-	else if (d->bm_state != BM_NONE &&
-		 cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-remove", "{\"node\":%s,\"name\":%s}",
-			       qn, qb) < 0)
-		rc = -1;
-	else
-		rc = cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-add",
-				   "{\"node\":%s,\"name\":%s,\"persistent\":%s}", qn, qb,
-				   persistent ? "true" : "false");
-	free(qn);
-	free(qb);
-	return rc;
-}
-
-/* After a complete read: the snapshot bitmaps go (BITMAP holds what
- * changed since this pause); the exports first, they hold them. */
+/* After a complete read: the snapshot bitmaps go; the exports first, they
+ * hold them. */
 static int hand_over(struct cb_vmcbw *v)
 {
-	int count, rc = del_exports(&v->s, &count);
+	int count, nbd = v->nbd_on;
 
-	for (size_t i = 0; rc == 0 && i < v->n; i++) {
-		char *qn = cb_json_quote(v->d[i].node);
-		if (v->d[i].bm_state == BM_OK)   /* BITMAP-t was made at the pause */
-			rc = cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-remove",
-					   "{\"node\":%s,\"name\":\"%s-t\"}", qn, v->bitmap);
-		free(qn);
-	}
-	return rc;
+	v->nbd_on = 0;
+	return del_exports(&v->s, nbd, &count) < 0 ? -1 : cb_vmbm_hand_over(v);
 }
 
+/* The VM runs again. Past max-freeze the watchdog has resumed it already,
+ * maybe before every filter was in: the disks would not be of one instant,
+ * the backup fails. A watchdog that does not answer is killed and cbackup
+ * resumes the VM itself; the backup fails too (nothing would watch the
+ * rest of the run). */
 static int resume(struct cb_vmcbw *v)
 {
-	int rc = cb_qmps_exec(&v->s, "cont", NULL, NULL);
+	int answer = watchdog_ask(v, 'R'), rc;
 
-	watchdog_send(v, 'R');
-	return rc;
+	if (answer == 'f')
+		return cb_error("max-freeze (%d s) exceeded while the copy-before-write filters went "
+				"in: the watchdog resumed the VM, the disks would not be of one "
+				"instant", v->o->max_freeze);
+	rc = cb_qmps_exec(&v->s, "cont", NULL, NULL);
+	if (answer == 'r')
+		return rc;
+	watchdog_reap(v, 1);
+	return cb_error("the VM watchdog (pid %d) %s: cbackup resumed the VM itself%s%s",
+			(int)v->wd_pid, watchdog_lost(answer), rc < 0 ? " and failed: " : "",
+			rc < 0 ? cb_last_error() : "");
 }
 
-/* stop, the filters, cont: the VM's only pause. A failure in between
- * takes the filters out again before the VM runs on. */
+/* stop, the filters, cont: the VM's only pause, and only with the watchdog
+ * armed. A failure in between takes the filters out again before the VM
+ * runs on. */
 static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 {
 	int rc = 0, count;
 
 	v->s.stop_ts = v->s.resume_ts = 0;
 	if (!v->was_paused) {
-		watchdog_send(v, 'P');
+		int answer = watchdog_ask(v, 'P');
+		if (answer != 'p') {
+			watchdog_reap(v, 1);
+			return cb_error("the VM watchdog (pid %d) %s: the VM was not paused",
+					(int)v->wd_pid, watchdog_lost(answer));
+		}
 		if (cb_qmps_exec(&v->s, "stop", NULL, NULL) < 0) {
 			resume(v);
 			return -1;
@@ -800,19 +711,19 @@ static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 	for (size_t i = 0; i < v->n && rc == 0; i++)
 		rc = insert_filter(v, i);
 	for (size_t i = 0; v->bitmap && i < v->n && rc == 0; i++)
-		rc = bitmap_at_pause(v, &v->d[i]);
+		rc = cb_vmbm_at_pause(v, &v->d[i]);
 	if (rc < 0) {
 		char why[1024];
 		snprintf(why, sizeof(why), "%s", cb_last_error());
-		sweep(&v->s, v->bitmap, &count);
+		sweep(&v->s, v->bitmap, 0, &count);
 		cb_error("%s", why);
 	}
-	if (!v->was_paused && resume(v) < 0)
-		return -1;
 	if (v->was_paused) {
 		*pause_s = 0;   /* cbackup paused nothing */
 		return rc;
 	}
+	if (resume(v) < 0)   /* its error outweighs a filter's */
+		return -1;
 	for (int t = 0; t < 20 && !v->s.resume_ts; t++)
 		cb_qmps_drain(&v->s, 50);
 	*pause_s = v->s.resume_ts && v->s.stop_ts ? v->s.resume_ts - v->s.stop_ts : -1;
@@ -833,21 +744,30 @@ static int export_disks(struct cb_vmcbw *v, char **sock)
 				  "{\"driver\":\"snapshot-access\",\"node-name\":\"" PREFIX "acc%zu\","
 				  "\"file\":\"" PREFIX "cbw%zu\"}", i, i) < 0)
 			return -1;
+	/* told first: killed between this and the first export, cbackup would
+	 * leave a server that no export marks as its own; one that would not
+	 * start (another's runs) is not */
+	watchdog_note(v, 'N');
 	q = cb_json_quote(*sock);
 	rc = cb_qmps_execf(&v->s, NULL, "nbd-server-start",
 			   "{\"addr\":{\"type\":\"unix\",\"data\":{\"path\":%s}}}", q);
 	free(q);
+	v->nbd_on = rc == 0;
+	if (rc < 0)
+		watchdog_note(v, 'n');
 	for (size_t i = 0; i < v->n && rc == 0; i++) {
-		char *bm = NULL, *qn = cb_json_quote(v->d[i].node);
-		if (v->d[i].incremental)
-			bm = cb_xasprintf(",\"bitmaps\":[{\"node\":%s,\"name\":\"%s-t\"}]", qn,
-					  v->bitmap);
+		char *bm = NULL, *qn = cb_json_quote(v->d[i].node), *qs = NULL;
+		if (v->d[i].snap_bm) {
+			qs = cb_json_quote(v->d[i].snap_bm);
+			bm = cb_xasprintf(",\"bitmaps\":[{\"node\":%s,\"name\":%s}]", qn, qs);
+		}
 		rc = cb_qmps_execf(&v->s, NULL, "block-export-add",
 				   "{\"type\":\"nbd\",\"id\":\"" PREFIX "exp%zu\",\"node-name\":\""
 				   PREFIX "acc%zu\",\"name\":\"" PREFIX "%zu\",\"writable\":false%s}",
 				   i, i, i, bm ? bm : "");
 		free(bm);
 		free(qn);
+		free(qs);
 	}
 	return rc;
 }
@@ -884,11 +804,8 @@ static int read_disks(struct cb_vmcbw *v, int dfd, const char *sock)
 		int no_bitmap;
 		struct cb_nbdread_opts no = {
 			.socket = sock, .export_name = exp, .dir_fd = dfd, .file = v->d[i].name,
-			.bwlimit = v->o->bwlimit, .progress = v->o->progress,
+			.bwlimit = v->o->bwlimit, .progress = v->o->progress, .bitmap = v->d[i].snap_bm,
 		};
-		char tname[300];
-		snprintf(tname, sizeof(tname), "%s-t", v->bitmap ? v->bitmap : "");
-		no.bitmap = v->d[i].incremental ? tname : NULL;
 		snprintf(exp, sizeof(exp), PREFIX "%zu", i);
 		cb_progress_start(v->o->progress, v->o->show_progress, "reading disk", v->d[i].size);
 		int rc = cb_nbdread(&no, &st, &no_bitmap);
@@ -911,7 +828,7 @@ static int read_disks(struct cb_vmcbw *v, int dfd, const char *sock)
 				"backup", v->d[i].path, (unsigned long long)st.read,
 				(unsigned long long)st.dirty);
 		if (v->bitmap)
-			state_write(v, &v->d[i]);
+			cb_vmbm_state_write(v, &v->d[i]);
 	}
 	return 0;
 }
@@ -962,7 +879,8 @@ int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *
 		rc = cb_vmcbw_backup_run(v, stage_dir, dfd);
 		goto out;
 	}
-	choose_incrementals(v, dfd, reused);
+	if (cb_vmbm_choose(v, dfd, reused) < 0)
+		goto out;
 	for (size_t i = 0; i < v->n; i++)
 		if (add_fleecing(v, i) < 0)
 			goto out;
@@ -988,7 +906,7 @@ int cb_vmcbw_close(struct cb_vmcbw *v)
 	if (!v)
 		return 0;
 	cb_vmcbw_fs_thaw(v);
-	if (v->s.fd >= 0 && !v->s.lost && sweep(&v->s, v->bitmap, &count) < 0)
+	if (v->s.fd >= 0 && !v->s.lost && sweep(&v->s, v->bitmap, v->nbd_on, &count) < 0)
 		rc = cb_error_prefix("restoring the VM's block graph");
 	watchdog_stop(v);
 	if (v->work_dir && v->bitmap)

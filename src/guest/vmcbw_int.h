@@ -20,12 +20,12 @@ struct vmdisk {
 	char *name;                 /* archived file name */
 	uint64_t size;              /* virtual size */
 	char *drv;                  /* format driver (persistent bitmaps: qcow2) */
-	int bm_state;               /* BM_*: the bitmap cbackup-ID on the node */
+	char *snap_bm;              /* incremental: the kept copy's bitmap, read */
 	int incremental;            /* this run reads only the dirty extents */
 	uint64_t alloc;             /* allocated bytes, backing chain included */
 };
 
-enum { BM_NONE, BM_OK, BM_DISABLED, BM_INCONSISTENT };
+#define VM_GEN_LEN 16          /* hex digits of a bitmap generation */
 
 struct cb_vmcbw {
 	const struct cb_vmcbw_opts *o;
@@ -39,8 +39,10 @@ struct cb_vmcbw {
 	int was_paused;             /* paused before cbackup came: not resumed */
 	char *work_dir;             /* TMPDIR/cbackup/cbackup-ID.cbw: fleecing, socket */
 	char *bitmap;               /* keep-staging: cbackup-ID, else NULL */
+	char gen[VM_GEN_LEN + 1];   /* this run's bitmap: BITMAP@GEN */
 	pid_t wd_pid;
 	int wd_fd;                  /* commands to the watchdog, -1 when none */
+	int nbd_on;                 /* cbackup's NBD server runs in QEMU */
 };
 
 /* vmcbw.c */
@@ -54,6 +56,21 @@ void cb_vmcbw_fs_thaw(struct cb_vmcbw *v);
 /* Why a disk could not be read to the end when QEMU is the reason: the VM
  * shut down, quit or started migrating (then -1 with that error), else 0. */
 int cb_vmcbw_vm_gone(struct cb_vmcbw *v, const char *what);
+
+/* vmbitmap.c: keep-staging's dirty bitmaps, BITMAP@GEN on each disk */
+void cb_vmbm_new_gen(char gen[VM_GEN_LEN + 1]);
+/* Bitmaps named PREFIX... that do not record (a snapshot of an unfinished
+ * run) removed from every node; PREFIX NULL: nothing. */
+int cb_vmbm_sweep(struct cb_qmps *s, const char *prefix, int *count);
+/* Before the pause: each disk incremental (snap_bm set) or read in full,
+ * with a line saying why when a kept image was there (REUSED); this
+ * guest's other bitmaps removed. */
+int cb_vmbm_choose(struct cb_vmcbw *v, int dfd, int reused);
+int cb_vmbm_at_pause(struct cb_vmcbw *v, const struct vmdisk *d);
+/* After a complete read of disk D: its kept image recorded as of GEN. */
+void cb_vmbm_state_write(struct cb_vmcbw *v, const struct vmdisk *d);
+/* After every disk was read completely: the snapshot bitmaps go. */
+int cb_vmbm_hand_over(struct cb_vmcbw *v);
 
 /* vmbackup.c: the blockdev-backup jobs into STAGE_DIR (dfd). */
 int cb_vmcbw_backup_run(struct cb_vmcbw *v, const char *stage_dir, int dfd);

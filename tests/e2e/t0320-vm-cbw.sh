@@ -152,6 +152,9 @@ graph_restored() {
 	test_lacks "$SCRATCH/nodes.now" "\"cbackup-"
 	[ "$(qmp "$TSOCK" query-block-exports)" = "[]" ]
 	test_lacks "$SCRATCH/graph.now" "\"name\": \"cbackup-320-t\""
+	# at most one bitmap of cbackup on each of the two disks, recording
+	[ $(grep -c "\"name\": \"cbackup-320" "$SCRATCH/graph.now") -le 2 ]
+	test_lacks "$SCRATCH/graph.now" "\"recording\": false"
 }
 
 # archive_exact NAME: the archive holds d0.raw and d1.raw equal to exp0/exp1
@@ -250,7 +253,7 @@ test_expect_success 'keep-staging: a chain of 3 runs, the 2nd and 3rd read only 
 	HOOK_ACTION="pre-stop:before" backup_vm 0 inc1 --keep-staging 1
 	archive_exact inc1
 	test_lacks "$CB_ERR" "^WARN"
-	qmp "$TSOCK" query-block | grep -q "\"name\": \"cbackup-320\""
+	qmp "$TSOCK" query-block | grep -qE "\"name\": \"cbackup-320@[0-9a-f]{16}\""
 	gw 0 0x71 0 128k
 	gw 0 0x72 18M 64k
 	gz 0 8M 64k
@@ -258,7 +261,7 @@ test_expect_success 'keep-staging: a chain of 3 runs, the 2nd and 3rd read only 
 	HOOK_ACTION="pre-stop:before post-restart:after" backup_vm 0 inc2 --keep-staging 1 \
 		--tmpdir "$SCRATCH/tmp-inc1"
 	stop_writer
-	grep -E "^INFO: disk .*d0.qcow2.: only the extents bitmap .cbackup-320. marks dirty are read" "$CB_ERR"
+	grep -E "^INFO: disk .*d0.qcow2.: only the extents bitmap .cbackup-320@[0-9a-f]{16}. marks dirty are read" "$CB_ERR"
 	grep -E "^INFO: disk .*d0.qcow2. \(drive .drive0.\): [0-9.]+KiB of 32MiB read" "$CB_ERR"
 	# the test dirtied 128k + 64k + 64k (zeros) here and 128k in the hook
 	read=$(sed -n "s/^INFO: disk .*d0.qcow2.: read \([0-9]*\) bytes of \([0-9]*\) dirty.*/\1/p" "$CB_ERR")
@@ -270,17 +273,18 @@ test_expect_success 'keep-staging: a chain of 3 runs, the 2nd and 3rd read only 
 	gz 0 0 1M
 	gw 1 0x74 20M 64k
 	HOOK_ACTION="pre-stop:before" backup_vm 0 inc3 --keep-staging 1 --tmpdir "$SCRATCH/tmp-inc1"
-	grep -E "^INFO: disk .*d1.raw.: only the extents bitmap .cbackup-320. marks dirty are read" "$CB_ERR"
+	grep -E "^INFO: disk .*d1.raw.: only the extents bitmap .cbackup-320@[0-9a-f]{16}. marks dirty are read" "$CB_ERR"
 	archive_exact inc3
 	graph_restored
 '
 
 test_expect_success 'keep-staging with the bitmap gone: WARN, the whole disk read, exact' '
 	node=$(qmp "$TSOCK" query-block | grep -o "\"node-name\": \"#block[0-9]*\"" | head -1 | cut -d\" -f4)
-	qmp "$TSOCK" block-dirty-bitmap-remove "{\"node\": \"$node\", \"name\": \"cbackup-320\"}"
+	bm=$(qmp "$TSOCK" query-block | grep -oE "cbackup-320@[0-9a-f]{16}" | head -1)
+	qmp "$TSOCK" block-dirty-bitmap-remove "{\"node\": \"$node\", \"name\": \"$bm\"}"
 	gw 0 0x75 4M 64k
 	HOOK_ACTION="pre-stop:before" backup_vm 0 inc4 --keep-staging 1 --tmpdir "$SCRATCH/tmp-inc1"
-	grep -E "^WARN: disk .*d0.qcow2.: bitmap .cbackup-320. is missing: the whole disk is read" "$CB_ERR"
+	grep -E "^WARN: disk .*d0.qcow2.: bitmap .$bm. is missing: the whole disk is read" "$CB_ERR"
 	archive_exact inc4
 '
 
@@ -417,6 +421,81 @@ test_expect_success 'mode snapshot of a VM: QEMU'"'"'s live backup, said so; no 
 	test_lacks "$CB_ERR" "snapshot not possible|trying .suspend. mode"
 	grep -E "^INFO: VM paused [0-9.]+ ms \(QEMU.s STOP" "$CB_ERR"
 	archive_exact snapmode
+'
+
+# held_backup NAME FAULT [ARGS...]: cbackup in the background under the
+# shim, held (SIGSTOP) where FAULT fires; pid set. Not through with_fault
+# (a function: $! would be its subshell).
+held_backup() {
+	local name=$1 spec=$2
+	shift 2
+	mkdir -p "$SCRATCH/dump-$name" "$SCRATCH/tmp-$name"
+	rm -f "$FAULT_LOG"
+	CB_FAULT=$spec CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		"$CBACKUP" backup --type vm --id 320 --disk "$IMG/d0.qcow2" --disk "$IMG/d1.raw" \
+		--qmp "$SOCK" --tmpdir "$SCRATCH/tmp-$name" --dumpdir "$SCRATCH/dump-$name" \
+		--compress zstd "$@" >"$CB_OUT" 2>"$CB_ERR" &
+	pid=$!
+	cleanup_pid $pid
+	wait_for 30 grep -q "^State:.*stopped" /proc/$pid/status
+}
+# ended PID: the child PID has exited (a zombie until waited for)
+ended() { [ ! -e "/proc/$1" ] || grep -q "^State:.*zombie" "/proc/$1/status"; }
+# stop_watchdog: the watchdog of the held cbackup stopped (SIGSTOP); wd set
+stop_watchdog() {
+	wd=$(pgrep -P $pid -x cbackup-vmwdog)
+	test -n "$wd" && kill -STOP $wd && cleanup_pid $wd
+}
+# go_on RC: the held cbackup goes on and exits with RC
+go_on() {
+	local rc=0
+	kill -CONT $pid
+	wait_for 30 ended $pid || return 1
+	wait $pid || rc=$?
+	cat "$CB_ERR"
+	[ "$rc" = "$1" ] && return 0
+	echo "cbackup exited with $rc, expected $1"
+	return 1
+}
+
+test_expect_success 'held past max-freeze between the two filters: ERROR, no archive, VM runs' '
+	# held right before the filter of disk 1 goes in: the VM is paused
+	# with disk 0 filtered; the watchdog resumes it at max-freeze
+	snap
+	held_backup mf "data:SIGSTOP:cbackup-cbw1" --max-freeze 1
+	fault_fired "^data .*cbackup-cbw1"
+	wait_vm_status 10 "$TSOCK" running
+	gw 1 0xe7 6M 64k
+	go_on 1
+	error_names 320 "" "max-freeze \(1 s\) exceeded while the copy-before-write filters went in: the watchdog resumed the VM"
+	test_lacks "$CB_ERR" "^INFO: VM paused"
+	no_output mf
+	graph_restored
+'
+
+test_expect_success 'the VM watchdog stopped while the VM is paused: cbackup resumes it, ends it' '
+	held_backup wds "data:SIGSTOP:cbackup-cbw1"
+	stop_watchdog
+	vm_status_is "$TSOCK" paused
+	go_on 1
+	vm_status_is "$TSOCK" running
+	test ! -e /proc/$wd
+	error_names 320 "" "the VM watchdog \(pid $wd\) did not answer for 1 s \(stopped\?\): cbackup resumed the VM itself"
+	no_output wds
+	graph_restored
+'
+
+test_expect_success 'the VM watchdog stopped after the pause: killed at the end, WARN, exact' '
+	# held before the first export, the VM running again
+	snap
+	held_backup wdr "data:SIGSTOP:cbackup-exp0"
+	stop_watchdog
+	go_on 0
+	test_has "$CB_ERR" "^WARN: the VM watchdog \(pid $wd\) did not end in 1 s \(stopped\?\): killed"
+	test ! -e /proc/$wd
+	archive_exact wdr
+	graph_restored
 '
 
 test_expect_success 'QEMU quits during the read: ERROR naming it, exit 1, nothing left' '

@@ -14,6 +14,9 @@
  *           unlink unlink, unlinkat (matched on the path argument)
  *           stat   fstatat, fstatat64 (matched on the directory fd's path,
  *                  '/', the name)
+ *           data   write (matched on the bytes written, not the path: a
+ *                  QMP command naming a node, say; SIGSTOP holds cbackup
+ *                  right before it sends that command)
  *           handle open_by_handle_at (matched on the path the handle leads
  *                  to: the real call is made, its fd closed, the error
  *                  returned; what a busy host's kernel sometimes answers,
@@ -54,9 +57,9 @@
 #include <unistd.h>
 
 enum op { OP_READ, OP_WRITE, OP_RENAME, OP_FSYNC, OP_OPEN, OP_UNLINK, OP_STAT, OP_HANDLE,
-	  OP_NONE };
+	  OP_DATA, OP_NONE };
 static const char *const op_names[] = { "read", "write", "rename", "fsync", "open", "unlink",
-					"stat", "handle" };
+					"stat", "handle", "data" };
 
 #define MAX_RULES 8
 
@@ -300,9 +303,22 @@ ssize_t read(int fd, void *buf, size_t len)
 	return do_rw(OP_READ, real_read, fd, buf, len);
 }
 
+/* A data rule whose substring is in BUF: 1 fail the write (errno set). */
+static int data_fails(const void *buf, size_t len)
+{
+	for (int i = 0; active && i < n_rules; i++) {
+		struct rule *r = &rules[i];
+		if (r->op == OP_DATA && r->match[0] && memmem(buf, len, r->match, strlen(r->match)))
+			return !allow_call(r, r->match);
+	}
+	return 0;
+}
+
 ssize_t write(int fd, const void *buf, size_t len)
 {
 	REAL(write, rw_fn);
+	if (data_fails(buf, len))
+		return -1;
 	return do_rw(OP_WRITE, real_write, fd, (void *)buf, len);
 }
 
