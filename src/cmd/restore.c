@@ -188,6 +188,13 @@ void cb_rst_release(struct rst *r)
 	free(r->dest);
 }
 
+/* --path and --salvage find members by the catalog (restore_paths.c);
+ * a whole restore reads the archive from its start. */
+static int by_catalog(const struct cb_restore_opts *o)
+{
+	return o->n_paths > 0 || o->salvage;
+}
+
 int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct cb_restore_stats *st)
 {
 	struct rst r = { .log = log, .st = st, .tr = { .fd = -1, .file_fd = -1 }, .parent_fd = -1,
@@ -203,7 +210,7 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 	if (o->dry_run) {
 		/* the checks of a restore, then the counting pass: nothing else */
 		ret = dry_prepare_dest(&r, o) < 0 ? -1
-		      : o->n_paths > 0 ? cb_restore_paths(&r, o) : check_space(&r, o);
+		      : by_catalog(o) ? cb_restore_paths(&r, o) : check_space(&r, o);
 		goto out;
 	}
 	if (!archive) {
@@ -211,16 +218,19 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 		goto out;
 	}
 	ao.archive = archive;
-	if ((!o->n_paths && cb_tarread_open_checked(&r.tr, archive, o->ignore_checksum) < 0) ||
+	if ((!by_catalog(o) && cb_tarread_open_checked(&r.tr, archive, o->ignore_checksum) < 0) ||
 	    cb_rst_dest_open(&r, &ao) < 0)
 		goto out;
-	if (o->n_paths > 0 ? cb_restore_paths(&r, &ao) < 0
+	if (by_catalog(o) ? cb_restore_paths(&r, &ao) < 0
 			   : check_space(&r, &ao) < 0 || restore_all(&r) < 0)
 		goto out;
 	if (cb_rst_close(&r) < 0 || cb_rst_dest_finish(&r, &ao) < 0)
 		goto out;
 	cb_fmt_bytes(size, sizeof(size), st->bytes);
 	cb_info(log, "restored %llu entries, %s", (unsigned long long)st->entries, size);
+	if (st->n_lost)
+		cb_error("%zu member(s) lost in %zu damaged unit(s), the others restored", st->n_lost,
+			 st->n_bad_units);
 	ret = 0;
 out:
 	cb_rst_release(&r);

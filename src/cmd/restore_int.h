@@ -72,7 +72,18 @@ int cb_rst_close(struct rst *r);
 void cb_rst_disk_release(struct rst *r);
 void cb_rst_release(struct rst *r);
 
+/* restore --path, and restore --salvage (every member not lost, or of
+ * the paths those not lost) */
 int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o);
+
+struct cb_idx;
+/* restore_salvage.c: check every unit of the archive against the catalog
+ * x; *lost (malloc'ed, per entry) is 1 + the damaged unit for each member
+ * with a byte in one (each said with cb_rst_lost), else 0. */
+int cb_rst_salvage_plan(struct rst *r, const struct cb_idx *x, const char *archive,
+			uint64_t **lost);
+/* Member path is lost (why: "... unit N"): an ERROR line, kept in r->st. */
+void cb_rst_lost(struct rst *r, const char *path, uint64_t unit, const char *why);
 
 /* DESTDIR's file system: the private directory's, or with --dry-run (none
  * made) DESTDIR's or the nearest directory above it. */
