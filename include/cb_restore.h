@@ -25,6 +25,7 @@ struct cb_restore_opts {
 	int ignore_checksum;  /* a .sha256 that does not match is no error */
 	int dry_run;          /* check and say what would be restored; write nothing */
 	int salvage;          /* damaged units cost only their members (restore_salvage.c) */
+	int progress;         /* a progress line on stderr when it is a terminal (cb_progress) */
 };
 
 /* A member restore --salvage could not restore: a byte of it (or of the

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <archive.h>
 #include "cb_codec.h"
+#include "cb_progress.h"
 
 struct cb_tarread {
 	struct archive *a;              /* the tar reader: next_header, read_data... */
@@ -25,6 +26,9 @@ struct cb_tarread {
 	uint64_t total;                 /* decompressed bytes read so far */
 	uint64_t data_end;              /* offset just past the last non-zero byte */
 	uint64_t limit;                 /* cb_tarread_at's limit (0: none) */
+	/* set after opening: progress_base + total is reported as read */
+	struct cb_progress *progress;
+	uint64_t progress_base;
 	/* sha256 tee */
 	int want_sha256;
 	pthread_t tee;

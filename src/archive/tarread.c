@@ -95,8 +95,10 @@ static la_ssize_t read_cb(struct archive *a, void *cd, const void **buf)
 								 : READ_BUF;
 	ssize_t n = want ? cb_codec_read(t->reader, t->buf, want) : 0;
 
-	if (n > 0)
+	if (n > 0) {
 		account(t, t->buf, (size_t)n);
+		cb_progress_update(t->progress, t->progress_base + t->total);
+	}
 	if (n < 0) {
 		t->codec_failed = 1;
 		archive_set_error(a, EIO, "%s", cb_last_error());

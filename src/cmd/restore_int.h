@@ -49,6 +49,9 @@ struct rst {
 		size_t acl_len[2];
 	} *dir_acls;
 	size_t n_dir_acls;
+	/* the tar bytes read, of every run before this one (restore_paths.c) */
+	struct cb_progress progress;
+	uint64_t read_before;
 };
 
 /* Open DESTDIR's parent and DESTDIR (never through a symlink; a non-empty
@@ -92,6 +95,7 @@ int cb_rst_statvfs(struct rst *r, struct statvfs *v);
 /* What a restore needs in DESTDIR's file system: bytes of blocks, inodes. */
 struct cb_rst_need {
 	uint64_t bytes, entries;
+	uint64_t tar;        /* the tar stream's bytes (the progress total) */
 };
 /* statvfs(DESTDIR) against n: 0 if it fits; else -1 with the error naming
  * both, or with --force a WARN and 0 (files replaced in place free space). */

@@ -214,8 +214,11 @@ static int run_open(struct rst *r, const struct cb_idx *x, const char *archive, 
 	at.limit = (last + 1 < x->n_entries ? after.hdr_off : x->tar_size) - e.hdr_off;
 	cb_idx_units(x, &units);
 	at.units = &units;
+	r->read_before += r->tr.total;
 	cb_tarread_close(&r->tr);
 	rc = cb_tarread_open_at(&r->tr, archive, &at);
+	r->tr.progress = &r->progress;
+	r->tr.progress_base = r->read_before;
 	cb_codec_units_release(&units);
 	if (rc < 0)
 		return cb_error_prefix("no member where the catalog puts '%s' (offset %llu; run cbackup "
@@ -266,9 +269,28 @@ static uint64_t run_end(const struct cb_idx *x, const struct pick *p, uint64_t k
 	return k;
 }
 
-static int restore_picked(struct rst *r, const struct cb_idx *x, const struct pick *p,
-			  const char *archive)
+/* The tar bytes the runs read: the progress total. */
+static uint64_t runs_bytes(const struct cb_idx *x, const struct pick *p)
 {
+	uint64_t sum = 0;
+
+	for (uint64_t k = 0; k < p->n;) {
+		uint64_t last = run_end(x, p, k);
+		struct cb_idx_entry first, after;
+
+		cb_idx_entry(x, p->v[k], &first);
+		if (p->v[last] + 1 < x->n_entries)
+			cb_idx_entry(x, p->v[last] + 1, &after);
+		sum += (p->v[last] + 1 < x->n_entries ? after.hdr_off : x->tar_size) - first.hdr_off;
+		k = last + 1;
+	}
+	return sum;
+}
+
+static int restore_picked(struct rst *r, const struct cb_idx *x, const struct pick *p,
+			  const char *archive, int progress)
+{
+	cb_progress_start(&r->progress, progress, "restore", runs_bytes(x, p));
 	for (uint64_t k = 0; k < p->n;) {
 		uint64_t last = run_end(x, p, k);
 
@@ -288,7 +310,7 @@ static int restore_picked(struct rst *r, const struct cb_idx *x, const struct pi
 static int check_space(struct rst *r, const struct cb_restore_opts *o, const struct cb_idx *x,
 		       const struct pick *p)
 {
-	struct cb_rst_need n = { 0, p->n };
+	struct cb_rst_need n = { 0, p->n, 0 };
 	struct statvfs vfs;
 	uint64_t bs;
 
@@ -335,7 +357,7 @@ int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o)
 		ret = check_space(r, o, &x, &p);
 	}
 	if (ret == 0 && !o->dry_run) {
-		ret = restore_picked(r, &x, &p, o->archive);
+		ret = restore_picked(r, &x, &p, o->archive, o->progress);
 	}
 	free(p.v);
 	free(p.rl);
