@@ -235,11 +235,12 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 		goto out;
 	cb_fmt_bytes(size, sizeof(size), st->bytes);
 	cb_info(log, "restored %llu entries, %s", (unsigned long long)st->entries, size);
-	if (st->n_lost)
-		cb_error("%zu member(s) lost in %zu damaged unit(s), the others restored", st->n_lost,
-			 st->n_bad_units);
 	ret = 0;
 out:
+	if (ret == 0 && st->n_lost)
+		cb_error("%zu member(s) %s in %zu damaged unit(s), the others %s", st->n_lost,
+			 o->dry_run ? "would be lost" : "lost", st->n_bad_units,
+			 o->dry_run ? "restorable" : "restored");
 	cb_rst_release(&r);
 	free(archive);
 	return ret;

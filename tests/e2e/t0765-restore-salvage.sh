@@ -10,6 +10,17 @@ SRC=$SCRATCH/src
 DUMP=$SCRATCH/dump
 FLIP=$TOP/tests/helpers/flip.py
 
+# flip_f30 ARCHIVE: 4 bytes of mid/f30 flipped where the archive stores
+# them verbatim (a stored block's header may split the first place tried)
+flip_f30() {
+	local off
+	for off in 1000 21000 41000; do
+		python3 "$FLIP" "$1" "$SRC/mid/f30" $off >/dev/null 2>&1 && return 0
+	done
+	echo "mid/f30 is not stored verbatim in $1"
+	return 1
+}
+
 test_expect_success 'setup: 40 small random files between two big ones, 1 MiB units, hardlinks' '
 	make_small_tree "$SRC"
 	mkdir -p "$SRC/mid" "$DUMP" "$SCRATCH/tmp"
@@ -28,7 +39,7 @@ test_expect_success 'setup: 40 small random files between two big ones, 1 MiB un
 	cp "$a" "$SCRATCH/a.tar.zst"
 	cp "$a.idx" "$SCRATCH/a.tar.zst.idx"
 	cp "$a.sha256" "$SCRATCH/a.tar.zst.sha256"
-	python3 "$FLIP" "$SCRATCH/a.tar.zst" "$SRC/mid/f30" 1000 >/dev/null
+	flip_f30 "$SCRATCH/a.tar.zst"
 '
 
 A=$SCRATCH/a.tar.zst
@@ -85,6 +96,25 @@ test_expect_success 'restore --salvage of an intact archive: everything, exit 0'
 	cbackup_run 0 restore --salvage "$a" "$SCRATCH/r3"
 	diff -r "$SRC" "$SCRATCH/r3"
 	test_lacks "$CB_ERR" "lost"
+'
+
+for c in lzo gzip; do
+	test_expect_success "$c: restore --salvage around a damaged unit" "
+		cbackup_run 0 backup --root \"\$SRC\" --id $c --compress $c --unit-size 1 \
+			--dumpdir \"\$DUMP\" --tmpdir \"\$SCRATCH/tmp\"
+		a=\$(find_archive \"\$DUMP\" ct $c .\${c%ip})
+		flip_f30 \"\$a\"
+		cbackup_run 1 restore --salvage \"\$a\" \"\$SCRATCH/r-$c\"
+		test_has \"\$CB_ERR\" \"^ERROR: .*lost: '\\./mid/f30'\"
+		check_salvaged \"\$SCRATCH/r-$c\" \"\$CB_ERR\"
+	"
+done
+
+test_expect_success 'restore --salvage --dry-run: names what would be lost, writes nothing' '
+	cbackup_run 1 restore --salvage --dry-run "$A" "$SCRATCH/r4"
+	test_has "$CB_ERR" "^ERROR: .*lost: '\''\./mid/f30'\''"
+	test_has "$CB_ERR" "^ERROR: restore of .* incomplete - [0-9]+ member\(s\) would be lost"
+	test ! -e "$SCRATCH/r4"
 '
 
 test_done
