@@ -195,13 +195,24 @@ static int relink(const struct pick *p, struct archive_entry *e)
 	return 0;
 }
 
+/* Where entry i's bytes end: the next member's header, or the stream's end. */
+static uint64_t member_end(const struct cb_idx *x, uint64_t i)
+{
+	struct cb_idx_entry next;
+
+	if (i + 1 >= x->n_entries)
+		return x->tar_size;
+	cb_idx_entry(x, i + 1, &next);
+	return next.hdr_off;
+}
+
 /* Decode from the unit holding entry first's header, up to that header,
  * and no further than entry last's end (a damaged unit after it is never
  * read); every unit decoded is checked against the catalog's digest first. */
 static int run_open(struct rst *r, const struct cb_idx *x, const char *archive, uint64_t first,
 		    uint64_t last)
 {
-	struct cb_idx_entry e, after;
+	struct cb_idx_entry e;
 	struct cb_tarread_at at = { 0 };
 	struct cb_codec_units units;
 	int rc;
@@ -209,9 +220,7 @@ static int run_open(struct rst *r, const struct cb_idx *x, const char *archive, 
 	cb_idx_entry(x, first, &e);
 	cb_idx_seek_for(x, e.hdr_off, &at.u_off, &at.c_off);
 	at.skip = e.hdr_off - at.u_off;
-	if (last + 1 < x->n_entries)
-		cb_idx_entry(x, last + 1, &after);
-	at.limit = (last + 1 < x->n_entries ? after.hdr_off : x->tar_size) - e.hdr_off;
+	at.limit = member_end(x, last) - e.hdr_off;
 	cb_idx_units(x, &units);
 	at.units = &units;
 	r->read_before += r->tr.total;
@@ -276,12 +285,10 @@ static uint64_t runs_bytes(const struct cb_idx *x, const struct pick *p)
 
 	for (uint64_t k = 0; k < p->n;) {
 		uint64_t last = run_end(x, p, k);
-		struct cb_idx_entry first, after;
+		struct cb_idx_entry first;
 
 		cb_idx_entry(x, p->v[k], &first);
-		if (p->v[last] + 1 < x->n_entries)
-			cb_idx_entry(x, p->v[last] + 1, &after);
-		sum += (p->v[last] + 1 < x->n_entries ? after.hdr_off : x->tar_size) - first.hdr_off;
+		sum += member_end(x, p->v[last]) - first.hdr_off;
 		k = last + 1;
 	}
 	return sum;
