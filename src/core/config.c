@@ -30,6 +30,7 @@
 #define MAX_LINE (64 * 1024)   /* longer than this is not a config file */
 #define MAX_VALUE 1000         /* iniparser reads lines of at most 1023 bytes */
 #define SHOW_LINE 60           /* how much of a bad line an error quotes */
+#define MAX_ERRORS 50          /* errors said of one file */
 
 /* vzdump.conf keys that mean nothing to cbackup: a warning saying why, not
  * "unknown". cbackup.conf(5) has the same list in its vzdump table. */
@@ -156,11 +157,20 @@ static void release_section(struct cb_config_section *sec)
 	free(sec->name);
 }
 
-/* The error just set (cb_last_error) joins the file's list. */
+/* The error just set (cb_last_error) joins the file's list; a file with
+ * more is no cbackup configuration (a script given as --config): the
+ * rest are not said. */
 static void note_error(struct cb_config *cfg, int line, const char *key)
 {
 	struct cb_config_error *e;
 
+	if (cfg->n_errors > MAX_ERRORS)
+		return;
+	if (cfg->n_errors == MAX_ERRORS) {
+		cb_error("%s:%d: more than %d errors: the rest are not reported", cfg->path, line,
+			 MAX_ERRORS);
+		key = NULL;
+	}
 	cfg->errors = cb_xrealloc(cfg->errors, (cfg->n_errors + 1) * sizeof(*e));
 	e = &cfg->errors[cfg->n_errors++];
 	e->line = line;
