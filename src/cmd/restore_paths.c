@@ -351,7 +351,8 @@ int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o)
 	int ret;
 
 	if (cb_idx_open_for(&x, o->archive, r->log) < 0)
-		return -1;
+		return o->salvage ? cb_error_prefix("restore --salvage places the damage by the "
+						    "catalog '%s.idx'", o->archive) : -1;
 	ret = o->salvage ? cb_rst_salvage_plan(r, &x, o->archive, &lost) : 0;
 	if (lost && r->st->n_lost)
 		lose_links(r, &x, lost);

@@ -117,4 +117,12 @@ test_expect_success 'restore --salvage --dry-run: names what would be lost, writ
 	test ! -e "$SCRATCH/r4"
 '
 
+test_expect_success 'restore --salvage of a damaged archive without its catalog: says so, restores nothing' '
+	mkdir "$SCRATCH/noidx"
+	cp "$A" "$SCRATCH/noidx/"
+	cbackup_run 1 restore --salvage "$SCRATCH/noidx/a.tar.zst" "$SCRATCH/r5"
+	test_has "$CB_ERR" "^ERROR: restore of .* failed - restore --salvage places the damage by the catalog .*a\.tar\.zst\.idx"
+	test ! -e "$SCRATCH/r5"
+'
+
 test_done
