@@ -9,8 +9,11 @@
  *
  * cb_config_load() validates every value through cb_opts_set(): a bad value
  * fails with "FILE:LINE: key 'KEY': invalid value ... (accepted: ...)".
- * Unknown keys produce a warning "FILE:LINE: unknown key 'KEY'" collected
- * in cfg->warnings (the caller logs them).
+ * Every error of the file is found in one load (cfg->errors, by line): a
+ * bad line or value is left out and the next one checked; only a file
+ * that is no text (binary data, a line over 64 KiB) or cannot be read
+ * stops at the first. Warnings ("FILE:LINE: key 'KEY' repeats ...") are
+ * collected in cfg->warnings (the caller logs them).
  */
 #ifndef CB_CONFIG_H
 #define CB_CONFIG_H
@@ -34,11 +37,20 @@ struct cb_config_section {
 	size_t n_entries;
 };
 
+/* One error of the file, as printed: "FILE:LINE: key 'mode': ...". */
+struct cb_config_error {
+	int line;                         /* 0: not of one line (the file cannot be read) */
+	char *key;                        /* NULL: not about one key (a section, a syntax error) */
+	char *text;
+};
+
 struct cb_config {
 	char *path;                       /* file loaded, or NULL when none */
 	struct cb_config_section *sections; /* sections[0] is always the global one */
 	size_t n_sections;
-	struct cb_strvec warnings;        /* "FILE:LINE: unknown key 'x'" */
+	struct cb_strvec warnings;        /* "FILE:LINE: key 'x' repeats line 3; ..." */
+	struct cb_config_error *errors;   /* cb_config_open: every error, by line */
+	size_t n_errors;
 	/* the guests found on the host (cb_discover), not owned; NULL: none.
 	 * A found guest resolves without a section: its keys come after the
 	 * storage's and before its [ct ID]/[vm ID] section's. */
@@ -48,6 +60,10 @@ struct cb_config {
 /* Load and validate. path NULL: use /etc/cbackup.conf if it exists, else an
  * empty config (built-in defaults). A path given explicitly must exist. */
 int cb_config_load(struct cb_config *cfg, const char *path);
+/* The same, but a file with errors is kept: -1 with cfg->errors (the
+ * first also as the error set) and the keys that were valid (enough,
+ * often, to say where the job's result goes); release cfg either way. */
+int cb_config_open(struct cb_config *cfg, const char *path);
 void cb_config_release(struct cb_config *cfg);
 
 /* The [ct ID] or [vm ID] section, or NULL. */

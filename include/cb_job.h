@@ -16,6 +16,13 @@
  * (cb_discover) join those of the configuration. */
 int cb_job_run(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 
+/* The configuration file has errors (cfg from cb_config_open): each said
+ * as an ERROR line; with --output-format json the job's document (status
+ * "error", config_errors) on stdout; a backup's also in json-status and
+ * the mail, when the file's valid keys (or the command line) say where.
+ * Returns CB_EXIT_USAGE. */
+int cb_job_config_error(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
+
 /* One guest's configuration, checked before anything is touched: what
  * was found for it could be resolved (or its section mends it), its root,
  * tmpdir and dumpdir exist, its freeze cgroup has a freezer. 0, or -1 with

@@ -47,6 +47,14 @@ struct cb_guest_result {
 	double audit_seconds;
 };
 
+/* An error of the configuration file that stopped the job (status "error"). */
+struct cb_config_problem {
+	char *file;              /* the configuration file, or NULL */
+	int line;                /* 0: none (JSON null) */
+	char *key;               /* or NULL */
+	char *message;           /* without the "FILE:LINE: " the text starts with */
+};
+
 struct cb_job_status {
 	time_t start, end;
 	char *cmdline;
@@ -55,6 +63,8 @@ struct cb_job_status {
 	char *error;             /* why the job could not start or failed, or NULL */
 	struct cb_guest_result *guests;
 	size_t n;
+	struct cb_config_problem *config_errors;
+	size_t n_config_errors;
 };
 
 void cb_jobstatus_init(struct cb_job_status *js, const char *cmdline);
@@ -63,6 +73,10 @@ void cb_jobstatus_release(struct cb_job_status *js);
 struct cb_guest_result *cb_jobstatus_add(struct cb_job_status *js, const char *id,
 					 enum cb_guest_type type);
 void cb_jobstatus_set_error(struct cb_job_status *js, const char *msg);
+/* An error of configuration file `file` at `line` (0: none) about `key`
+ * (NULL: none); text as printed, "FILE:LINE: " and all. */
+void cb_jobstatus_add_config_error(struct cb_job_status *js, const char *file, int line,
+				   const char *key, const char *text);
 /* Any guest not ok (a warning too), or a job error. */
 int cb_jobstatus_failed(const struct cb_job_status *js);
 const char *cb_result_name(enum cb_result r);   /* "ok", "failed", "skipped", "warning" */

@@ -12,6 +12,7 @@
 #define CB_RESTORE_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include "cb_log.h"
 
 struct cb_restore_opts {
@@ -23,13 +24,35 @@ struct cb_restore_opts {
 	size_t n_paths;
 	int ignore_checksum;  /* a .sha256 that does not match is no error */
 	int dry_run;          /* check and say what would be restored; write nothing */
+	int salvage;          /* damaged units cost only their members (restore_salvage.c) */
+	int progress;         /* a progress line on stderr when it is a terminal (cb_progress) */
+};
+
+/* A member restore --salvage could not restore: a byte of it (or of the
+ * member it is a hardlink to) is in damaged unit `unit`. */
+struct cb_restore_lost {
+	char *path;           /* as in the archive ("./etc/passwd") */
+	uint64_t unit;
 };
 
 struct cb_restore_stats {
 	uint64_t entries;
 	uint64_t bytes;
+	/* --salvage: the damaged units (ascending) and the members lost */
+	uint64_t *bad_units;
+	size_t n_bad_units;
+	struct cb_restore_lost *lost;
+	size_t n_lost;
 };
 
+/* 0 when the restore finished (with --salvage: members may be lost, each
+ * said as an ERROR line when found), -1 with the error set. st is filled
+ * either way; release it with cb_restore_stats_release. */
 int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct cb_restore_stats *st);
+void cb_restore_stats_release(struct cb_restore_stats *st);
+/* The result as a JSON document (--output-format json): status "ok",
+ * "partial" (salvaged, members lost) or "failed" (error: why). */
+void cb_restore_json(FILE *out, const struct cb_restore_opts *o, const struct cb_restore_stats *st,
+		     const char *error);
 
 #endif

@@ -80,9 +80,18 @@ struct cb_stage;
 int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct cb_log *log);
 void cb_stage_free(struct cb_stage *st);
 
-/* Bytes the staging copy will need (allocated blocks of the source, minus
- * what an existing staging copy already holds is NOT subtracted). */
-int cb_stage_estimate(const char *src, const struct cb_strvec *excludes, uint64_t *bytes, uint64_t *entries);
+/* What a walk of the source finds, for the space check and the progress
+ * totals. bytes: what the staging copy will need (allocated blocks of the
+ * source; what an existing staging copy already holds is NOT subtracted).
+ * data: the file bytes pass 1 copies (a file's once for all its links,
+ * only its allocated bytes if sparse). tar: what the archive's tar stream
+ * takes at least (a header an entry, data padded to 512 bytes; pax
+ * headers and tar's end not counted): a progress total that the archive
+ * pass reaches. */
+struct cb_stage_est {
+	uint64_t bytes, entries, data, tar;
+};
+int cb_stage_estimate(const char *src, const struct cb_strvec *excludes, struct cb_stage_est *e);
 
 int cb_stage_pass1(struct cb_stage *st, struct cb_stage_stats *stats);
 int cb_stage_pass2(struct cb_stage *st, struct cb_stage_stats *stats);

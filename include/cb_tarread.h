@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <archive.h>
 #include "cb_codec.h"
+#include "cb_progress.h"
 
 struct cb_tarread {
 	struct archive *a;              /* the tar reader: next_header, read_data... */
@@ -24,6 +25,10 @@ struct cb_tarread {
 	int codec_failed;               /* set when the codec reported the error */
 	uint64_t total;                 /* decompressed bytes read so far */
 	uint64_t data_end;              /* offset just past the last non-zero byte */
+	uint64_t limit;                 /* cb_tarread_at's limit (0: none) */
+	/* set after opening: progress_base + total is reported as read */
+	struct cb_progress *progress;
+	uint64_t progress_base;
 	/* sha256 tee */
 	int want_sha256;
 	pthread_t tee;
@@ -56,6 +61,10 @@ int cb_tarread_expected_sha256(const char *archive, char hex[65]);
 struct cb_tarread_at {
 	uint64_t c_off, u_off, skip;
 	const struct cb_codec_units *units;
+	/* 0, or the bytes the tar reader gets after skip: the stream ends
+	 * there for it, and no unit past them is read (restore --salvage
+	 * stops before a damaged one) */
+	uint64_t limit;
 };
 int cb_tarread_open_at(struct cb_tarread *t, const char *path, const struct cb_tarread_at *at);
 /* Record the error of a failed libarchive call on t->a (the codec's message

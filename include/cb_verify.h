@@ -18,8 +18,10 @@ struct cb_verify_stats {
 	int checksum_checked;      /* a .sha256 file was there and matched */
 };
 
-/* dry_run: the same checks, but no ARCHIVE.verified is written. */
-int cb_verify_run(const char *archive, int dry_run, struct cb_log *log,
+/* dry_run: the same checks, but no ARCHIVE.verified is written.
+ * progress: a progress line on stderr when it is a terminal (cb_progress;
+ * a percent and ETA when ARCHIVE.idx gives the stream's size). */
+int cb_verify_run(const char *archive, int dry_run, int progress, struct cb_log *log,
 		  struct cb_verify_stats *st);
 
 #endif

@@ -91,10 +91,14 @@ static void account(struct cb_tarread *t, const unsigned char *buf, size_t n)
 static la_ssize_t read_cb(struct archive *a, void *cd, const void **buf)
 {
 	struct cb_tarread *t = cd;
-	ssize_t n = cb_codec_read(t->reader, t->buf, READ_BUF);
+	size_t want = t->limit && t->limit - t->total < READ_BUF ? (size_t)(t->limit - t->total)
+								 : READ_BUF;
+	ssize_t n = want ? cb_codec_read(t->reader, t->buf, want) : 0;
 
-	if (n > 0)
+	if (n > 0) {
 		account(t, t->buf, (size_t)n);
+		cb_progress_update(t->progress, t->progress_base + t->total);
+	}
 	if (n < 0) {
 		t->codec_failed = 1;
 		archive_set_error(a, EIO, "%s", cb_last_error());
@@ -154,6 +158,7 @@ static int tarread_open(struct cb_tarread *t, const char *path, int want_sha256,
 	if (at && (cb_codec_reader_seek(t->reader, at->c_off, at->u_off) < 0 ||
 		   discard(t, at->skip) < 0))
 		return cb_error_prefix("'%s'", path);
+	t->limit = at ? at->limit : 0;
 	t->a = archive_read_new();
 	if (!t->a)
 		return cb_error("cannot initialise libarchive");

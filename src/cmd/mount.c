@@ -251,7 +251,7 @@ static int tar_bytes(struct mnt *m, uint64_t off, unsigned char *dst, size_t len
 static int member_entry(struct mnt *m, const struct cb_idx_entry *e, struct cb_tarread *t,
 			struct archive_entry **ae)
 {
-	struct cb_tarread_at at;
+	struct cb_tarread_at at = { 0 };
 
 	cb_idx_seek_for(&m->x, e->hdr_off, &at.u_off, &at.c_off);
 	at.skip = e->hdr_off - at.u_off;

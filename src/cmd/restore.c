@@ -93,6 +93,7 @@ static int restore_all(struct rst *r)
 	struct archive_entry *e;
 	int rc;
 
+	r->tr.progress = &r->progress;
 	for (;;) {
 		if (cb_check_interrupt() < 0)
 			return -1;
@@ -151,6 +152,7 @@ static int count_archive(const char *archive, uint64_t bsize, struct cb_rst_need
 		n->bytes += entry_blocks(e, bsize) * bsize;
 		n->entries++;
 	}
+	n->tar = t.total;
 	ret = 0;
 out:
 	cb_tarread_close(&t);
@@ -160,12 +162,14 @@ out:
 static int check_space(struct rst *r, const struct cb_restore_opts *o)
 {
 	struct statvfs vfs;
-	struct cb_rst_need n = { 0, 0 };
+	struct cb_rst_need n = { 0, 0, 0 };
 
 	if (cb_rst_statvfs(r, &vfs) < 0)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
 	if (count_archive(o->archive, vfs.f_frsize ? vfs.f_frsize : 4096, &n) < 0)
 		return -1;
+	/* the counting pass read the stream: its size is the progress total */
+	cb_progress_start(&r->progress, o->progress, "restore", n.tar);
 	return cb_rst_space_check(r, o, &n);
 }
 
@@ -188,6 +192,13 @@ void cb_rst_release(struct rst *r)
 	free(r->dest);
 }
 
+/* --path and --salvage find members by the catalog (restore_paths.c);
+ * a whole restore reads the archive from its start. */
+static int by_catalog(const struct cb_restore_opts *o)
+{
+	return o->n_paths > 0 || o->salvage;
+}
+
 int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct cb_restore_stats *st)
 {
 	struct rst r = { .log = log, .st = st, .tr = { .fd = -1, .file_fd = -1 }, .parent_fd = -1,
@@ -203,7 +214,7 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 	if (o->dry_run) {
 		/* the checks of a restore, then the counting pass: nothing else */
 		ret = dry_prepare_dest(&r, o) < 0 ? -1
-		      : o->n_paths > 0 ? cb_restore_paths(&r, o) : check_space(&r, o);
+		      : by_catalog(o) ? cb_restore_paths(&r, o) : check_space(&r, o);
 		goto out;
 	}
 	if (!archive) {
@@ -211,18 +222,25 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 		goto out;
 	}
 	ao.archive = archive;
-	if ((!o->n_paths && cb_tarread_open_checked(&r.tr, archive, o->ignore_checksum) < 0) ||
+	if ((!by_catalog(o) && cb_tarread_open_checked(&r.tr, archive, o->ignore_checksum) < 0) ||
 	    cb_rst_dest_open(&r, &ao) < 0)
 		goto out;
-	if (o->n_paths > 0 ? cb_restore_paths(&r, &ao) < 0
-			   : check_space(&r, &ao) < 0 || restore_all(&r) < 0)
+	ret = by_catalog(o) ? cb_restore_paths(&r, &ao)
+			    : check_space(&r, &ao) < 0 || restore_all(&r) < 0 ? -1 : 0;
+	cb_progress_end(&r.progress);
+	if (ret < 0)
 		goto out;
+	ret = -1;
 	if (cb_rst_close(&r) < 0 || cb_rst_dest_finish(&r, &ao) < 0)
 		goto out;
 	cb_fmt_bytes(size, sizeof(size), st->bytes);
 	cb_info(log, "restored %llu entries, %s", (unsigned long long)st->entries, size);
 	ret = 0;
 out:
+	if (ret == 0 && st->n_lost)
+		cb_error("%zu member(s) %s in %zu damaged unit(s), the others %s", st->n_lost,
+			 o->dry_run ? "would be lost" : "lost", st->n_bad_units,
+			 o->dry_run ? "restorable" : "restored");
 	cb_rst_release(&r);
 	free(archive);
 	return ret;

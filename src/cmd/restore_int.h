@@ -49,6 +49,9 @@ struct rst {
 		size_t acl_len[2];
 	} *dir_acls;
 	size_t n_dir_acls;
+	/* the tar bytes read, of every run before this one (restore_paths.c) */
+	struct cb_progress progress;
+	uint64_t read_before;
 };
 
 /* Open DESTDIR's parent and DESTDIR (never through a symlink; a non-empty
@@ -72,7 +75,18 @@ int cb_rst_close(struct rst *r);
 void cb_rst_disk_release(struct rst *r);
 void cb_rst_release(struct rst *r);
 
+/* restore --path, and restore --salvage (every member not lost, or of
+ * the paths those not lost) */
 int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o);
+
+struct cb_idx;
+/* restore_salvage.c: check every unit of the archive against the catalog
+ * x; *lost (malloc'ed, per entry) is 1 + the damaged unit for each member
+ * with a byte in one (each said with cb_rst_lost), else 0. */
+int cb_rst_salvage_plan(struct rst *r, const struct cb_idx *x, const char *archive,
+			uint64_t **lost);
+/* Member path is lost (why: "... unit N"): an ERROR line, kept in r->st. */
+void cb_rst_lost(struct rst *r, const char *path, uint64_t unit, const char *why);
 
 /* DESTDIR's file system: the private directory's, or with --dry-run (none
  * made) DESTDIR's or the nearest directory above it. */
@@ -81,6 +95,7 @@ int cb_rst_statvfs(struct rst *r, struct statvfs *v);
 /* What a restore needs in DESTDIR's file system: bytes of blocks, inodes. */
 struct cb_rst_need {
 	uint64_t bytes, entries;
+	uint64_t tar;        /* the tar stream's bytes (the progress total) */
 };
 /* statvfs(DESTDIR) against n: 0 if it fits; else -1 with the error naming
  * both, or with --force a WARN and 0 (files replaced in place free space). */

@@ -37,6 +37,7 @@ struct pick {
 	uint64_t *v, n, cap;     /* selected entries, archive order */
 	struct relink *rl;
 	size_t n_rl;
+	const uint64_t *lost;     /* --salvage: per entry, 1 + the damaged unit that lost it, or 0 */
 };
 
 static void pick_add(struct pick *p, uint64_t i)
@@ -126,8 +127,38 @@ static int add_relinks(const struct cb_idx *x, struct pick *p)
 	return 0;
 }
 
+/* Hardlinks to a lost member have no data to link to: lost too. */
+static void lose_links(struct rst *r, const struct cb_idx *x, uint64_t *lost)
+{
+	for (uint64_t i = 0; i < x->n_entries; i++) {
+		struct cb_idx_entry e;
+		uint64_t t;
+
+		cb_idx_entry(x, i, &e);
+		if (lost[i] || !(e.flags & CB_IDX_HARDLINK))
+			continue;
+		if (link_target(x, i, e.link, &t) == 0 && lost[t]) {
+			lost[i] = lost[t];
+			cb_rst_lost(r, e.path, lost[i] - 1, "a hardlink to a member in damaged");
+		}
+	}
+}
+
+/* --salvage: the lost members are not restored. */
+static void drop_lost(struct pick *p)
+{
+	uint64_t k = 0;
+
+	for (uint64_t i = 0; i < p->n; i++)
+		if (!p->lost[p->v[i]])
+			p->v[k++] = p->v[i];
+	p->n = k;
+}
+
 static int select_paths(const struct cb_idx *x, const struct cb_restore_opts *o, struct pick *p)
 {
+	for (uint64_t i = 0; o->n_paths == 0 && i < x->n_entries; i++)
+		pick_add(p, i);
 	for (size_t i = 0; i < o->n_paths; i++) {
 		uint64_t *v, n = cb_idx_select(x, o->paths[i], &v);
 
@@ -138,6 +169,8 @@ static int select_paths(const struct cb_idx *x, const struct cb_restore_opts *o,
 			return cb_error("'%s': not in the archive", o->paths[i]);
 	}
 	pick_sort(p);
+	if (p->lost)
+		drop_lost(p);
 	return add_relinks(x, p);
 }
 
@@ -162,22 +195,39 @@ static int relink(const struct pick *p, struct archive_entry *e)
 	return 0;
 }
 
-/* Decode from the unit holding entry first's header, up to that header;
- * every unit decoded is checked against the catalog's digest first. */
-static int run_open(struct rst *r, const struct cb_idx *x, const char *archive, uint64_t first)
+/* Where entry i's bytes end: the next member's header, or the stream's end. */
+static uint64_t member_end(const struct cb_idx *x, uint64_t i)
+{
+	struct cb_idx_entry next;
+
+	if (i + 1 >= x->n_entries)
+		return x->tar_size;
+	cb_idx_entry(x, i + 1, &next);
+	return next.hdr_off;
+}
+
+/* Decode from the unit holding entry first's header, up to that header,
+ * and no further than entry last's end (a damaged unit after it is never
+ * read); every unit decoded is checked against the catalog's digest first. */
+static int run_open(struct rst *r, const struct cb_idx *x, const char *archive, uint64_t first,
+		    uint64_t last)
 {
 	struct cb_idx_entry e;
-	struct cb_tarread_at at;
+	struct cb_tarread_at at = { 0 };
 	struct cb_codec_units units;
 	int rc;
 
 	cb_idx_entry(x, first, &e);
 	cb_idx_seek_for(x, e.hdr_off, &at.u_off, &at.c_off);
 	at.skip = e.hdr_off - at.u_off;
+	at.limit = member_end(x, last) - e.hdr_off;
 	cb_idx_units(x, &units);
 	at.units = &units;
+	r->read_before += r->tr.total;
 	cb_tarread_close(&r->tr);
 	rc = cb_tarread_open_at(&r->tr, archive, &at);
+	r->tr.progress = &r->progress;
+	r->tr.progress_base = r->read_before;
 	cb_codec_units_release(&units);
 	if (rc < 0)
 		return cb_error_prefix("no member where the catalog puts '%s' (offset %llu; run cbackup "
@@ -205,7 +255,15 @@ static int run_entry(struct rst *r, const struct cb_idx *x, const struct pick *p
 	return cb_rst_entry(r, ae);
 }
 
-/* Runs of selected entries with little between them. */
+static int lost_between(const struct pick *p, uint64_t from, uint64_t to)
+{
+	for (uint64_t i = from; p->lost && i < to; i++)
+		if (p->lost[i])
+			return 1;
+	return 0;
+}
+
+/* Runs of selected entries with little between them (and no lost one). */
 static uint64_t run_end(const struct cb_idx *x, const struct pick *p, uint64_t k)
 {
 	while (k + 1 < p->n) {
@@ -213,20 +271,37 @@ static uint64_t run_end(const struct cb_idx *x, const struct pick *p, uint64_t k
 
 		cb_idx_entry(x, p->v[k + 1], &next);
 		cb_idx_entry(x, p->v[k] + 1, &after);
-		if (next.hdr_off - after.hdr_off > RUN_GAP)
+		if (next.hdr_off - after.hdr_off > RUN_GAP || lost_between(p, p->v[k] + 1, p->v[k + 1]))
 			break;
 		k++;
 	}
 	return k;
 }
 
-static int restore_picked(struct rst *r, const struct cb_idx *x, const struct pick *p,
-			  const char *archive)
+/* The tar bytes the runs read: the progress total. */
+static uint64_t runs_bytes(const struct cb_idx *x, const struct pick *p)
 {
+	uint64_t sum = 0;
+
+	for (uint64_t k = 0; k < p->n;) {
+		uint64_t last = run_end(x, p, k);
+		struct cb_idx_entry first;
+
+		cb_idx_entry(x, p->v[k], &first);
+		sum += member_end(x, p->v[last]) - first.hdr_off;
+		k = last + 1;
+	}
+	return sum;
+}
+
+static int restore_picked(struct rst *r, const struct cb_idx *x, const struct pick *p,
+			  const char *archive, int progress)
+{
+	cb_progress_start(&r->progress, progress, "restore", runs_bytes(x, p));
 	for (uint64_t k = 0; k < p->n;) {
 		uint64_t last = run_end(x, p, k);
 
-		if (cb_check_interrupt() < 0 || run_open(r, x, archive, p->v[k]) < 0)
+		if (cb_check_interrupt() < 0 || run_open(r, x, archive, p->v[k], p->v[last]) < 0)
 			return -1;
 		for (uint64_t i = p->v[k]; i <= p->v[last]; i++)
 			if (run_entry(r, x, p, i) < 0)
@@ -242,7 +317,7 @@ static int restore_picked(struct rst *r, const struct cb_idx *x, const struct pi
 static int check_space(struct rst *r, const struct cb_restore_opts *o, const struct cb_idx *x,
 		       const struct pick *p)
 {
-	struct cb_rst_need n = { 0, p->n };
+	struct cb_rst_need n = { 0, p->n, 0 };
 	struct statvfs vfs;
 	uint64_t bs;
 
@@ -272,21 +347,29 @@ int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o)
 {
 	struct cb_idx x;
 	struct pick p = { 0 };
+	uint64_t *lost = NULL;
 	int ret;
 
 	if (cb_idx_open_for(&x, o->archive, r->log) < 0)
-		return -1;
-	ret = select_paths(&x, o, &p);
+		return o->salvage ? cb_error_prefix("restore --salvage places the damage by the "
+						    "catalog '%s.idx'", o->archive) : -1;
+	ret = o->salvage ? cb_rst_salvage_plan(r, &x, o->archive, &lost) : 0;
+	if (lost && r->st->n_lost)
+		lose_links(r, &x, lost);
+	p.lost = lost;
+	if (ret == 0)
+		ret = select_paths(&x, o, &p);
 	if (ret == 0) {
 		cb_info(r->log, "restoring %llu of %llu entries", (unsigned long long)p.n,
 			(unsigned long long)x.n_entries);
 		ret = check_space(r, o, &x, &p);
 	}
 	if (ret == 0 && !o->dry_run) {
-		ret = restore_picked(r, &x, &p, o->archive);
+		ret = restore_picked(r, &x, &p, o->archive, o->progress);
 	}
 	free(p.v);
 	free(p.rl);
+	free(lost);
 	cb_idx_close(&x);
 	return ret;
 }

@@ -181,16 +181,38 @@ static void name_members(const char *archive, uint64_t unit, char *msg, size_t l
 	free(path);
 }
 
-int cb_verify_run(const char *archive, int dry_run, struct cb_log *log,
+/* The tar stream's size, as ARCHIVE.idx gives it (0: no catalog). */
+static uint64_t catalog_tar_size(const char *archive)
+{
+	char *path = cb_xasprintf("%s.idx", archive);
+	struct cb_idx x;
+	uint64_t size = 0;
+
+	if (access(path, F_OK) == 0 && cb_idx_open(&x, path, 0) == 0) {
+		size = x.tar_size;
+		cb_idx_close(&x);
+	}
+	free(path);
+	return size;
+}
+
+int cb_verify_run(const char *archive, int dry_run, int progress, struct cb_log *log,
 		  struct cb_verify_stats *st)
 {
 	struct cb_tarread t = { .fd = -1, .file_fd = -1 };
+	struct cb_progress bar = { 0 };
 	char size[32], walk_error[4096];
 	int have_sum, walked, ret = -1;
 	uint64_t bad;
 
 	memset(st, 0, sizeof(*st));
-	walked = cb_tarread_open_checked(&t, archive, 0) < 0 ? -1 : walk(&t, st, log);
+	walked = cb_tarread_open_checked(&t, archive, 0);
+	if (walked == 0) {
+		cb_progress_start(&bar, progress, "verify", catalog_tar_size(archive));
+		t.progress = &bar;
+		walked = walk(&t, st, log);
+		cb_progress_end(&bar);
+	}
 	snprintf(walk_error, sizeof(walk_error), "%s", cb_last_error());
 	if (t.file_fd < 0) {   /* not even opened, or a .sha256 that is no checksum file */
 		cb_error("%s", walk_error);

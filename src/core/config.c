@@ -30,6 +30,7 @@
 #define MAX_LINE (64 * 1024)   /* longer than this is not a config file */
 #define MAX_VALUE 1000         /* iniparser reads lines of at most 1023 bytes */
 #define SHOW_LINE 60           /* how much of a bad line an error quotes */
+#define MAX_ERRORS 50          /* errors said of one file */
 
 /* vzdump.conf keys that mean nothing to cbackup: a warning saying why, not
  * "unknown". cbackup.conf(5) has the same list in its vzdump table. */
@@ -59,6 +60,8 @@ struct prepass {
 	struct cb_config *cfg;
 	FILE *out;          /* the converted text (open_memstream) */
 	int lineno;
+	const char *key;    /* the line's key, for its error (NULL: none) */
+	int skipping;       /* after a bad section header: its keys are left out */
 };
 
 /* ---- small helpers ---- */
@@ -154,10 +157,36 @@ static void release_section(struct cb_config_section *sec)
 	free(sec->name);
 }
 
+/* The error just set (cb_last_error) joins the file's list; a file with
+ * more is no cbackup configuration (a script given as --config): the
+ * rest are not said. */
+static void note_error(struct cb_config *cfg, int line, const char *key)
+{
+	struct cb_config_error *e;
+
+	if (cfg->n_errors > MAX_ERRORS)
+		return;
+	if (cfg->n_errors == MAX_ERRORS) {
+		cb_error("%s:%d: more than %d errors: the rest are not reported", cfg->path, line,
+			 MAX_ERRORS);
+		key = NULL;
+	}
+	cfg->errors = cb_xrealloc(cfg->errors, (cfg->n_errors + 1) * sizeof(*e));
+	e = &cfg->errors[cfg->n_errors++];
+	e->line = line;
+	e->key = key ? cb_xstrdup(key) : NULL;
+	e->text = cb_xstrdup(cb_last_error());
+}
+
 void cb_config_release(struct cb_config *cfg)
 {
 	for (size_t i = 0; i < cfg->n_sections; i++)
 		release_section(&cfg->sections[i]);
+	for (size_t i = 0; i < cfg->n_errors; i++) {
+		free(cfg->errors[i].key);
+		free(cfg->errors[i].text);
+	}
+	free(cfg->errors);
 	free(cfg->sections);
 	free(cfg->path);
 	cb_strvec_clear(&cfg->warnings);
@@ -260,6 +289,7 @@ static int parse_section(struct prepass *pp, char *line)
 				pp->path, pp->lineno, inner, *name ? " " : "", name);
 	if (check_duplicate(pp, kind, name) < 0)
 		return -1;
+	pp->skipping = 0;
 	add_section(pp->cfg, kind, name, pp->lineno);
 	fprintf(pp->out, "[s%zu]\n", pp->cfg->n_sections - 1);
 	return 0;
@@ -287,6 +317,9 @@ static int parse_keyvalue(struct prepass *pp, char *line)
 		line[k] = '=';
 		return syntax_error(pp, line);
 	}
+	if (pp->skipping)
+		return 0;
+	pp->key = key;
 	rest = trim(rest);
 	vlen = strlen(rest);
 	if (unterminated_quote(rest))
@@ -311,8 +344,10 @@ static int classify_line(struct prepass *pp, char *buf)
 		line = trim(line + 3);  /* a UTF-8 byte order mark from a Windows editor */
 	if (!*line || *line == '#' || *line == ';')
 		return 0;
-	if (*line == '[')
+	if (*line == '[') {
+		pp->skipping = 1;   /* until the header is found good */
 		return parse_section(pp, line);
+	}
 	return parse_keyvalue(pp, line);
 }
 
@@ -335,11 +370,17 @@ static int prepass_file(struct prepass *pp, FILE *in)
 			cb_error_errno("cannot read config '%s'", pp->path);
 			goto out;
 		}
-		if (check_bytes(pp, buf, len) < 0 || classify_line(pp, buf) < 0)
+		if (check_bytes(pp, buf, len) < 0)
 			goto out;
+		pp->key = NULL;
+		/* a bad line is left out, and the next one checked */
+		if (classify_line(pp, buf) < 0)
+			note_error(pp->cfg, pp->lineno, pp->key);
 	}
 	ret = 0;
 out:
+	if (ret < 0)
+		note_error(pp->cfg, pp->lineno, NULL);
 	free(buf);
 	return ret;
 }
@@ -564,19 +605,27 @@ static int check_maxfiles(struct cb_config *cfg, const struct cb_config_section 
 	return 0;
 }
 
-static int validate_section(struct cb_config *cfg, struct cb_config_section *sec)
+/* The line check_maxfiles names: the later of the two keys. */
+static int maxfiles_line(const struct cb_config_section *sec)
+{
+	const struct cb_config_entry *m = section_entry(sec, "maxfiles");
+	const struct cb_config_entry *p = section_entry(sec, "prune-backups");
+
+	return m && p && p->line > m->line ? p->line : m ? m->line : 0;
+}
+
+static void validate_section(struct cb_config *cfg, struct cb_config_section *sec)
 {
 	struct cb_opts scratch;
-	size_t kept = 0;
-	int keep, ret = 0;
-
-	size_t j;
+	size_t kept = 0, j;
+	int keep;
 
 	cb_opts_init(&scratch);
 	for (j = 0; j < sec->n_entries; j++) {
+		/* a bad entry is left out: the file's other errors are still found */
 		if (check_entry(cfg, sec, j, kept, &scratch, &keep) < 0) {
-			ret = -1;
-			break;
+			note_error(cfg, sec->entries[j].line, sec->entries[j].key);
+			keep = 0;
 		}
 		if (keep) {
 			sec->entries[kept++] = sec->entries[j];
@@ -585,29 +634,23 @@ static int validate_section(struct cb_config *cfg, struct cb_config_section *sec
 			free(sec->entries[j].value);
 		}
 	}
-	/* on error the unexamined rest moves down too: each entry owned once */
-	for (; j < sec->n_entries; j++)
-		sec->entries[kept++] = sec->entries[j];
 	sec->n_entries = kept;
 	cb_opts_release(&scratch);
-	if (ret == 0)
-		ret = check_maxfiles(cfg, sec);
-	return ret;
+	if (check_maxfiles(cfg, sec) < 0)
+		note_error(cfg, maxfiles_line(sec), "maxfiles");
 }
 
-static int validate(struct cb_config *cfg)
+static void validate(struct cb_config *cfg)
 {
 	for (size_t i = 0; i < cfg->n_sections; i++)
-		if (validate_section(cfg, &cfg->sections[i]) < 0)
-			return -1;
-	return 0;
+		validate_section(cfg, &cfg->sections[i]);
 }
 
 /* ---- loading ---- */
 
 static int parse_file(struct cb_config *cfg, FILE *in)
 {
-	struct prepass pp = { cfg->path, cfg, NULL, 0 };
+	struct prepass pp = { .path = cfg->path, .cfg = cfg };
 	char *text = NULL;
 	size_t len = 0;
 	dictionary *d = NULL;
@@ -625,8 +668,10 @@ static int parse_file(struct cb_config *cfg, FILE *in)
 		goto out;
 	}
 	d = load_converted(cfg->path, text, len);
-	if (d && fill_values(cfg, d) == 0 && validate(cfg) == 0)
+	if (d && fill_values(cfg, d) == 0) {
+		validate(cfg);
 		ret = 0;
+	}
 out:
 	if (d)
 		iniparser_freedict(d);
@@ -659,10 +704,16 @@ static FILE *open_config(const char *path)
 	return in;
 }
 
-int cb_config_load(struct cb_config *cfg, const char *path)
+static int by_line(const void *a, const void *b)
+{
+	const struct cb_config_error *x = a, *y = b;
+
+	return (x->line > y->line) - (x->line < y->line);
+}
+
+int cb_config_open(struct cb_config *cfg, const char *path)
 {
 	FILE *in;
-	int ret;
 
 	if (!path && access(DEFAULT_CONFIG, F_OK) < 0 && errno == ENOENT) {
 		start_empty(cfg, NULL);
@@ -671,12 +722,23 @@ int cb_config_load(struct cb_config *cfg, const char *path)
 	start_empty(cfg, path ? path : DEFAULT_CONFIG);
 	in = open_config(cfg->path);
 	if (!in) {
-		ret = -1;
-		goto out;
+		note_error(cfg, 0, NULL);
+	} else {
+		if (parse_file(cfg, in) < 0 && !cfg->n_errors)
+			note_error(cfg, 0, NULL);
+		fclose(in);
 	}
-	ret = parse_file(cfg, in);
-	fclose(in);
-out:
+	if (!cfg->n_errors)
+		return 0;
+	/* the syntax errors were found first: said in the file's order */
+	qsort(cfg->errors, cfg->n_errors, sizeof(*cfg->errors), by_line);
+	return cb_error("%s", cfg->errors[0].text);
+}
+
+int cb_config_load(struct cb_config *cfg, const char *path)
+{
+	int ret = cb_config_open(cfg, path);
+
 	if (ret < 0)
 		cb_config_release(cfg);
 	return ret;

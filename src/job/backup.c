@@ -84,6 +84,9 @@ struct guest_run {
 	uint64_t estimate;           /* bytes the staging copy needs */
 	int estimate_after_sync;     /* keep-staging: measured by the first sync */
 	uint64_t first_bytes;        /* the first sync's tree: file bytes + a header each */
+	/* ct: progress totals from the estimate's walk (cb_stage_est): the
+	 * root's file bytes (its first sync), the tar stream (the archive) */
+	uint64_t sync_total, archive_total;
 	struct cb_lock guest_lock;   /* host-local, per guest */
 	struct cb_lock store_lock;   /* on the storage, per guest */
 	struct cb_guest_result *res; /* what the job reports (mail, JSON) */
@@ -255,17 +258,20 @@ static int reads_snapshots(const struct guest_run *r)
  * file data is cloned, not copied, and counts as free. */
 static int volume_estimate(struct guest_run *r, const char *src, uint64_t *need, uint64_t *entries)
 {
-	uint64_t bytes = 0, n = 0;
+	struct cb_stage_est e;
 
-	if (cb_stage_estimate(src, &r->excludes, &bytes, &n) < 0)
+	if (cb_stage_estimate(src, &r->excludes, &e) < 0)
 		return -1;
 	if (r->mode != CB_MODE_SNAPSHOT && cb_reflink_possible(src, r->opts.tmpdir)) {
 		cb_verbose(r->log, "'%s' and tmpdir share a file system that clones data (reflink): "
 			   "file data needs no space", src);
-		bytes = n * 4096;
+		e.bytes = e.entries * 4096;
 	}
-	*need += bytes;
-	*entries += n;
+	if (src == r->opts.root)
+		r->sync_total = e.data;
+	r->archive_total += e.tar;
+	*need += e.bytes;
+	*entries += e.entries;
 	return 0;
 }
 
@@ -578,7 +584,10 @@ static int sync_pass(struct guest_run *r, int final, int tracked)
 	else
 		cb_info(r->log, "starting %s sync %s/ to %s", final ? "final" : "first", r->opts.root,
 			r->stage_dir);
-	cb_progress_start(&r->progress, !r->opts.quiet && !final, "first sync", r->estimate);
+	/* a container's counts the file bytes it copies, not the blocks
+	 * the space check needs (4 KiB for every small file and directory) */
+	cb_progress_start(&r->progress, !r->opts.quiet && !final, "first sync",
+			  r->opts.type == CB_GUEST_VM ? r->estimate : r->sync_total);
 	if (r->images)
 		ret = final ? cb_imgstage_pass2(r->images, &stats) : cb_imgstage_pass1(r->images, &stats);
 	else
@@ -1313,6 +1322,18 @@ static void log_reuse(struct guest_run *r, const struct cb_codec_writer *codec,
 			   (unsigned long long)(cs.segs_reused - cs.segs_checked_crc));
 }
 
+/* What the archive pass's progress counts toward: the tar stream's bytes.
+ * A container's, from the estimate's walk, falls short only by pax
+ * headers and tar's end (the bar then waits at 99%), never overshoots as
+ * the space estimate's blocks did; without that walk (a kept staging copy)
+ * the first sync's file bytes and headers. */
+static uint64_t archive_total(const struct guest_run *r)
+{
+	if (r->opts.type == CB_GUEST_VM)
+		return r->estimate;
+	return r->archive_total ? r->archive_total : r->first_bytes;
+}
+
 static int write_archive(struct guest_run *r)
 {
 	struct cb_codec_params cp;
@@ -1344,7 +1365,7 @@ static int write_archive(struct guest_run *r)
 		goto out;
 	reuse = open_reuse(r, codec);
 	trust = open_trust(r, codec, sink, reuse);
-	cb_progress_start(&r->progress, !r->opts.quiet, "archive", r->estimate);
+	cb_progress_start(&r->progress, !r->opts.quiet, "archive", archive_total(r));
 	cb_codec_set_progress(codec, &r->progress);
 	if (scan)
 		cb_codec_set_tap(codec, cb_tarscan_feed, scan);

@@ -13,7 +13,7 @@
 
 /* Options that are not config keys. */
 enum cli_only { OPT_CONFIG, OPT_ALL, OPT_EXCLUDE, OPT_FORCE, OPT_KEEP_OLD, OPT_PATH, OPT_JSON, OPT_HELP, OPT_VERSION,
-	       OPT_IGNORE_CHECKSUM, OPT_NONE };
+	       OPT_IGNORE_CHECKSUM, OPT_SALVAGE, OPT_NONE };
 static const struct {
 	const char *name;
 	enum cli_only id;
@@ -31,6 +31,9 @@ static const struct {
 	  "PATH" },
 	{ "ignore-checksum", OPT_IGNORE_CHECKSUM, 0,
 	  "restore: go on when the archive does not match its .sha256", NULL },
+	{ "salvage", OPT_SALVAGE, 0,
+	  "restore: every member outside damaged units; each member lost is named, exit status 1",
+	  NULL },
 	{ "json", OPT_JSON, 0, "ls: one JSON object per entry", NULL },
 	{ "help", OPT_HELP, 0, "show this help (after a command: that command's)", NULL },
 	{ "version", OPT_VERSION, 0, "show the version", NULL },
@@ -117,10 +120,10 @@ static const struct {
 		    "Back up guests: a staging copy, the guest frozen only for the final sync, then a\n"
 		    "compressed, seekable archive in dumpdir.", NULL },
 	{ "restore", "cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...] [--dry-run]\n"
-		     "                [--ignore-checksum]\n"
+		     "                [--ignore-checksum] [--salvage] [--output-format json]\n"
 		     "Unpack an archive (or some of its paths) into DESTDIR.",
-	  (const char *const[]){ "force", "keep-old", "path", "ignore-checksum", "dry-run", "help",
-				 NULL } },
+	  (const char *const[]){ "force", "keep-old", "path", "ignore-checksum", "salvage",
+				 "output-format", "dry-run", "help", NULL } },
 	{ "ls", "cbackup ls ARCHIVE [PATH...] [--json]\nList an archive's entries from its catalog.",
 	  (const char *const[]){ "json", "help", NULL } },
 	{ "index", "cbackup index ARCHIVE [--dry-run]\n"
@@ -206,7 +209,7 @@ int cb_cli_command_usage(FILE *out, const char *name)
  * of restore, ls and prune alone. */
 static void all_options(FILE *out, int width, int backup_only)
 {
-	static const char not_backup[] = " force keep-old path json staging ";
+	static const char not_backup[] = " force keep-old path json staging salvage ";
 	char word[64];
 
 	for (size_t i = 0; i < N_CLI_ONLY; i++) {
@@ -227,7 +230,7 @@ void cb_cli_usage(FILE *out)
 	      "       cbackup backup --root DIR [--id ID] [--type ct]   [options]\n"
 	      "       cbackup backup --disk FILE [--disk FILE...] --id ID --type vm [options]\n"
 	      "       cbackup restore ARCHIVE DESTDIR [--force [--keep-old]] [--path PATH...] [--dry-run]\n"
-	      "                       [--ignore-checksum]\n"
+	      "                       [--ignore-checksum] [--salvage]\n"
 	      "       cbackup ls ARCHIVE [PATH...] [--json]\n"
 	      "       cbackup index ARCHIVE [--dry-run]\n"
 	      "       cbackup mount ARCHIVE MOUNTPOINT\n"
@@ -264,6 +267,7 @@ static int apply_cli_only(struct cb_cli *cli, enum cli_only id, const char *valu
 	case OPT_ALL: cli->all = 1; break;
 	case OPT_FORCE: cli->force = 1; break;
 	case OPT_IGNORE_CHECKSUM: cli->ignore_checksum = 1; break;
+	case OPT_SALVAGE: cli->salvage = 1; break;
 	case OPT_KEEP_OLD: cli->keep_old = 1; break;
 	case OPT_PATH: cb_strvec_push(&cli->paths, value); break;
 	case OPT_JSON: cli->json = 1; break;
@@ -393,6 +397,8 @@ int cb_cli_parse(struct cb_cli *cli, int argc, char **argv)
 			       "--prune-backups");
 	if (ret == 0 && cli->paths.n && cli->command != CB_CMD_RESTORE)
 		ret = cb_error("option '--path' is only for restore (a storage's path is a config key)");
+	if (ret == 0 && cli->salvage && cli->command != CB_CMD_RESTORE)
+		ret = cb_error("option '--salvage' is only for restore");
 	if (ret == 0 && cli->json && cli->command != CB_CMD_LS)
 		ret = cb_error("option '--json' is only for ls (see --output-format)");
 	if (ret == 0 && !cli->help && !cli->version)

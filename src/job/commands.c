@@ -71,20 +71,41 @@ int cb_cmd_help(const struct cb_cli *cli, const struct cb_config *cfg, struct cb
 	return CB_EXIT_OK;
 }
 
+/* --quiet from the command line: restore and verify read no configuration. */
+static int cli_quiet(const struct cb_cli *cli)
+{
+	const char *q = cb_cli_get(cli, "quiet");
+	struct cb_opts o;
+	int quiet;
+
+	cb_opts_init(&o);
+	quiet = q && cb_opts_set(&o, "quiet", q, NULL) == 0 && o.quiet;
+	cb_opts_release(&o);
+	return quiet;
+}
+
 int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_restore_opts ro = { .archive = cli->args.v[0], .destdir = cli->args.v[1],
 				      .force = cli->force, .keep_old = cli->keep_old,
 				      .paths = cli->paths.v, .n_paths = cli->paths.n,
-				      .dry_run = cli->dry_run, .ignore_checksum = cli->ignore_checksum };
+				      .dry_run = cli->dry_run, .ignore_checksum = cli->ignore_checksum,
+				      .salvage = cli->salvage, .progress = !cli_quiet(cli) };
 	struct cb_restore_stats st = { 0 };
+	const char *format = cb_cli_get(cli, "output-format");
+	int failed, status = CB_EXIT_OK;
 
 	(void)cfg;   /* restore reads no configuration */
-	if (cb_restore_run(&ro, log, &st) < 0) {
-		cb_err(log, "restore of '%s' failed - %s", ro.archive, cb_last_error());
-		return CB_EXIT_FAILED;
+	failed = cb_restore_run(&ro, log, &st) < 0;
+	if (failed || st.n_lost) {
+		cb_err(log, "restore of '%s' %s - %s", ro.archive, failed ? "failed" : "incomplete",
+		       cb_last_error());
+		status = CB_EXIT_FAILED;
 	}
-	return CB_EXIT_OK;
+	if (format && !strcmp(format, "json"))
+		cb_restore_json(stdout, &ro, &st, failed ? cb_last_error() : NULL);
+	cb_restore_stats_release(&st);
+	return status;
 }
 
 int cb_cmd_ls(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
@@ -126,7 +147,7 @@ int cb_cmd_verify(const struct cb_cli *cli, const struct cb_config *cfg, struct 
 
 	(void)cfg;   /* verify reads no configuration */
 	for (size_t i = 0; i < cli->args.n; i++)   /* each archive, whatever the others gave */
-		if (cb_verify_run(cli->args.v[i], cli->dry_run, log, &st) < 0) {
+		if (cb_verify_run(cli->args.v[i], cli->dry_run, !cli_quiet(cli), log, &st) < 0) {
 			cb_err(log, "verify of '%s' failed - %s", cli->args.v[i], cb_last_error());
 			status = CB_EXIT_FAILED;
 		}

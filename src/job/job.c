@@ -418,8 +418,14 @@ static int resolve_reporting(const struct cb_cli *cli, const struct cb_config *c
 		return 0;
 	reporting_kv(&cli->kv, &kv);
 	r = cb_config_resolve(cfg, NULL, &kv, o);
+	if (r < 0)
+		r = cb_config_resolve(cfg, NULL, NULL, o);
+	if (r < 0) {   /* a file too broken to resolve: the command line's word alone */
+		struct cb_config none = { 0 };
+		r = cb_config_resolve(&none, NULL, &kv, o);
+	}
 	cb_strvec_clear(&kv);
-	return r == 0 ? 0 : cb_config_resolve(cfg, NULL, NULL, o);
+	return r;
 }
 
 /* The job stopped before its first guest: the error goes wherever the
@@ -445,6 +451,41 @@ static int config_failed(const struct cb_cli *cli, const struct cb_config *cfg, 
 }
 
 static int run_job(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
+
+int cb_job_config_error(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
+{
+	int backup = cli->command == CB_CMD_BACKUP;
+	struct cb_job_status js;
+	struct cb_opts o;
+	char *msg;
+
+	for (size_t i = 0; i < cfg->n_errors; i++)
+		cb_err(log, "%s", cfg->errors[i].text);
+	msg = cfg->n_errors > 1 ? cb_xasprintf("%zu errors in configuration '%s', the first: %s",
+					     cfg->n_errors, cfg->path, cfg->errors[0].text)
+				: cb_xstrdup(cfg->n_errors ? cfg->errors[0].text : cb_last_error());
+	/* a night's job that cannot read its configuration alerts as a failed one */
+	if (backup)
+		cb_log_syslog(LOG_ERR, "Backup job failed - %s", msg);
+	if (resolve_reporting(cli, cfg, &o) == 0) {
+		cb_jobstatus_init(&js, cli->cmdline);
+		cb_jobstatus_set_error(&js, msg);
+		for (size_t i = 0; i < cfg->n_errors; i++)
+			cb_jobstatus_add_config_error(&js, cfg->path, cfg->errors[i].line,
+						      cfg->errors[i].key, cfg->errors[i].text);
+		if (backup) {
+			report_job(&js, &o, CB_EXIT_USAGE, log);
+		} else if (o.output_format == CB_OUTPUT_JSON) {
+			js.end = time(NULL);
+			js.exit_status = CB_EXIT_USAGE;
+			cb_jobstatus_json(&js, stdout);
+		}
+		cb_jobstatus_release(&js);
+		cb_opts_release(&o);
+	}
+	free(msg);
+	return CB_EXIT_USAGE;
+}
 
 static void free_guests(struct cb_opts *guests, size_t n)
 {

@@ -1,5 +1,6 @@
 /* cb_jobstatus: the job's results and its JSON document. See include/cb_jobstatus.h.
  * In src/job/ with the job (cb_job) and the guest's backup (cb_backup) that fill it. */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -35,6 +36,12 @@ void cb_jobstatus_release(struct cb_job_status *js)
 		free(g->audit_paths);
 		free(g->audit_whats);
 	}
+	for (size_t i = 0; i < js->n_config_errors; i++) {
+		free(js->config_errors[i].file);
+		free(js->config_errors[i].key);
+		free(js->config_errors[i].message);
+	}
+	free(js->config_errors);
 	free(js->guests);
 	free(js->cmdline);
 	free(js->error);
@@ -60,6 +67,33 @@ void cb_jobstatus_set_error(struct cb_job_status *js, const char *msg)
 {
 	free(js->error);
 	js->error = cb_xstrdup(msg);
+}
+
+/* text without the "FILE:LINE: " (or "FILE: ") it starts with */
+static const char *past_place(const char *text, const char *file, int line)
+{
+	size_t n = file ? strlen(file) : 0;
+	const char *p = text + n;
+
+	if (!file || strncmp(text, file, n) || *p != ':')
+		return text;
+	if (line > 0 && isdigit((unsigned char)p[1]) && (unsigned)atoi(p + 1) == (unsigned)line)
+		p += 1 + strspn(p + 1, "0123456789");
+	return p[0] == ':' && p[1] == ' ' ? p + 2 : text;
+}
+
+void cb_jobstatus_add_config_error(struct cb_job_status *js, const char *file, int line,
+				   const char *key, const char *text)
+{
+	struct cb_config_problem *c;
+
+	js->config_errors = cb_xrealloc(js->config_errors,
+					(js->n_config_errors + 1) * sizeof(*c));
+	c = &js->config_errors[js->n_config_errors++];
+	c->file = file ? cb_xstrdup(file) : NULL;
+	c->line = line;
+	c->key = key ? cb_xstrdup(key) : NULL;
+	c->message = cb_xstrdup(past_place(text, file, line));
 }
 
 int cb_jobstatus_failed(const struct cb_job_status *js)
@@ -166,11 +200,14 @@ static void json_guest(FILE *out, const struct cb_guest_result *g, int last)
 	fprintf(out, "    }%s\n", last ? "" : ",");
 }
 
-/* "ok", "warning" (every guest archived, one with a warning), "failed" */
+/* "ok", "warning" (every guest archived, one with a warning), "failed",
+ * "error" (the configuration file has errors: nothing ran) */
 static const char *job_status_name(const struct cb_job_status *js)
 {
 	int warned = 0;
 
+	if (js->n_config_errors)
+		return "error";
 	for (size_t i = 0; i < js->n; i++) {
 		if (js->guests[i].result != CB_RESULT_OK && js->guests[i].result != CB_RESULT_WARNING)
 			return "failed";
@@ -179,6 +216,27 @@ static const char *job_status_name(const struct cb_job_status *js)
 	if (js->exit_status != CB_EXIT_OK && (!warned || js->error))
 		return "failed";
 	return warned ? "warning" : "ok";
+}
+
+/* ,"config_errors": [ { file, line, key, message }... ] */
+static void json_config_errors(FILE *out, const struct cb_job_status *js)
+{
+	fputs(",\n  \"config_errors\": [", out);
+	for (size_t i = 0; i < js->n_config_errors; i++) {
+		const struct cb_config_problem *c = &js->config_errors[i];
+
+		fputs(i ? ",\n    { " : "\n    { ", out);
+		cb_json_member(out, "", "file", c->file, "");
+		if (c->line > 0)
+			fprintf(out, ", \"line\": %d, ", c->line);
+		else
+			fputs(", \"line\": null, ", out);
+		cb_json_member(out, "", "key", c->key, "");
+		fputs(", ", out);
+		cb_json_member(out, "", "message", c->message, "");
+		fputs(" }", out);
+	}
+	fputs(js->n_config_errors ? "\n  ]" : "]", out);
 }
 
 void cb_jobstatus_json(const struct cb_job_status *js, FILE *out)
@@ -195,6 +253,7 @@ void cb_jobstatus_json(const struct cb_job_status *js, FILE *out)
 		js->exit_status);
 	fprintf(out, "  \"status\": \"%s\",\n", job_status_name(js));
 	cb_json_member(out, "  ", "error", js->error, "\n");
+	json_config_errors(out, js);
 	fputs(",\n  \"guests\": [\n", out);
 	for (size_t i = 0; i < js->n; i++)
 		json_guest(out, &js->guests[i], i + 1 == js->n);

@@ -13,6 +13,7 @@
 #include "cb_commands.h"
 #include "cb_config.h"
 #include "cb_exit.h"
+#include "cb_job.h"
 #include "cb_log.h"
 
 /* Run the subcommand from cb_commands' table, with the configuration
@@ -34,13 +35,10 @@ static int run_command(const struct cb_cli *cli, struct cb_log *log)
 	}
 	if (!c->needs_config)
 		return c->run(cli, NULL, log);
-	if (cb_config_load(&cfg, cli->config_path) < 0) {
-		cb_err(log, "%s", cb_last_error());
-		/* a night's job that cannot read its globals alerts as a failed one:
-		 * there is no json-status or mailto to say it with */
-		if (c->id == CB_CMD_BACKUP)
-			cb_log_syslog(LOG_ERR, "Backup job failed - %s", cb_last_error());
-		return CB_EXIT_USAGE;
+	if (cb_config_open(&cfg, cli->config_path) < 0) {
+		status = cb_job_config_error(cli, &cfg, log);
+		cb_config_release(&cfg);
+		return status;
 	}
 	status = c->run(cli, &cfg, log);
 	cb_config_release(&cfg);

@@ -117,6 +117,23 @@ static void print_headers(FILE *out, const struct cb_job_status *js, const char 
 	      "Content-Transfer-Encoding: 8bit\nAuto-Submitted: auto-generated\n\n", out);
 }
 
+/* Each error of a configuration file that stopped the job, as printed. */
+static void print_config_errors(FILE *out, const struct cb_job_status *js)
+{
+	if (!js->n_config_errors)
+		return;
+	fputs("Configuration errors:\n", out);
+	for (size_t i = 0; i < js->n_config_errors; i++) {
+		const struct cb_config_problem *c = &js->config_errors[i];
+
+		if (c->line > 0 && c->file)
+			fprintf(out, "%s:%d: %s\n", c->file, c->line, c->message);
+		else
+			fprintf(out, "%s\n", c->message);
+	}
+	fputc('\n', out);
+}
+
 void cb_notify_compose(const struct cb_job_status *js, const char *mailto, FILE *out)
 {
 	char start[64], end[64];
@@ -125,6 +142,7 @@ void cb_notify_compose(const struct cb_job_status *js, const char *mailto, FILE 
 	print_headers(out, js, mailto);
 	if (js->error)
 		fprintf(out, "Backup job failed - %s\n\n", js->error);
+	print_config_errors(out, js);
 	print_table(out, js);
 	localtime_r(&js->start, &tm);
 	strftime(start, sizeof(start), "%Y-%m-%d %H:%M:%S", &tm);

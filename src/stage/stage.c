@@ -318,7 +318,27 @@ int cb_stage_save_index(struct cb_stage *st)
 
 /* ---- estimate ---- */
 
-static int est_dir(struct cb_stage *st, uint64_t *bytes, uint64_t *entries)
+/* An entry's share of est->data and est->tar (see cb_stage_est). */
+static void est_count(struct cb_stage_est *est, const struct stat *sb)
+{
+	uint64_t data = 0;
+
+	est->entries++;
+	est->bytes += S_ISREG(sb->st_mode) ? (uint64_t)sb->st_blocks * 512 : 4096;
+	if (S_ISSOCK(sb->st_mode))
+		return;   /* not staged, not archived */
+	if (S_ISREG(sb->st_mode)) {
+		data = (uint64_t)sb->st_size;
+		if ((uint64_t)sb->st_blocks * 512 < data)
+			data = (uint64_t)sb->st_blocks * 512;
+		est->data += sb->st_nlink > 1 ? data / sb->st_nlink : data;
+		data = (data + 511) & ~(uint64_t)511;
+		data = sb->st_nlink > 1 ? data / sb->st_nlink : data;
+	}
+	est->tar += 512 + data;
+}
+
+static int est_dir(struct cb_stage *st, struct cb_stage_est *est)
 {
 	size_t lv = cb_fdpath_top(&st->sp);
 	struct listing l;
@@ -334,12 +354,11 @@ static int est_dir(struct cb_stage *st, uint64_t *bytes, uint64_t *entries)
 		if ((fd = cb_fdpath_fd(&st->sp, lv)) >= 0 &&
 		    fstatat(fd, l.v[i], &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
 		    !stage_excluded_slash(&st->excludes, st->rel, S_ISDIR(sb.st_mode))) {
-			(*entries)++;
-			*bytes += S_ISREG(sb.st_mode) ? (uint64_t)sb.st_blocks * 512 : 4096;
+			est_count(est, &sb);
 			if (S_ISDIR(sb.st_mode) && sb.st_dev == st->root_dev) {
 				int sub = stage_open_src(st, fd, l.v[i], O_RDONLY | O_DIRECTORY, &sb);
 				if (sub >= 0 && cb_fdpath_push(&st->sp, sub, l.v[i], st->rel_len) == 0) {
-					ret = est_dir(st, bytes, entries);
+					ret = est_dir(st, est);
 					cb_fdpath_pop(&st->sp);
 				}
 			}
@@ -350,23 +369,21 @@ static int est_dir(struct cb_stage *st, uint64_t *bytes, uint64_t *entries)
 	return ret;
 }
 
-static int estimate(const char *src, const struct cb_strvec *excludes, uint64_t *bytes,
-		    uint64_t *entries)
+static int estimate(const char *src, const struct cb_strvec *excludes, struct cb_stage_est *est)
 {
 	struct cb_stage *st;
 	struct cb_stage_opts o = { .src = src, .dst = "", .excludes = excludes };
 	struct stat sb;
 	int fd, ret;
 
-	*bytes = 4096;
-	*entries = 1;
+	*est = (struct cb_stage_est){ .bytes = 4096, .entries = 1, .tar = 512 };
 	cb_stage_new(&st, &o, NULL);
 	fd = open_src_root(st, &sb);
 	ret = fd < 0 ? -1 : 0;
 	if (ret == 0) {
 		st->root_dev = sb.st_dev;
 		cb_fdpath_init(&st->sp, fd, O_NOATIME);
-		ret = est_dir(st, bytes, entries);
+		ret = est_dir(st, est);
 		cb_fdpath_release(&st->sp);
 		close(fd);
 	}
@@ -377,18 +394,17 @@ static int estimate(const char *src, const struct cb_strvec *excludes, uint64_t 
 struct est_call {
 	const char *src;
 	const struct cb_strvec *excludes;
-	uint64_t *bytes, *entries;
+	struct cb_stage_est *est;
 };
 
 static int est_call(void *arg)
 {
 	struct est_call *c = arg;
 
-	return estimate(c->src, c->excludes, c->bytes, c->entries);
+	return estimate(c->src, c->excludes, c->est);
 }
 
-int cb_stage_estimate(const char *src, const struct cb_strvec *excludes, uint64_t *bytes,
-		      uint64_t *entries)
+int cb_stage_estimate(const char *src, const struct cb_strvec *excludes, struct cb_stage_est *e)
 {
-	return cb_call_deep(est_call, &(struct est_call){ src, excludes, bytes, entries });
+	return cb_call_deep(est_call, &(struct est_call){ src, excludes, e });
 }

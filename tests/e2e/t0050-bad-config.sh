@@ -2,7 +2,7 @@
 # Configuration errors: a bad value is exit 2 naming FILE:LINE and the key
 # (nothing touched); an unknown key is an error (exit 2) with its line and
 # the key it most looks like, a relative path too (issue 28); vzdump's
-# "key: value" lines work.
+# "key: value" lines work; every error of a file is said in one run.
 . "$(dirname "$0")/lib.sh"
 
 SRC=$SCRATCH/src
@@ -25,7 +25,7 @@ test_expect_success 'mode = fast: exit 2 with FILE:LINE and the key' '
 	grep -F "$SCRATCH/bad.conf:4" "$CB_ERR"
 	grep "mode" "$CB_ERR"
 	grep -F "suspend|stop|snapshot" "$CB_ERR"
-	test -z "$(find "$SCRATCH/dump" "$SCRATCH/tmp" -mindepth 1)"
+	test -z "$(find "$SCRATCH/dump10" "$SCRATCH/tmp10" -mindepth 1)"
 '
 
 test_expect_success 'bad value in a guest section: exit 2 with its line' '
@@ -101,6 +101,30 @@ test_expect_success 'vzdump-style bad value: exit 2 with FILE:LINE' '
 	cbackup_run 2 backup --root "$SRC" --id 505 --config "$SCRATCH/vzbad.conf"
 	grep -F "$SCRATCH/vzbad.conf:2" "$CB_ERR"
 	grep "mode" "$CB_ERR"
+'
+
+test_expect_success 'every error of a file in one run: each with FILE:LINE, key and accepted values' '
+	mkdir "$SCRATCH/tmp10" "$SCRATCH/dump10"
+	cat >"$SCRATCH/many.conf" <<-CONF
+	tmpdir = $SCRATCH/tmp10
+	dumpdir = $SCRATCH/dump10
+	mode = fast
+	compres = zstd
+	this line is no key
+	[ct 506]
+	root = $SRC
+	compress = brotli
+	[storage nas]
+	path = relative/dir
+	CONF
+	cbackup_run 2 506 --config "$SCRATCH/many.conf"
+	test_has "$CB_ERR" "^ERROR: $SCRATCH/many.conf:3: key .mode.: .*fast.*suspend\\|stop\\|snapshot"
+	test_has "$CB_ERR" "^ERROR: $SCRATCH/many.conf:4: unknown key .compres. \\(did you mean .compress.\\?\\)"
+	test_has "$CB_ERR" "^ERROR: $SCRATCH/many.conf:5: syntax error"
+	test_has "$CB_ERR" "^ERROR: $SCRATCH/many.conf:8: key .compress.: .*brotli.*zstd"
+	test_has "$CB_ERR" "^ERROR: $SCRATCH/many.conf:10: key .path.: relative path"
+	test "$(grep -c "^ERROR: $SCRATCH/many.conf:" "$CB_ERR")" = 5
+	test -z "$(find "$SCRATCH/dump10" "$SCRATCH/tmp10" -mindepth 1)"
 '
 
 test_done

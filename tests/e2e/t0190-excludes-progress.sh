@@ -1,7 +1,8 @@
 #!/bin/bash
 # Excludes (vzdump's rule: a leading '/' anchors at the guest root, other
 # globs match at any depth; stdexcludes) apply to staging and archive alike;
-# the progress line shows on a terminal only and never in the log file.
+# the progress line shows on a terminal only and never in the log file;
+# the backup's ends at 100%, and restore and verify have theirs.
 . "$(dirname "$0")/lib.sh"
 
 D=$SCRATCH/dump
@@ -94,6 +95,43 @@ test_expect_success 'progress: never when stderr is not a terminal' '
 		--bwlimit 65536 2>err
 	test_lacks err "first sync: *[0-9]*%|archive: *[0-9]*%"
 	test_lacks err "$(printf "\r")"
+'
+
+# frames WHAT FILE: each progress frame of WHAT in a terminal transcript, one a line
+frames() { tr "\r" "\n" <"$2" | grep -a -o "$1: *[0-9]*% .*" || true; }
+
+test_expect_success 'progress: the backup reaches 100% (its total counts what the archive pass does)' '
+	rm -rf "$D"/* "$SCRATCH/small"
+	mkdir -p "$SCRATCH/small/d1" "$SCRATCH/small/d2"
+	for i in $(seq 1 300); do echo "file $i" >"$SCRATCH/small/d$((i % 2 + 1))/f$i"; done
+	head -c 2M /dev/urandom >"$SCRATCH/small/big.bin"
+	script -qec "$CBACKUP backup --root $SCRATCH/small --id 102 --tmpdir $T --dumpdir $D" \
+		"$SCRATCH/tty2.out" >/dev/null
+	frames archive "$SCRATCH/tty2.out" >archive.frames
+	frames "first sync" "$SCRATCH/tty2.out" >sync.frames
+	cat archive.frames sync.frames
+	test -s archive.frames
+	tail -n 1 archive.frames | grep -q "^archive: 100% "
+	tail -n 1 sync.frames | grep -q "^first sync: 100% "
+'
+
+test_expect_success 'progress: restore and verify show theirs on a terminal (percent, rate, ETA), ending at 100%' '
+	a=$(find_archive "$D" ct 102 .zst)
+	script -qec "$CBACKUP restore $a $SCRATCH/restored" "$SCRATCH/tty3.out" >/dev/null
+	diff -r "$SCRATCH/small" "$SCRATCH/restored"
+	frames restore "$SCRATCH/tty3.out" >restore.frames
+	cat restore.frames
+	test_has restore.frames "^restore: +[0-9]+% [0-9.]+[KMG]?i?B of [0-9.]+[KMG]?i?B, [0-9.]+[KMG]?i?B/s, ETA [0-9:-]+"
+	tail -n 1 restore.frames | grep -q "^restore: 100% "
+	script -qec "$CBACKUP restore $a $SCRATCH/restored2 --path ./d1" "$SCRATCH/tty4.out" >/dev/null
+	frames restore "$SCRATCH/tty4.out" | tail -n 1 | grep -q "^restore: 100% "
+	script -qec "$CBACKUP verify $a" "$SCRATCH/tty5.out" >/dev/null
+	frames verify "$SCRATCH/tty5.out" >verify.frames
+	cat verify.frames
+	test_has verify.frames "^verify: +[0-9]+% .* of .*/s, ETA "
+	tail -n 1 verify.frames | grep -q "^verify: 100% "
+	"$CBACKUP" verify "$a" 2>err
+	test_lacks err "verify: *[0-9]*%"
 '
 
 test_done

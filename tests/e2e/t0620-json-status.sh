@@ -4,7 +4,10 @@
 # stderr), checked field by field for a job with a good and a failing
 # guest; `json-status = DIR` writes the same document as
 # DIR/cbackup-job-<start>.json (0644, no .tmp left); `list --output-format
-# json` prints one JSON array; --stdout with json is a usage error.
+# json` prints one JSON array; --stdout with json is a usage error. A
+# config error reaches monitoring: the document (status "error", each
+# error with file, line, key, message), json-status and mail when the
+# file still says where.
 . "$(dirname "$0")/lib.sh"
 
 D=$SCRATCH/dump
@@ -111,6 +114,41 @@ test_expect_success 'list --output-format json: one array, an object per backup'
 test_expect_success '--stdout with --output-format json is a usage error (exit 2)' '
 	cbackup_run 2 backup --root "$SCRATCH/ct101" --tmpdir "$SCRATCH/tmp" --stdout --output-format json
 	test_has "$CB_ERR" "^ERROR: --stdout and --output-format json both want standard output\$"
+'
+
+test_expect_success 'a config error with --output-format json: a JSON document, json-status, mail' '
+	mkdir -p "$SCRATCH/bin" "$SCRATCH/mail" "$SCRATCH/status2"
+	printf "#!/bin/sh\ncat >\"%s/mail/msg\"\n" "$SCRATCH" >"$SCRATCH/bin/sendmail"
+	chmod +x "$SCRATCH/bin/sendmail"
+	cat >"$SCRATCH/broken.conf" <<-CONF
+	tmpdir = $SCRATCH/tmp
+	dumpdir = $D
+	json-status = $SCRATCH/status2
+	mailto = admin@example.com
+	sendmail = $SCRATCH/bin/sendmail
+	mode = fast
+	compres = zstd
+	[ct 101]
+	root = $SCRATCH/ct101
+	CONF
+	cbackup_run 2 101 --config "$SCRATCH/broken.conf" --output-format json
+	"$PY" -m json.tool "$CB_OUT" >/dev/null
+	test "$(jq "d[\"status\"], d[\"exit_status\"], len(d[\"config_errors\"])")" = "error 2 2"
+	test "$(jq "[(e[\"file\"], e[\"line\"], e[\"key\"]) for e in d[\"config_errors\"]] == \
+		[(\"$SCRATCH/broken.conf\", 6, \"mode\"), (\"$SCRATCH/broken.conf\", 7, \"compres\")]")" = True
+	jq "d[\"config_errors\"][0][\"message\"]" | grep "fast.*suspend|stop|snapshot"
+	jq "d[\"config_errors\"][1][\"message\"]" | grep "did you mean .compress."
+	test_cmp "$CB_OUT" "$SCRATCH/status2"/cbackup-job-*.json
+	test_has "$SCRATCH/mail/msg" "^Subject: .*backup failed"
+	test_has "$SCRATCH/mail/msg" "broken.conf:6: key .mode."
+	test_has "$SCRATCH/mail/msg" "broken.conf:7: unknown key .compres."
+'
+
+test_expect_success 'a config error too broken to know json-status: the JSON document still' '
+	printf "\\000binary\n" >"$SCRATCH/binary.conf"
+	cbackup_run 2 101 --config "$SCRATCH/binary.conf" --output-format json
+	test "$(jq "d[\"status\"], len(d[\"config_errors\"])")" = "error 1"
+	jq "d[\"config_errors\"][0][\"message\"]" | grep "binary data"
 '
 
 test_done

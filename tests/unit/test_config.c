@@ -279,6 +279,35 @@ static void test_maxfiles(void **state)
 	assert_error_has("key 'maxfiles': invalid value '0'");
 }
 
+/* Every error of the file in one load, by line, each with its key; the
+ * valid keys stay (cb_config_open), so the file can still say where the
+ * job's result goes. */
+static void test_all_errors(void **state)
+{
+	struct fixture *f = *state;
+	struct cb_config cfg;
+	const char *text = "mailto = a@example.com\nmode = fast\n[bad section]\nroot = /x\n"
+			   "[ct 1]\nno key here\ncompres = zstd\nroot = /r\n";
+
+	write_bytes(f->path, text, strlen(text));
+	assert_int_equal(cb_config_open(&cfg, f->path), -1);
+	assert_int_equal(cfg.n_errors, 4);
+	assert_int_equal(cfg.errors[0].line, 2);
+	assert_string_equal(cfg.errors[0].key, "mode");
+	assert_non_null(strstr(cfg.errors[0].text, "suspend|stop|snapshot"));
+	assert_int_equal(cfg.errors[1].line, 3);
+	assert_null(cfg.errors[1].key);
+	assert_int_equal(cfg.errors[2].line, 6);
+	assert_int_equal(cfg.errors[3].line, 7);
+	assert_string_equal(cfg.errors[3].key, "compres");
+	assert_error_at(f, 2);
+	/* root = /x under the bad header is left out, not taken as global */
+	assert_int_equal(cfg.sections[0].n_entries, 1);
+	assert_string_equal(cfg.sections[0].entries[0].key, "mailto");
+	assert_non_null(cb_config_guest(&cfg, "1"));
+	cb_config_release(&cfg);
+}
+
 static void test_bad_value(void **state)
 {
 	struct fixture *f = *state;
@@ -961,6 +990,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_maxfiles, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vzdump_conf, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_value, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_all_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_key_fails, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_relative_path_and_exclude_list, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_not_allowed, setup, teardown),

@@ -623,6 +623,26 @@ static void test_keep_staging(void **state)
 	cb_stage_free(st);
 }
 
+/* The progress totals count a hardlinked file's data once and a sparse
+ * file's allocated bytes only, as pass 1 copies and the archive stores. */
+static void test_estimate_links_holes(void **state)
+{
+	struct tree *t = *state;
+	struct cb_stage_est e;
+	int fd;
+
+	put_big(pathf("%s/a", t->src), 1000, 1);
+	assert_int_equal(link(pathf("%s/a", t->src), pathf("%s/b", t->src)), 0);
+	fd = open(pathf("%s/hole", t->src), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 64 << 20), 0);
+	close(fd);
+	assert_int_equal(cb_stage_estimate(t->src, NULL, &e), 0);
+	assert_int_equal(e.entries, 4);
+	assert_int_equal(e.data, 1000);
+	assert_int_equal(e.tar, 4 * 512 + 1024);
+}
+
 static void test_excludes_estimate(void **state)
 {
 	struct tree *t = *state;
@@ -630,7 +650,7 @@ static void test_excludes_estimate(void **state)
 	struct cb_stage_opts o = { .src = t->src, .dst = t->dst, .excludes = &ex };
 	struct cb_stage_stats stats;
 	struct cb_stage *st;
-	uint64_t bytes, entries, bytes_all, entries_all;
+	struct cb_stage_est e, all;
 	struct stat sb;
 
 	assert_int_equal(mkdir(pathf("%s/tmp", t->src), 0777), 0);
@@ -638,13 +658,18 @@ static void test_excludes_estimate(void **state)
 	assert_int_equal(mkdir(pathf("%s/run", t->src), 0755), 0);
 	put(pathf("%s/run/x.pid", t->src), "1\n");
 	put(pathf("%s/run/keep", t->src), "k\n");
-	assert_int_equal(cb_stage_estimate(t->src, NULL, &bytes_all, &entries_all), 0);
+	assert_int_equal(cb_stage_estimate(t->src, NULL, &all), 0);
 	cb_strvec_push(&ex, "/tmp/?*");
 	cb_strvec_push(&ex, "*.pid");
-	assert_int_equal(cb_stage_estimate(t->src, &ex, &bytes, &entries), 0);
-	assert_int_equal(entries_all, 6);
-	assert_int_equal(entries, 4);
-	assert_true(bytes_all >= bytes + (1 << 20));
+	assert_int_equal(cb_stage_estimate(t->src, &ex, &e), 0);
+	assert_int_equal(all.entries, 6);
+	assert_int_equal(e.entries, 4);
+	assert_true(all.bytes >= e.bytes + (1 << 20));
+	/* the progress totals: the file bytes pass 1 copies, and the tar
+	 * stream's least (a header an entry, ./run/keep's 2 bytes padded) */
+	assert_int_equal(e.data, 2);
+	assert_int_equal(e.tar, 4 * 512 + 512);
+	assert_true(all.data >= (1 << 20) + 4);
 
 	assert_int_equal(cb_stage_new(&st, &o, &t->log), 0);
 	run_pass(st, 1, &stats);
@@ -860,6 +885,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_keep_staging, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_deep_changes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_excludes_estimate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_estimate_links_holes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mounts_enospc, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_audit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_interrupt, setup, teardown),
