@@ -101,13 +101,15 @@ struct guest_run {
 static const char *const std_excludes[] = { "/tmp/?*", "/var/tmp/?*", "/var/run/?*.pid", NULL };
 
 char *cb_backup_archive_name(enum cb_guest_type type, const char *id, time_t when,
-			     enum cb_compress compress)
+			     enum cb_compress compress, enum cb_archive_name naming)
 {
 	struct tm tm;
 	char stamp[32];
 
 	localtime_r(&when, &tm);
 	strftime(stamp, sizeof(stamp), "%Y_%m_%d-%H_%M_%S", &tm);
+	if (type == CB_GUEST_CT && naming == CB_NAME_VZDUMP && cb_catalog_pve_vmid(id))
+		return cb_xasprintf("vzdump-lxc-%s-%s.tar%s", id, stamp, cb_compress_ext(compress));
 	return cb_xasprintf("cbackup-%s-%s-%s.tar%s", cb_guest_type_name(type), id, stamp,
 			    cb_compress_ext(compress));
 }
@@ -1275,7 +1277,9 @@ static int write_archive(struct guest_run *r)
 	if (snapshots_intact(r) < 0)
 		goto out;
 	cb_codec_params_for(&r->opts, r->opts.compress, &cp);
-	cb_info(r->log, "creating archive '%s'", r->archive_path);
+	/* vzdump's words: PVE's task log and log parsers know them */
+	cb_info(r->log, "creating %sarchive '%s'", r->opts.type == CB_GUEST_CT ? "vzdump " : "",
+		r->archive_path);
 	if ((r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
 			       : cb_sink_open_file(&sink, r->archive_path)) < 0)
 		goto out;
@@ -1595,7 +1599,8 @@ static void release_run(struct guest_run *r)
 
 static void prepare_paths(struct guest_run *r, time_t when)
 {
-	char *name = cb_backup_archive_name(r->opts.type, r->opts.id, when, r->opts.compress);
+	char *name = cb_backup_archive_name(r->opts.type, r->opts.id, when, r->opts.compress,
+					    r->opts.archive_name);
 
 	free(r->archive_path);
 	free(r->log_path);

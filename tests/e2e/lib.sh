@@ -254,20 +254,35 @@ cbackup_run() {
 	return 1
 }
 
+# archive_prefix TYPE ID: how cbackup names that guest's archives: a
+# container whose ID Proxmox VE can hold (pve-storage archive_info:
+# [1-9][0-9]{2,8}) as vzdump does, vzdump-lxc-ID-; others (and every guest
+# when ARCHIVE_NAME=cbackup, the archive-name key) cbackup-TYPE-ID-
+archive_prefix() {
+	if [ "$1" = ct ] && [ "${ARCHIVE_NAME:-vzdump}" != cbackup ] &&
+		[[ $2 =~ ^[1-9][0-9]{2,8}$ ]]; then
+		echo "vzdump-lxc-$2"
+	else
+		echo "cbackup-$1-$2"
+	fi
+}
+
 # find_archive DUMPDIR TYPE ID EXT: the one archive, checked against the
-# naming contract (cbackup-ct-101-2026_12_02-10_14_07.tar.zst)
+# naming contract (vzdump-lxc-101-2026_12_02-10_14_07.tar.zst,
+# cbackup-ct-web-2026_12_02-10_14_07.tar.zst)
 find_archive() {
-	local dir=$1 type=$2 id=$3 ext=$4 f n=0 found=
-	for f in "$dir"/cbackup-"$type-$id"-*.tar"$ext"; do
+	local dir=$1 type=$2 id=$3 ext=$4 f n=0 found= prefix
+	prefix=$(archive_prefix "$type" "$id")
+	for f in "$dir/$prefix"-*.tar"$ext"; do
 		[ -e "$f" ] || continue
 		n=$((n + 1)); found=$f
 	done
 	if [ "$n" != 1 ]; then
-		echo "expected one cbackup-$type-$id-*.tar$ext in $dir, found $n:" >&2
+		echo "expected one $prefix-*.tar$ext in $dir, found $n:" >&2
 		ls -la "$dir" >&2
 		return 1
 	fi
-	if ! [[ $(basename "$found") =~ ^cbackup-$type-$id-[0-9]{4}_[0-9]{2}_[0-9]{2}-[0-9]{2}_[0-9]{2}_[0-9]{2}\.tar${ext//./\\.}$ ]]; then
+	if ! [[ $(basename "$found") =~ ^$prefix-[0-9]{4}_[0-9]{2}_[0-9]{2}-[0-9]{2}_[0-9]{2}_[0-9]{2}\.tar${ext//./\\.}$ ]]; then
 		echo "archive name '$found' does not follow the naming contract" >&2
 		return 1
 	fi
@@ -595,7 +610,7 @@ fault_fired() {
 # (and .sha256) in DIR: any rewrite, rename over or removal shows. (.tmp
 # files are no_tmp_files' business.)
 storage_snapshot() {
-	(cd "$1" && find . -maxdepth 1 -type f -name 'cbackup-*' ! -name '*.log' \
+	(cd "$1" && find . -maxdepth 1 -type f \( -name 'cbackup-*' -o -name 'vzdump-*' \) ! -name '*.log' \
 		! -name '*.tmp' ! -name '*.verified' -printf '%f %s %T@ %i\n' | LC_ALL=C sort) >"$2"
 }
 

@@ -214,7 +214,7 @@ test_expect_success ROOT 'more layouts: a zfspool dataset, a cgroup set by lxc.c
 	test_has "$CB_ERR" "ERROR: Backup of VM lvm$$ failed - $H/lxc/lvm$$/config:1: "
 	test_has "$CB_ERR" "ERROR: Backup of VM 205 failed - .*205.conf"
 	test_has "$CB_ERR" "ERROR: Backup of VM 206 failed - stopped container.s volume 206: volume .$H/vz/images/206/vm-206-disk-0.raw. holds no ext2/3/4 or xfs file system"
-	test -z "$(ls "$D" | grep "cbackup-ct-205-.*\.tar")"
+	test -z "$(ls "$D" | grep "vzdump-lxc-205-.*\.tar")"
 	test_has "$CB_ERR" "INFO: skipping CT bad name - its name is no guest ID"
 	tar -xOf "$(find_archive "$D" ct 204 .zst)" ./etc/hostname | grep -qx ct204
 	tar -xOf "$(find_archive "$D" ct "cg$$" .zst)" ./etc/hostname | grep -qx cg
