@@ -38,6 +38,7 @@
 #include "cb_jobstatus.h"
 #include "cb_leftovers.h"
 #include "cb_lock.h"
+#include "cb_pvect.h"
 #include "cb_notes.h"
 #include "cb_private.h"
 #include "cb_prune.h"
@@ -1255,13 +1256,43 @@ static void log_reuse(struct guest_run *r, const struct cb_codec_writer *codec,
 			   (unsigned long long)(cs.segs_reused - cs.segs_checked_crc));
 }
 
+/*
+ * The guest's config in the archive: a Proxmox container's where vzdump
+ * puts it and pct restore looks (./etc/vzdump/pct.conf, stripped, and
+ * pct.fw, empty when the guest has no firewall file) before the tree;
+ * any other at ./etc/cbackup/guest.conf (a VM's ./guest.conf) after it.
+ * Returns the number of extras, or -1.
+ */
+static int guest_extras(struct guest_run *r, struct cb_archive_extra *x, struct cb_pvect_conf *pc)
+{
+	int pve = 0;
+
+	if (!r->opts.guest_config)
+		return 0;
+	if (r->opts.type == CB_GUEST_CT &&
+	    (pve = cb_pvect_load(r->opts.guest_config, r->opts.id, pc)) < 0)
+		return -1;
+	if (!pve) {
+		x[0] = (struct cb_archive_extra){
+			r->opts.type == CB_GUEST_VM ? "./guest.conf" : "./etc/cbackup/guest.conf",
+			r->opts.guest_config, NULL, 0, 0, 0 };
+		return 1;
+	}
+	x[0] = (struct cb_archive_extra){ "./etc/vzdump/pct.conf", NULL, pc->text, pc->len,
+					  pc->mtime, 1 };
+	if (pc->fw_path)
+		x[1] = (struct cb_archive_extra){ "./etc/vzdump/pct.fw", pc->fw_path, NULL, 0, 0, 1 };
+	else
+		x[1] = (struct cb_archive_extra){ "./etc/vzdump/pct.fw", NULL, "", 0, pc->mtime, 1 };
+	return 2;
+}
+
 static int write_archive(struct guest_run *r)
 {
 	struct cb_codec_params cp;
-	struct cb_archive_extra extra = {
-		r->opts.type == CB_GUEST_VM ? "./guest.conf" : "./etc/cbackup/guest.conf",
-		r->opts.guest_config,
-	};
+	struct cb_archive_extra extras[2];
+	struct cb_pvect_conf pc = { 0 };
+	int n_extras = guest_extras(r, extras, &pc);
 	struct cb_archive_stats as = { 0 };
 	struct cb_archive_graft *grafts = cb_xcalloc(r->n_mps + 1, sizeof(*grafts)), root;
 	struct cb_codec_writer *codec = NULL;
@@ -1274,7 +1305,7 @@ static int write_archive(struct guest_run *r)
 	int ret = -1;
 
 	archive_tree(r, &root, grafts);
-	if (snapshots_intact(r) < 0)
+	if (n_extras < 0 || snapshots_intact(r) < 0)
 		goto out;
 	cb_codec_params_for(&r->opts, r->opts.compress, &cp);
 	/* vzdump's words: PVE's task log and log parsers know them */
@@ -1292,7 +1323,7 @@ static int write_archive(struct guest_run *r)
 	cb_codec_set_progress(codec, &r->progress);
 	if (scan)
 		cb_codec_set_tap(codec, cb_tarscan_feed, scan);
-	ret = cb_archive_write_grafted(root.tree ? &root : NULL, grafts, r->n_mps, &extra, r->opts.guest_config ? 1 : 0,
+	ret = cb_archive_write_grafted(root.tree ? &root : NULL, grafts, r->n_mps, extras, (size_t)n_extras,
 				       codec, r->log, &as);
 	cb_progress_end(&r->progress);
 	if (ret < 0 || snapshots_intact(r) < 0 || cb_codec_finish(codec) < 0 ||
@@ -1333,6 +1364,7 @@ out:
 	cb_trust_map_free(trust);
 	cb_sink_free(sink);
 	cb_tarscan_free(scan);
+	cb_pvect_release(&pc);
 	free(grafts);
 	return ret;
 }
