@@ -571,6 +571,44 @@ synthetic_backup() {
 		echo "$empty  $name" >"$1/$name.sha256" && echo "$1/$name"
 }
 
+# prune_marks_table: a set of backup times of one guest, newest first, each
+# with the mark Proxmox VE's prune gives it under keep-last=2,keep-hourly=2,
+# keep-daily=2,keep-weekly=2,keep-monthly=2,keep-yearly=2 with the two
+# "protected" ones protected ("MARK STAMP (RULE)"), worked by hand from
+# pve-storage src/PVE/Storage.pm prune_mark_backup_group(): each rule, in
+# the order last, hourly, daily, weekly (ISO %V/%G), monthly, yearly, walks
+# the unmarked backups newest first, skips those whose time slot already
+# holds a kept backup, keeps the first of each new slot (up to its count)
+# and marks the others of that slot remove (t0130, t0642)
+prune_marks_table() {
+	cat <<'EOF'
+protected 2021_01_12-13_00_00 (protected)
+keep 2021_01_12-12_30_00 (keep-last)
+keep 2021_01_12-12_10_00 (keep-last)
+keep 2021_01_12-11_50_00 (keep-hourly)
+remove 2021_01_12-11_20_00
+keep 2021_01_12-09_00_00 (keep-hourly)
+remove 2021_01_12-08_00_00
+keep 2021_01_11-23_00_00 (keep-daily)
+remove 2021_01_11-01_00_00
+keep 2021_01_10-10_00_00 (keep-daily)
+remove 2021_01_09-10_00_00
+keep 2021_01_02-10_00_00 (keep-weekly)
+remove 2020_12_29-10_00_00
+keep 2020_12_20-10_00_00 (keep-weekly)
+remove 2020_12_10-10_00_00
+keep 2020_11_15-10_00_00 (keep-monthly)
+remove 2020_11_01-10_00_00
+keep 2020_10_05-10_00_00 (keep-monthly)
+remove 2020_09_05-10_00_00
+keep 2019_06_01-10_00_00 (keep-yearly)
+remove 2019_03_01-10_00_00
+protected 2019_01_01-10_00_00 (protected)
+keep 2018_06_01-10_00_00 (keep-yearly)
+remove 2017_06_01-10_00_00
+EOF
+}
+
 # written_seconds LOGFILE: the seconds the "Total bytes written: N (…, R/s)"
 # line implies (N / R)
 written_seconds() {

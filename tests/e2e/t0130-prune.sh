@@ -17,32 +17,7 @@ EMPTY_CONF=$SCRATCH/empty.conf
 # weekly, monthly, yearly, walks the unmarked backups newest first, skips
 # those whose time slot already holds a kept backup, keeps the first of
 # each new slot (up to its count) and marks the others of that slot remove.
-cat >"$SCRATCH/expected" <<'EOF'
-protected 2021_01_12-13_00_00 (protected)
-keep 2021_01_12-12_30_00 (keep-last)
-keep 2021_01_12-12_10_00 (keep-last)
-keep 2021_01_12-11_50_00 (keep-hourly)
-remove 2021_01_12-11_20_00
-keep 2021_01_12-09_00_00 (keep-hourly)
-remove 2021_01_12-08_00_00
-keep 2021_01_11-23_00_00 (keep-daily)
-remove 2021_01_11-01_00_00
-keep 2021_01_10-10_00_00 (keep-daily)
-remove 2021_01_09-10_00_00
-keep 2021_01_02-10_00_00 (keep-weekly)
-remove 2020_12_29-10_00_00
-keep 2020_12_20-10_00_00 (keep-weekly)
-remove 2020_12_10-10_00_00
-keep 2020_11_15-10_00_00 (keep-monthly)
-remove 2020_11_01-10_00_00
-keep 2020_10_05-10_00_00 (keep-monthly)
-remove 2020_09_05-10_00_00
-keep 2019_06_01-10_00_00 (keep-yearly)
-remove 2019_03_01-10_00_00
-protected 2019_01_01-10_00_00 (protected)
-keep 2018_06_01-10_00_00 (keep-yearly)
-remove 2017_06_01-10_00_00
-EOF
+prune_marks_table >"$SCRATCH/expected"
 
 make_set() {  # DIR: the synthetic set for CT 101, and CT 102 alike
 	local stamp mark
