@@ -20,6 +20,8 @@
 #include "cb_codec.h"
 #include "cb_log.h"
 
+struct cb_idmap;
+
 struct cb_archive_extra {
 	const char *archive_name;  /* "./etc/cbackup/guest.conf" */
 	const char *source_path;   /* file on disk (NULL with data) */
@@ -54,6 +56,8 @@ struct cb_archive_graft {
 	int staged;         /* cbackup's own staging copy, which only cbackup
 	                     * writes: its files' data may be given to the codec
 	                     * by token (cb_codec_piece), unread */
+	const struct cb_idmap *idmap;  /* root only: an unprivileged container's
+	                     * map; every tree's IDs archived as it sees them */
 };
 
 /* root: the main tree (its name is "./"), NULL for extras only. */

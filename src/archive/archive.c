@@ -433,7 +433,8 @@ static int add_tree_entry(struct arch *c, int dfd, const char *name, const char 
 	archive_entry_copy_sourcepath(e, src);
 	archive_entry_copy_pathname(e, arcname);
 	if (read_meta(c, meta_reader(c, fd, st), e, fd, st, arcname) < 0 ||
-	    entry_xattrs_read(&c->xa, e, fd, src, arcname) < 0)
+	    entry_xattrs_read(&c->xa, e, fd, src, arcname) < 0 ||
+	    (c->xa.idmap && idshift_owner(c->xa.idmap, e, arcname) < 0))
 		goto out;
 	link_to_first(c, e, st, arcname);
 	c->has_tok = make_tok(c, e, st);
@@ -830,7 +831,7 @@ static int add_left_grafts(struct arch *c)
 int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, size_t n_extras,
 		     struct cb_codec_writer *codec, struct cb_log *log, struct cb_archive_stats *stats)
 {
-	struct cb_archive_graft root = { "./", tree, 0, -1, 0 };
+	struct cb_archive_graft root = { "./", tree, 0, -1, 0, NULL };
 
 	return cb_archive_write_grafted(tree ? &root : NULL, NULL, 0, extras, n_extras, codec, log,
 					stats);
@@ -852,6 +853,7 @@ static int write_grafted(const struct cb_archive_graft *tree, const struct cb_ar
 	c.zeros = cb_xcalloc(1, DATA_BUF);
 	c.grafted = cb_xcalloc(n_grafts + 1, 1);
 	entry_xattrs_init(&c.xa, &c.fix, log);
+	c.xa.idmap = tree ? tree->idmap : NULL;
 	if (arch_open(&c) < 0)
 		goto out;
 	if (add_extras(&c, extras, n_extras, 1) < 0)

@@ -1287,6 +1287,19 @@ static int guest_extras(struct guest_run *r, struct cb_archive_extra *x, struct 
 	return 2;
 }
 
+/* vzdump's tar runs in the container's user namespace: its IDs are
+ * archived as the container sees them, and so are cbackup's. */
+static void log_idmap(struct guest_run *r, const struct cb_idmap *m)
+{
+	char text[256] = "";
+	size_t at = 0;
+
+	for (size_t i = 0; i < m->n && at < sizeof(text); i++)
+		at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%c %lu %lu %lu", i ? ", " : "",
+				       m->v[i].type, m->v[i].ct, m->v[i].host, m->v[i].len);
+	cb_info(r->log, "unprivileged container: IDs archived as it sees them (ID map %s)", text);
+}
+
 static int write_archive(struct guest_run *r)
 {
 	struct cb_codec_params cp;
@@ -1305,8 +1318,11 @@ static int write_archive(struct guest_run *r)
 	int ret = -1;
 
 	archive_tree(r, &root, grafts);
+	root.idmap = pc.map.n ? &pc.map : NULL;
 	if (n_extras < 0 || snapshots_intact(r) < 0)
 		goto out;
+	if (root.idmap)
+		log_idmap(r, &pc.map);
 	cb_codec_params_for(&r->opts, r->opts.compress, &cp);
 	/* vzdump's words: PVE's task log and log parsers know them */
 	cb_info(r->log, "creating %sarchive '%s'", r->opts.type == CB_GUEST_CT ? "vzdump " : "",

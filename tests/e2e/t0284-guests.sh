@@ -78,6 +78,8 @@ test_expect_success ROOT 'Proxmox: volumes through storage.cfg, backup=1 mount p
 	make_small_tree "$H/vz/images/201/subvol-201-disk-0.subvol" ct201
 	mkdir -p "$H/vz/images/201/subvol-201-disk-1.subvol" "$H/bind201"
 	echo "in mp0" >"$H/vz/images/201/subvol-201-disk-1.subvol/rows"
+	# unprivileged: its files are the host'"'"'s IDs 100000 and up (PVE'"'"'s map)
+	chown -R 100000:100000 "$H/vz/images/201"
 	cat >"$H/pve/lxc/201.conf" <<-EOF
 	arch: amd64
 	hostname: ct201

@@ -464,7 +464,7 @@ static void test_grafts(void **state)
 	struct fixture *f = *state;
 	char *mnt = cb_xasprintf("%s/mnt", f->tree), *v1 = fx_path(f, "vol1"), *v2 = fx_path(f, "vol2");
 	char *a = cb_xasprintf("%s/a", v1), *b = cb_xasprintf("%s/b", v2), *arch = fx_path(f, "m.tar");
-	struct cb_archive_graft grafts[] = { { "./mnt", v1, 0, -1, 0 }, { "./new/place", v2, 0, -1, 0 } };
+	struct cb_archive_graft grafts[] = { { "./mnt", v1, 0, -1, 0, NULL }, { "./new/place", v2, 0, -1, 0, NULL } };
 	struct cb_codec_params p = { .type = CB_COMPRESS_NONE, .policy = CB_POLICY_ALWAYS };
 	struct cb_archive_stats st;
 	struct cb_codec_writer *w;
@@ -479,7 +479,7 @@ static void test_grafts(void **state)
 	put_file(b, "on volume 2\n", 0600);
 	assert_int_equal(cb_sink_open_file(&s, arch), 0);
 	assert_int_equal(cb_codec_writer_new(&w, &p, s), 0);
-	struct cb_archive_graft root = { "./", f->tree, 0, -1, 0 };
+	struct cb_archive_graft root = { "./", f->tree, 0, -1, 0, NULL };
 
 	if (cb_archive_write_grafted(&root, grafts, 2, NULL, 0, w, &f->log, &st) < 0)
 		fail_msg("cb_archive_write_grafted: %s", cb_last_error());
