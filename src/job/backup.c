@@ -392,6 +392,20 @@ static void remove_stale_tmp(struct guest_run *r)
 	cb_leftovers_remove(r->opts.dumpdir, r->opts.type, r->opts.id, own, 0, r->log);
 }
 
+/* A Proxmox container's config is read again for the archive: what it
+ * cannot give (an lxc.idmap line not understood) fails before any copy. */
+static int check_pve_config(const struct guest_run *r)
+{
+	struct cb_pvect_conf pc;
+	int ret = 0;
+
+	if (r->opts.type == CB_GUEST_CT && r->opts.guest_config)
+		ret = cb_pvect_load(r->opts.guest_config, r->opts.id, &pc);
+	if (ret > 0)
+		cb_pvect_release(&pc);
+	return ret < 0 ? -1 : 0;
+}
+
 static int preflight(struct guest_run *r)
 {
 	if (check_source(r) < 0 || check_dir("tmpdir", r->opts.tmpdir, 1) < 0 ||
@@ -401,6 +415,8 @@ static int preflight(struct guest_run *r)
 		return cb_error("refusing to write an archive to a terminal (redirect --stdout)");
 	if (r->opts.guest_config && access(r->opts.guest_config, R_OK) < 0)
 		return cb_error_errno("guest config '%s'", r->opts.guest_config);
+	if (check_pve_config(r) < 0)
+		return -1;
 	if (!r->stopped && cb_guest_init(&r->guest, &r->opts) < 0)
 		return -1;
 	if (lock_guest(r) < 0)

@@ -106,4 +106,14 @@ test_expect_success ROOT 'lxc.idmap lines are the map (one uid passed through), 
 	test_has list " 2000/2000 .* \\./srv/high\$"
 '
 
+test_expect_success ROOT 'an lxc.idmap line not understood: an error naming the config, before any copy' '
+	rm -f "$D"/*
+	printf "%s\n" "rootfs: local:644/subvol-644-disk-0.subvol,size=8G" "lxc.idmap: u 0 x 1000" \
+		>"$H/pve/lxc/645.conf"
+	cbackup_run 1 645 --config "$SCRATCH/c.conf"
+	error_names 645 "preflight: " "645\.conf.: cannot parse lxc\.idmap .u 0 x 1000."
+	test_lacks "$CB_ERR" "starting first sync"
+	test -z "$(ls "$D" | grep "\.tar")"
+'
+
 test_done
