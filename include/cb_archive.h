@@ -8,18 +8,27 @@
  * sparse files (holes are not stored), hardlinks (second and later links
  * are hardlink entries); sockets are skipped. Extra files (the guest config
  * at ./etc/cbackup/guest.conf, VM images by base name) are added after the
- * tree from their source paths under the given archive names.
+ * tree from their source paths under the given archive names; those marked
+ * first (a Proxmox container's ./etc/vzdump/pct.conf and pct.fw, where
+ * vzdump puts them and pct restore looks) before it.
  */
 #ifndef CB_ARCHIVE_H
 #define CB_ARCHIVE_H
 
 #include <stdint.h>
+#include <time.h>
 #include "cb_codec.h"
 #include "cb_log.h"
 
+struct cb_idmap;
+
 struct cb_archive_extra {
 	const char *archive_name;  /* "./etc/cbackup/guest.conf" */
-	const char *source_path;   /* file on disk */
+	const char *source_path;   /* file on disk (NULL with data) */
+	const char *data;          /* or: this content, a 0644 file of root's */
+	size_t len;
+	time_t mtime;              /* of data */
+	int first;                 /* before the tree */
 };
 
 struct cb_archive_stats {
@@ -47,6 +56,8 @@ struct cb_archive_graft {
 	int staged;         /* cbackup's own staging copy, which only cbackup
 	                     * writes: its files' data may be given to the codec
 	                     * by token (cb_codec_piece), unread */
+	const struct cb_idmap *idmap;  /* root only: an unprivileged container's
+	                     * map; every tree's IDs archived as it sees them */
 };
 
 /* root: the main tree (its name is "./"), NULL for extras only. */

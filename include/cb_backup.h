@@ -21,8 +21,10 @@ struct cb_guest_result;
 int cb_backup_guest(struct cb_opts *resolved, const char *config_error, struct cb_log *log,
 		    struct cb_guest_result *res);
 
-/* "cbackup-ct-101-2026_12_02-10_14_07.tar.zst" (local time). */
+/* "vzdump-lxc-101-2026_12_02-10_14_07.tar.zst" (local time, as vzdump),
+ * "cbackup-ct-web-…" for an ID Proxmox VE cannot hold or with
+ * archive-name = cbackup, "cbackup-vm-…" for a VM. */
 char *cb_backup_archive_name(enum cb_guest_type type, const char *id, time_t when,
-			     enum cb_compress compress);
+			     enum cb_compress compress, enum cb_archive_name naming);
 
 #endif

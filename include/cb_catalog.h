@@ -39,6 +39,9 @@ void cb_catalog_release(struct cb_catalog *cat);
 /* Parse a backup file name; 0 if it is one (fields filled), -1 if not. */
 int cb_catalog_parse_name(const char *name, enum cb_guest_type *type, char **id, time_t *when,
 			  enum cb_compress *compress);
+/* ID is one Proxmox VE can hold, and so name a backup of (pve-storage's
+ * archive_info: 100 to 999999999, no leading zero). */
+int cb_catalog_pve_vmid(const char *id);
 /* NAME without ".tar[.ext]", for the .log beside it: caller frees. */
 char *cb_catalog_base(const char *path);
 /* NAME is an archive of guest (type, id) followed by one of the suffixes

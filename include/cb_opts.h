@@ -21,6 +21,7 @@ enum cb_vm_method { CB_VM_AUTO, CB_VM_STAGE, CB_VM_BACKUP };
 enum cb_guest_type { CB_GUEST_CT, CB_GUEST_VM };
 enum cb_mailnotification { CB_MAIL_ALWAYS, CB_MAIL_FAILURE };
 enum cb_output_format { CB_OUTPUT_TEXT, CB_OUTPUT_JSON };
+enum cb_archive_name { CB_NAME_VZDUMP, CB_NAME_CBACKUP };
 
 struct cb_opts {
 	/* what to back up */
@@ -72,6 +73,7 @@ struct cb_opts {
 	int mail_timeout;         /* seconds the mail program has, report written included */
 	char *notes_template;     /* ARCHIVE.notes, NULL = none */
 	int protected_;           /* create ARCHIVE.protected */
+	enum cb_archive_name archive_name; /* containers: vzdump-lxc-ID-... or cbackup-ct-ID-... */
 	enum cb_output_format output_format;
 	char *json_status;        /* directory for cbackup-job-<start>.json */
 

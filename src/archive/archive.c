@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -432,7 +433,8 @@ static int add_tree_entry(struct arch *c, int dfd, const char *name, const char 
 	archive_entry_copy_sourcepath(e, src);
 	archive_entry_copy_pathname(e, arcname);
 	if (read_meta(c, meta_reader(c, fd, st), e, fd, st, arcname) < 0 ||
-	    entry_xattrs_read(&c->xa, e, fd, src, arcname) < 0)
+	    entry_xattrs_read(&c->xa, e, fd, src, arcname) < 0 ||
+	    (c->xa.idmap && idshift_owner(c->xa.idmap, e, arcname) < 0))
 		goto out;
 	link_to_first(c, e, st, arcname);
 	c->has_tok = make_tok(c, e, st);
@@ -681,34 +683,65 @@ static int add_tree(struct arch *c, const struct cb_archive_graft *root)
 	return ret;
 }
 
-/* Extras carry the file's mode, size and times; owner root, no xattrs. */
+/* An extra from a file: its mode, size and times, no xattrs. */
+static int extra_file(struct arch *c, const struct cb_archive_extra *x, struct archive_entry *e,
+		      int *fd)
+{
+	struct stat st;
+
+	*fd = open(x->source_path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0 || fstat(*fd, &st) < 0)
+		return cb_error_errno("cannot open '%s'", x->source_path);
+	if (!S_ISREG(st.st_mode))
+		return cb_error("'%s' is not a regular file", x->source_path);
+	archive_entry_copy_sourcepath(e, x->source_path);
+	return read_meta(c, c->disk_plain, e, *fd, &st, x->source_path);
+}
+
+/* An extra given as its content, a 0644 file: through a memfd, so that it
+ * takes the same way into the archive as a file's data. */
+static int extra_data(const struct cb_archive_extra *x, struct archive_entry *e, int *fd)
+{
+	*fd = memfd_create("cbackup-extra", MFD_CLOEXEC);
+	if (*fd < 0 || cb_write_all(*fd, x->data, x->len) < 0 || lseek(*fd, 0, SEEK_SET) < 0)
+		return cb_error_errno("cannot stage '%s'", x->archive_name);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_size(e, (la_int64_t)x->len);
+	archive_entry_set_mtime(e, x->mtime, 0);
+	return 0;
+}
+
+/* Extras are root's, one link each. */
 static int add_extra(struct arch *c, const struct cb_archive_extra *x)
 {
 	struct archive_entry *e = archive_entry_new();
-	struct stat st;
-	int ret = -1, fd = open(x->source_path, O_RDONLY | O_CLOEXEC);
+	int ret = -1, fd = -1;
 
-	if (fd < 0 || fstat(fd, &st) < 0) {
-		cb_error_errno("cannot open '%s'", x->source_path);
+	if ((x->data ? extra_data(x, e, &fd) : extra_file(c, x, e, &fd)) < 0)
 		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		cb_error("'%s' is not a regular file", x->source_path);
-		goto out;
-	}
-	archive_entry_copy_sourcepath(e, x->source_path);
 	archive_entry_copy_pathname(e, x->archive_name);
-	if (read_meta(c, c->disk_plain, e, fd, &st, x->source_path) < 0)
-		goto out;
 	archive_entry_set_uid(e, 0);
 	archive_entry_set_gid(e, 0);
 	archive_entry_set_nlink(e, 1);
-	ret = put_entry(c, e, fd, x->source_path);
+	ret = put_entry(c, e, fd, x->data ? x->archive_name : x->source_path);
 out:
 	if (fd >= 0)
 		close(fd);
 	archive_entry_free(e);
 	return ret;
+}
+
+/* The extras that go before the tree (first) or after it. */
+static int add_extras(struct arch *c, const struct cb_archive_extra *extras, size_t n, int first)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!extras[i].first != !first)
+			continue;
+		if (add_extra(c, &extras[i]) < 0)
+			return -1;
+	}
+	return 0;
 }
 
 static int pad_record(struct arch *c)
@@ -798,7 +831,7 @@ static int add_left_grafts(struct arch *c)
 int cb_archive_write(const char *tree, const struct cb_archive_extra *extras, size_t n_extras,
 		     struct cb_codec_writer *codec, struct cb_log *log, struct cb_archive_stats *stats)
 {
-	struct cb_archive_graft root = { "./", tree, 0, -1, 0 };
+	struct cb_archive_graft root = { "./", tree, 0, -1, 0, NULL };
 
 	return cb_archive_write_grafted(tree ? &root : NULL, NULL, 0, extras, n_extras, codec, log,
 					stats);
@@ -820,13 +853,15 @@ static int write_grafted(const struct cb_archive_graft *tree, const struct cb_ar
 	c.zeros = cb_xcalloc(1, DATA_BUF);
 	c.grafted = cb_xcalloc(n_grafts + 1, 1);
 	entry_xattrs_init(&c.xa, &c.fix, log);
+	c.xa.idmap = tree ? tree->idmap : NULL;
 	if (arch_open(&c) < 0)
+		goto out;
+	if (add_extras(&c, extras, n_extras, 1) < 0)
 		goto out;
 	if (tree && (add_tree(&c, tree) < 0 || add_left_grafts(&c) < 0))
 		goto out;
-	for (size_t i = 0; i < n_extras; i++)
-		if (add_extra(&c, &extras[i]) < 0)
-			goto out;
+	if (add_extras(&c, extras, n_extras, 0) < 0)
+		goto out;
 	/* writes the end-of-archive blocks; the record padding is ours */
 	if (cb_codec_member(codec, NULL) < 0) {
 		c.codec_failed = 1;

@@ -53,6 +53,7 @@ struct entry_xattrs {
 	size_t side_acl_len[2];
 	struct paxfix *fix;
 	struct cb_log *log;
+	const struct cb_idmap *idmap;  /* IDs shifted back (idshift.c), or NULL */
 };
 void entry_xattrs_init(struct entry_xattrs *x, struct paxfix *fix, struct cb_log *log);
 /* fd: the entry open (regular file, directory), or -1 and path (read
@@ -61,5 +62,12 @@ void entry_xattrs_init(struct entry_xattrs *x, struct paxfix *fix, struct cb_log
 int entry_xattrs_read(struct entry_xattrs *x, struct archive_entry *e, int fd, const char *path,
 		      const char *arcname);
 void entry_xattrs_release(struct entry_xattrs *x);
+
+/* idshift.c: an unprivileged container's host IDs as it sees them; 0, or
+ * -1 (error set, naming arcname) for an ID outside the map. */
+struct cb_idmap;
+int idshift_owner(const struct cb_idmap *m, struct archive_entry *e, const char *arcname);
+int idshift_acl(const struct cb_idmap *m, unsigned char *v, size_t n, const char *arcname);
+int idshift_caps(const struct cb_idmap *m, unsigned char *v, size_t *n, const char *arcname);
 
 #endif

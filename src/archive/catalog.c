@@ -83,6 +83,13 @@ int cb_catalog_parse_name(const char *name, enum cb_guest_type *type, char **id,
 	return 0;
 }
 
+int cb_catalog_pve_vmid(const char *id)
+{
+	size_t n = strspn(id, "0123456789");
+
+	return id[n] == '\0' && n >= 3 && n <= 9 && id[0] != '0';
+}
+
 char *cb_catalog_base(const char *path)
 {
 	size_t at;

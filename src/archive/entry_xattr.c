@@ -124,23 +124,37 @@ static int own_name(struct entry_xattrs *x, struct archive_entry *e, const char 
 }
 
 /* An ACL's raw value kept as an xattr, and its text for paxfix.c (GNU
- * tar and bsdtar set ACLs from that text only). */
-static void take_acl(struct entry_xattrs *x, struct archive_entry *e, int which,
-		     const unsigned char *v, ssize_t n)
+ * tar and bsdtar set ACLs from that text only); v is shifted in place. */
+static int take_acl(struct entry_xattrs *x, struct archive_entry *e, int which,
+		    unsigned char *v, ssize_t n, const char *arcname)
 {
 	const char *name = which ? ACL_DEFAULT : ACL_ACCESS;
 
+	if (x->idmap && n > 0 && idshift_acl(x->idmap, v, (size_t)n, arcname) < 0)
+		return -1;
 	free(x->fix->acl[which]);
 	x->fix->acl[which] = n > 0 ? paxfix_acl_text(v, (size_t)n) : NULL;
 	if (x->fix->acl[which])
 		archive_entry_xattr_add_entry(e, name, v, (size_t)n);
+	return 0;
+}
+
+/* A value as the archive records it: a file capability shifted. */
+static int add_value(struct entry_xattrs *x, struct archive_entry *e, const char *name, size_t len,
+		     const char *arcname)
+{
+	if (x->idmap && !strcmp(name, "security.capability") &&
+	    idshift_caps(x->idmap, x->val, &len, arcname) < 0)
+		return -1;
+	archive_entry_xattr_add_entry(e, name, x->val, len);
+	return 0;
 }
 
 int entry_xattrs_read(struct entry_xattrs *x, struct archive_entry *e, int fd, const char *path,
 		      const char *arcname)
 {
 	ssize_t n = list_names(x, fd, path);
-	int acl[2] = { 0, 0 };
+	int acl[2] = { 0, 0 }, ret = 0;
 
 	if (n < 0) {
 		cb_warn(x->log, "'%s': cannot list its extended attributes: %s", arcname,
@@ -155,22 +169,27 @@ int entry_xattrs_read(struct entry_xattrs *x, struct archive_entry *e, int fd, c
 			acl[a] = 1;
 		if (skipped(p) || (len = value(x, fd, path, p)) < 0)
 			continue;
-		if (!prefix(p, CB_STAGE_OWN_XATTRS))
-			archive_entry_xattr_add_entry(e, p, x->val, (size_t)len);
-		else if (own_name(x, e, p, (size_t)len, arcname) < 0)
+		if (!prefix(p, CB_STAGE_OWN_XATTRS)) {
+			if (add_value(x, e, p, (size_t)len, arcname) < 0)
+				return -1;
+		} else if (own_name(x, e, p, (size_t)len, arcname) < 0) {
 			return -1;
+		}
 	}
 	/* after the others, as they always came (the archive stays the same);
 	 * one too big for the staging file system from the side store */
 	for (int i = 0; i < 2; i++) {
 		if (acl[i])
-			take_acl(x, e, i, x->val, value(x, fd, path, i ? ACL_DEFAULT : ACL_ACCESS));
+			ret = take_acl(x, e, i, x->val, value(x, fd, path, i ? ACL_DEFAULT : ACL_ACCESS),
+				       arcname);
 		else if (x->side_acl[i])
-			take_acl(x, e, i, x->side_acl[i], (ssize_t)x->side_acl_len[i]);
+			ret = take_acl(x, e, i, x->side_acl[i], (ssize_t)x->side_acl_len[i], arcname);
 		free(x->side_acl[i]);
 		x->side_acl[i] = NULL;
+		if (ret < 0)
+			break;
 	}
-	return 0;
+	return ret;
 }
 
 void entry_xattrs_init(struct entry_xattrs *x, struct paxfix *fix, struct cb_log *log)

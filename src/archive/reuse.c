@@ -116,8 +116,8 @@ static const struct cb_backup_file *newest(const struct cb_catalog *cat, enum cb
 	for (size_t i = 0; i < cat->n; i++) {
 		const struct cb_backup_file *f = &cat->files[i];
 
-		if (f->type == type && strcmp(f->id, id) == 0 && strncmp(f->name, "cbackup-", 8) == 0 &&
-		    f->has_checksum)
+		/* either name (archive-name); vzdump's own archives have no .sha256 */
+		if (f->type == type && strcmp(f->id, id) == 0 && f->has_checksum)
 			return f;
 	}
 	return NULL;

@@ -88,6 +88,25 @@ static int dry_prepare_dest(struct rst *r, const struct cb_restore_opts *o)
 	return 0;
 }
 
+/* The container config an archive carries (vzdump's ./etc/vzdump/pct.conf
+ * and pct.fw, cbackup's ./etc/cbackup/guest.conf) belongs to the host, not
+ * to the guest's tree (pct restore takes it out too): a whole restore
+ * leaves it out; restore --path names it to get it. */
+static int is_guest_config(struct archive_entry *e)
+{
+	static const char *const names[] = { "etc/vzdump/pct.conf", "etc/vzdump/pct.fw",
+					     "etc/cbackup/guest.conf", NULL };
+	const char *p = archive_entry_pathname(e);
+
+	if (!p || archive_entry_filetype(e) != AE_IFREG)
+		return 0;
+	p += strncmp(p, "./", 2) ? 0 : 2;
+	for (int i = 0; names[i]; i++)
+		if (!strcmp(p, names[i]))
+			return 1;
+	return 0;
+}
+
 static int restore_all(struct rst *r)
 {
 	struct archive_entry *e;
@@ -108,6 +127,8 @@ static int restore_all(struct rst *r)
 		}
 		if (rc == ARCHIVE_WARN)
 			cb_warn(r->log, "%s", archive_error_string(r->tr.a));
+		if (is_guest_config(e))
+			continue;
 		if (cb_rst_entry(r, e) < 0)
 			return -1;
 	}

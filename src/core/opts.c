@@ -46,6 +46,9 @@ static const struct cb_enum_name mailnotification_names[] = {
 static const struct cb_enum_name output_names[] = {
 	{ "text", CB_OUTPUT_TEXT }, { "json", CB_OUTPUT_JSON }, { NULL, 0 }
 };
+static const struct cb_enum_name archive_name_names[] = {
+	{ "vzdump", CB_NAME_VZDUMP }, { "cbackup", CB_NAME_CBACKUP }, { NULL, 0 }
+};
 static const struct cb_enum_name type_names[] = {
 	{ "ct", CB_GUEST_CT }, { "vm", CB_GUEST_VM }, { NULL, 0 }
 };
@@ -214,6 +217,18 @@ const struct cb_opt_schema cb_opt_table[] = {
 	{ "protected", CB_OPT_BOOL, "0", G | S | U | C, "0|1",
 	  "mark the new backup protected (ARCHIVE.protected): prune never removes it", 0,
 	  OFF(protected_), 0, 1, NULL, NULL },
+	{ "archive-name", CB_OPT_ENUM, "vzdump", G | S | U | C, "vzdump|cbackup",
+	  "vzdump: a container whose ID Proxmox VE can hold (100-999999999) is archived as "
+	  "vzdump-lxc-ID-YYYY_MM_DD-HH_MM_SS.tar.EXT, as vzdump names it; cbackup: "
+	  "cbackup-ct-ID-... (VMs and other IDs always)", 0, OFF(archive_name), 0, 0,
+	  archive_name_names,
+	  "Proxmox VE lists, restores and prunes only backups of vzdump's names.\n"
+	  "Archives of both names are one series for\n"
+	  ".BR \"cbackup list\" ,\n"
+	  ".BR \"cbackup prune\" ,\n"
+	  "the keep rules and\n"
+	  ".BR reuse :\n"
+	  "switching loses no history." },
 	{ "output-format", CB_OPT_ENUM, "text", G | C, "text|json",
 	  "json: backup prints one JSON job status document, list one JSON array, on stdout", 0,
 	  OFF(output_format), 0, 0, output_names,

@@ -38,6 +38,7 @@
 #include "cb_jobstatus.h"
 #include "cb_leftovers.h"
 #include "cb_lock.h"
+#include "cb_pvect.h"
 #include "cb_notes.h"
 #include "cb_private.h"
 #include "cb_prune.h"
@@ -106,13 +107,15 @@ struct guest_run {
 static const char *const std_excludes[] = { "/tmp/?*", "/var/tmp/?*", "/var/run/?*.pid", NULL };
 
 char *cb_backup_archive_name(enum cb_guest_type type, const char *id, time_t when,
-			     enum cb_compress compress)
+			     enum cb_compress compress, enum cb_archive_name naming)
 {
 	struct tm tm;
 	char stamp[32];
 
 	localtime_r(&when, &tm);
 	strftime(stamp, sizeof(stamp), "%Y_%m_%d-%H_%M_%S", &tm);
+	if (type == CB_GUEST_CT && naming == CB_NAME_VZDUMP && cb_catalog_pve_vmid(id))
+		return cb_xasprintf("vzdump-lxc-%s-%s.tar%s", id, stamp, cb_compress_ext(compress));
 	return cb_xasprintf("cbackup-%s-%s-%s.tar%s", cb_guest_type_name(type), id, stamp,
 			    cb_compress_ext(compress));
 }
@@ -397,6 +400,20 @@ static void remove_stale_tmp(struct guest_run *r)
 	cb_leftovers_remove(r->opts.dumpdir, r->opts.type, r->opts.id, own, 0, r->log);
 }
 
+/* A Proxmox container's config is read again for the archive: what it
+ * cannot give (an lxc.idmap line not understood) fails before any copy. */
+static int check_pve_config(const struct guest_run *r)
+{
+	struct cb_pvect_conf pc;
+	int ret = 0;
+
+	if (r->opts.type == CB_GUEST_CT && r->opts.guest_config)
+		ret = cb_pvect_load(r->opts.guest_config, r->opts.id, &pc);
+	if (ret > 0)
+		cb_pvect_release(&pc);
+	return ret < 0 ? -1 : 0;
+}
+
 static int preflight(struct guest_run *r)
 {
 	if (check_source(r) < 0 || check_dir("tmpdir", r->opts.tmpdir, 1) < 0 ||
@@ -406,6 +423,8 @@ static int preflight(struct guest_run *r)
 		return cb_error("refusing to write an archive to a terminal (redirect --stdout)");
 	if (r->opts.guest_config && access(r->opts.guest_config, R_OK) < 0)
 		return cb_error_errno("guest config '%s'", r->opts.guest_config);
+	if (check_pve_config(r) < 0)
+		return -1;
 	if (!r->stopped && cb_guest_init(&r->guest, &r->opts) < 0)
 		return -1;
 	if (lock_guest(r) < 0)
@@ -1334,13 +1353,56 @@ static uint64_t archive_total(const struct guest_run *r)
 	return r->archive_total ? r->archive_total : r->first_bytes;
 }
 
+/*
+ * The guest's config in the archive: a Proxmox container's where vzdump
+ * puts it and pct restore looks (./etc/vzdump/pct.conf, stripped, and
+ * pct.fw, empty when the guest has no firewall file) before the tree;
+ * any other at ./etc/cbackup/guest.conf (a VM's ./guest.conf) after it.
+ * Returns the number of extras, or -1.
+ */
+static int guest_extras(struct guest_run *r, struct cb_archive_extra *x, struct cb_pvect_conf *pc)
+{
+	int pve = 0;
+
+	if (!r->opts.guest_config)
+		return 0;
+	if (r->opts.type == CB_GUEST_CT &&
+	    (pve = cb_pvect_load(r->opts.guest_config, r->opts.id, pc)) < 0)
+		return -1;
+	if (!pve) {
+		x[0] = (struct cb_archive_extra){
+			r->opts.type == CB_GUEST_VM ? "./guest.conf" : "./etc/cbackup/guest.conf",
+			r->opts.guest_config, NULL, 0, 0, 0 };
+		return 1;
+	}
+	x[0] = (struct cb_archive_extra){ "./etc/vzdump/pct.conf", NULL, pc->text, pc->len,
+					  pc->mtime, 1 };
+	if (pc->fw_path)
+		x[1] = (struct cb_archive_extra){ "./etc/vzdump/pct.fw", pc->fw_path, NULL, 0, 0, 1 };
+	else
+		x[1] = (struct cb_archive_extra){ "./etc/vzdump/pct.fw", NULL, "", 0, pc->mtime, 1 };
+	return 2;
+}
+
+/* vzdump's tar runs in the container's user namespace: its IDs are
+ * archived as the container sees them, and so are cbackup's. */
+static void log_idmap(struct guest_run *r, const struct cb_idmap *m)
+{
+	char text[256] = "";
+	size_t at = 0;
+
+	for (size_t i = 0; i < m->n && at < sizeof(text); i++)
+		at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%c %lu %lu %lu", i ? ", " : "",
+				       m->v[i].type, m->v[i].ct, m->v[i].host, m->v[i].len);
+	cb_info(r->log, "unprivileged container: IDs archived as it sees them (ID map %s)", text);
+}
+
 static int write_archive(struct guest_run *r)
 {
 	struct cb_codec_params cp;
-	struct cb_archive_extra extra = {
-		r->opts.type == CB_GUEST_VM ? "./guest.conf" : "./etc/cbackup/guest.conf",
-		r->opts.guest_config,
-	};
+	struct cb_archive_extra extras[2];
+	struct cb_pvect_conf pc = { 0 };
+	int n_extras = guest_extras(r, extras, &pc);
 	struct cb_archive_stats as = { 0 };
 	struct cb_archive_graft *grafts = cb_xcalloc(r->n_mps + 1, sizeof(*grafts)), root;
 	struct cb_codec_writer *codec = NULL;
@@ -1353,10 +1415,15 @@ static int write_archive(struct guest_run *r)
 	int ret = -1;
 
 	archive_tree(r, &root, grafts);
-	if (snapshots_intact(r) < 0)
+	root.idmap = pc.map.n ? &pc.map : NULL;
+	if (n_extras < 0 || snapshots_intact(r) < 0)
 		goto out;
+	if (root.idmap)
+		log_idmap(r, &pc.map);
 	cb_codec_params_for(&r->opts, r->opts.compress, &cp);
-	cb_info(r->log, "creating archive '%s'", r->archive_path);
+	/* vzdump's words: PVE's task log and log parsers know them */
+	cb_info(r->log, "creating %sarchive '%s'", r->opts.type == CB_GUEST_CT ? "vzdump " : "",
+		r->archive_path);
 	if ((r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
 			       : cb_sink_open_file(&sink, r->archive_path)) < 0)
 		goto out;
@@ -1369,7 +1436,7 @@ static int write_archive(struct guest_run *r)
 	cb_codec_set_progress(codec, &r->progress);
 	if (scan)
 		cb_codec_set_tap(codec, cb_tarscan_feed, scan);
-	ret = cb_archive_write_grafted(root.tree ? &root : NULL, grafts, r->n_mps, &extra, r->opts.guest_config ? 1 : 0,
+	ret = cb_archive_write_grafted(root.tree ? &root : NULL, grafts, r->n_mps, extras, (size_t)n_extras,
 				       codec, r->log, &as);
 	cb_progress_end(&r->progress);
 	if (ret < 0 || snapshots_intact(r) < 0 || cb_codec_finish(codec) < 0 ||
@@ -1410,6 +1477,7 @@ out:
 	cb_trust_map_free(trust);
 	cb_sink_free(sink);
 	cb_tarscan_free(scan);
+	cb_pvect_release(&pc);
 	free(grafts);
 	return ret;
 }
@@ -1678,7 +1746,8 @@ static void release_run(struct guest_run *r)
 
 static void prepare_paths(struct guest_run *r, time_t when)
 {
-	char *name = cb_backup_archive_name(r->opts.type, r->opts.id, when, r->opts.compress);
+	char *name = cb_backup_archive_name(r->opts.type, r->opts.id, when, r->opts.compress,
+					    r->opts.archive_name);
 
 	free(r->archive_path);
 	free(r->log_path);

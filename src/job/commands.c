@@ -184,6 +184,8 @@ static int list_kept(const struct cb_opts *o, const char *id, FILE *out)
 	return 0;
 }
 
+static void remove_gone(const struct cb_opts *o, const char *id, struct cb_log *log);
+
 int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	const char *id = cli->args.n ? cli->args.v[0] : NULL;
@@ -196,6 +198,7 @@ int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb
 		return CB_EXIT_USAGE;
 	}
 	json = o.output_format == CB_OUTPUT_JSON;
+	remove_gone(&o, id, log);   /* what another tool's prune left (nothing in a missing dumpdir) */
 	if (access(o.dumpdir, F_OK) < 0) {
 		char *origin = cb_config_origin(cfg, id, &cli->kv, "dumpdir");
 		cb_err(log, "%s: dumpdir '%s': %s", origin, o.dumpdir, strerror(errno));
@@ -230,6 +233,19 @@ static void prune_leftovers(const struct cb_opts *g, enum cb_guest_type type, co
 	cb_leftovers_remove(g->dumpdir, type, id, NULL, g->dry_run, log);
 	cb_lock_release(&store);
 	cb_lock_release(&local);
+}
+
+/* The side files of archives another tool removed (Proxmox VE's prune
+ * leaves cbackup's .sha256, .idx, .verified): of guest ID, or of every
+ * guest, those with no archive left included. */
+static void remove_gone(const struct cb_opts *o, const char *id, struct cb_log *log)
+{
+	struct cb_guest_ref *v;
+	size_t n = cb_leftovers_guests(o->dumpdir, id, &v);
+
+	for (size_t i = 0; i < n; i++)
+		prune_leftovers(o, v[i].type, v[i].id, log);
+	cb_leftovers_guests_free(v, n);
 }
 
 /* One kept staging copy, under the guest's lock (no run of it is using
@@ -299,6 +315,7 @@ int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 		cb_opts_release(&o);
 		return status;
 	}
+	remove_gone(&o, id, log);
 	if (cb_catalog_scan(&cat, o.dumpdir, id) < 0) {
 		cb_opts_release(&o);
 		cb_err(log, "%s", cb_last_error());

@@ -297,20 +297,35 @@ cbackup_run() {
 	return 1
 }
 
+# archive_prefix TYPE ID: how cbackup names that guest's archives: a
+# container whose ID Proxmox VE can hold (pve-storage archive_info:
+# [1-9][0-9]{2,8}) as vzdump does, vzdump-lxc-ID-; others (and every guest
+# when ARCHIVE_NAME=cbackup, the archive-name key) cbackup-TYPE-ID-
+archive_prefix() {
+	if [ "$1" = ct ] && [ "${ARCHIVE_NAME:-vzdump}" != cbackup ] &&
+		[[ $2 =~ ^[1-9][0-9]{2,8}$ ]]; then
+		echo "vzdump-lxc-$2"
+	else
+		echo "cbackup-$1-$2"
+	fi
+}
+
 # find_archive DUMPDIR TYPE ID EXT: the one archive, checked against the
-# naming contract (cbackup-ct-101-2026_12_02-10_14_07.tar.zst)
+# naming contract (vzdump-lxc-101-2026_12_02-10_14_07.tar.zst,
+# cbackup-ct-web-2026_12_02-10_14_07.tar.zst)
 find_archive() {
-	local dir=$1 type=$2 id=$3 ext=$4 f n=0 found=
-	for f in "$dir"/cbackup-"$type-$id"-*.tar"$ext"; do
+	local dir=$1 type=$2 id=$3 ext=$4 f n=0 found= prefix
+	prefix=$(archive_prefix "$type" "$id")
+	for f in "$dir/$prefix"-*.tar"$ext"; do
 		[ -e "$f" ] || continue
 		n=$((n + 1)); found=$f
 	done
 	if [ "$n" != 1 ]; then
-		echo "expected one cbackup-$type-$id-*.tar$ext in $dir, found $n:" >&2
+		echo "expected one $prefix-*.tar$ext in $dir, found $n:" >&2
 		ls -la "$dir" >&2
 		return 1
 	fi
-	if ! [[ $(basename "$found") =~ ^cbackup-$type-$id-[0-9]{4}_[0-9]{2}_[0-9]{2}-[0-9]{2}_[0-9]{2}_[0-9]{2}\.tar${ext//./\\.}$ ]]; then
+	if ! [[ $(basename "$found") =~ ^$prefix-[0-9]{4}_[0-9]{2}_[0-9]{2}-[0-9]{2}_[0-9]{2}_[0-9]{2}\.tar${ext//./\\.}$ ]]; then
 		echo "archive name '$found' does not follow the naming contract" >&2
 		return 1
 	fi
@@ -605,6 +620,44 @@ synthetic_backup() {
 		echo "$empty  $name" >"$1/$name.sha256" && echo "$1/$name"
 }
 
+# prune_marks_table: a set of backup times of one guest, newest first, each
+# with the mark Proxmox VE's prune gives it under keep-last=2,keep-hourly=2,
+# keep-daily=2,keep-weekly=2,keep-monthly=2,keep-yearly=2 with the two
+# "protected" ones protected ("MARK STAMP (RULE)"), worked by hand from
+# pve-storage src/PVE/Storage.pm prune_mark_backup_group(): each rule, in
+# the order last, hourly, daily, weekly (ISO %V/%G), monthly, yearly, walks
+# the unmarked backups newest first, skips those whose time slot already
+# holds a kept backup, keeps the first of each new slot (up to its count)
+# and marks the others of that slot remove (t0130, t0642)
+prune_marks_table() {
+	cat <<'EOF'
+protected 2021_01_12-13_00_00 (protected)
+keep 2021_01_12-12_30_00 (keep-last)
+keep 2021_01_12-12_10_00 (keep-last)
+keep 2021_01_12-11_50_00 (keep-hourly)
+remove 2021_01_12-11_20_00
+keep 2021_01_12-09_00_00 (keep-hourly)
+remove 2021_01_12-08_00_00
+keep 2021_01_11-23_00_00 (keep-daily)
+remove 2021_01_11-01_00_00
+keep 2021_01_10-10_00_00 (keep-daily)
+remove 2021_01_09-10_00_00
+keep 2021_01_02-10_00_00 (keep-weekly)
+remove 2020_12_29-10_00_00
+keep 2020_12_20-10_00_00 (keep-weekly)
+remove 2020_12_10-10_00_00
+keep 2020_11_15-10_00_00 (keep-monthly)
+remove 2020_11_01-10_00_00
+keep 2020_10_05-10_00_00 (keep-monthly)
+remove 2020_09_05-10_00_00
+keep 2019_06_01-10_00_00 (keep-yearly)
+remove 2019_03_01-10_00_00
+protected 2019_01_01-10_00_00 (protected)
+keep 2018_06_01-10_00_00 (keep-yearly)
+remove 2017_06_01-10_00_00
+EOF
+}
+
 # written_seconds LOGFILE: the seconds the "Total bytes written: N (…, R/s)"
 # line implies (N / R)
 written_seconds() {
@@ -644,7 +697,7 @@ fault_fired() {
 # (and .sha256) in DIR: any rewrite, rename over or removal shows. (.tmp
 # files are no_tmp_files' business.)
 storage_snapshot() {
-	(cd "$1" && find . -maxdepth 1 -type f -name 'cbackup-*' ! -name '*.log' \
+	(cd "$1" && find . -maxdepth 1 -type f \( -name 'cbackup-*' -o -name 'vzdump-*' \) ! -name '*.log' \
 		! -name '*.tmp' ! -name '*.verified' -printf '%f %s %T@ %i\n' | LC_ALL=C sort) >"$2"
 }
 

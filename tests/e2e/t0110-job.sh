@@ -54,7 +54,7 @@ test_expect_success 'storage section and guest section decide the codec' '
 	a103=$(find_archive "$DUMP" ct 103 .lzo)
 	gzip -dc "$a101" | tar -xOf - ./etc/hostname | grep -x web
 	lzop -dc "$a103" | tar -xOf - ./etc/hostname | grep -x db
-	test -z "$(ls "$DUMP" | grep -E "^cbackup-ct-102-.*\.tar")"
+	test -z "$(ls "$DUMP" | grep -E "^vzdump-lxc-102-.*\.tar")"
 	no_tmp_files "$DUMP"
 '
 
@@ -65,7 +65,7 @@ test_expect_success 'the guests ran in file order, each with its own .log' '
 	grep -Ex "${TS}INFO: Starting Backup of VM 101 \(lxc\)" "${a101%.tar.gz}.log"
 	test_must_fail grep "CT 103" "${a101%.tar.gz}.log"
 	# the failed guest keeps its log, with the reason (as vzdump does)
-	grep -E "^${TS}ERROR: Backup of VM 102 failed - " "$DUMP"/cbackup-ct-102-*.log
+	grep -E "^${TS}ERROR: Backup of VM 102 failed - " "$DUMP"/vzdump-lxc-102-*.log
 '
 
 test_expect_success '.sha256 files check out with sha256sum -c in the dump directory' '
@@ -73,7 +73,7 @@ test_expect_success '.sha256 files check out with sha256sum -c in the dump direc
 	ls *.sha256 >sums
 	test "$(wc -l <sums)" = 2
 	for s in *.sha256; do
-		grep -Eq "^[0-9a-f]{64}  cbackup-ct-10[13]-[0-9_-]+\.tar\.(gz|lzo)$" "$s"
+		grep -Eq "^[0-9a-f]{64}  vzdump-lxc-10[13]-[0-9_-]+\.tar\.(gz|lzo)$" "$s"
 		sha256sum -c "$s"
 	done
 	rm sums
@@ -82,7 +82,7 @@ test_expect_success '.sha256 files check out with sha256sum -c in the dump direc
 test_expect_success '.sha256 detects a changed archive' '
 	d=$SCRATCH/copy
 	mkdir "$d"
-	cp -p "$DUMP"/cbackup-ct-101-* "$d"/
+	cp -p "$DUMP"/vzdump-lxc-101-* "$d"/
 	cd "$d"
 	a=$(find_archive . ct 101 .gz)
 	printf "X" | dd of="$a" bs=1 seek=100 conv=notrunc status=none
@@ -102,7 +102,7 @@ test_expect_success '--all --exclude 102: exit 0, finished successfully' '
 
 test_expect_success '--dumpdir wins over the storage path' '
 	test "$(ls "$SCRATCH/dump2" | grep -c "\.tar\.")" = 6    # 2 archives + 2 .sha256 + 2 .idx
-	test "$(ls "$DUMP" | grep -c "^cbackup-ct-10[13]-.*\.tar\.\(gz\|lzo\)$")" = 2
+	test "$(ls "$DUMP" | grep -c "^vzdump-lxc-10[13]-.*\.tar\.\(gz\|lzo\)$")" = 2
 '
 
 test_expect_success 'cbackup ID...: the guests given, in the order given' '

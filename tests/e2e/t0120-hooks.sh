@@ -206,22 +206,22 @@ test_expect_success 'backup-start fails for 101: that guest fails, backup-abort 
 	job-end - -
 	EOF
 	phases | diff -u expected -
-	test -z "$(ls "$DUMP" | grep "^cbackup-ct-101-.*\.tar")"
+	test -z "$(ls "$DUMP" | grep "^vzdump-lxc-101-.*\.tar")"
 	find_archive "$DUMP" ct 102 .zst
 	test "$(tail -n 1 "$CB_ERR")" = "INFO: Backup job finished with errors"
 	# the reason and the abort hook'"'"'s output are in the failed guest'"'"'s log
-	grep -E "^${TS}ERROR: Backup of VM 101 failed - " "$DUMP"/cbackup-ct-101-*.log
-	grep -Ex "${TS}INFO: hook-stdout backup-abort 101" "$DUMP"/cbackup-ct-101-*.log
+	grep -E "^${TS}ERROR: Backup of VM 101 failed - " "$DUMP"/vzdump-lxc-101-*.log
+	grep -Ex "${TS}INFO: hook-stdout backup-abort 101" "$DUMP"/vzdump-lxc-101-*.log
 '
 
 test_expect_success 'pre-restart fails: the guest is still thawed, then fails' '
 	reset_dump
 	HOOK_FAIL=pre-restart:102 run_job 1
 	grep -E "^ERROR: Backup of VM 102 failed - .*pre-restart" "$CB_ERR"
-	grep -Ex "${TS}INFO: resuming guest" "$DUMP"/cbackup-ct-102-*.log
+	grep -Ex "${TS}INFO: resuming guest" "$DUMP"/vzdump-lxc-102-*.log
 	phases | grep -A2 "^pre-restart suspend 102" | cut -d" " -f1 | tr "\n" , | grep -x "pre-restart,post-restart,backup-abort,"
 	find_archive "$DUMP" ct 101 .zst
-	test -z "$(ls "$DUMP" | grep "^cbackup-ct-102-.*\.tar")"
+	test -z "$(ls "$DUMP" | grep "^vzdump-lxc-102-.*\.tar")"
 '
 
 test_expect_success 'backup-end fails: the guest counts as failed (vzdump)' '

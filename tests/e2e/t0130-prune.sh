@@ -17,32 +17,7 @@ EMPTY_CONF=$SCRATCH/empty.conf
 # weekly, monthly, yearly, walks the unmarked backups newest first, skips
 # those whose time slot already holds a kept backup, keeps the first of
 # each new slot (up to its count) and marks the others of that slot remove.
-cat >"$SCRATCH/expected" <<'EOF'
-protected 2021_01_12-13_00_00 (protected)
-keep 2021_01_12-12_30_00 (keep-last)
-keep 2021_01_12-12_10_00 (keep-last)
-keep 2021_01_12-11_50_00 (keep-hourly)
-remove 2021_01_12-11_20_00
-keep 2021_01_12-09_00_00 (keep-hourly)
-remove 2021_01_12-08_00_00
-keep 2021_01_11-23_00_00 (keep-daily)
-remove 2021_01_11-01_00_00
-keep 2021_01_10-10_00_00 (keep-daily)
-remove 2021_01_09-10_00_00
-keep 2021_01_02-10_00_00 (keep-weekly)
-remove 2020_12_29-10_00_00
-keep 2020_12_20-10_00_00 (keep-weekly)
-remove 2020_12_10-10_00_00
-keep 2020_11_15-10_00_00 (keep-monthly)
-remove 2020_11_01-10_00_00
-keep 2020_10_05-10_00_00 (keep-monthly)
-remove 2020_09_05-10_00_00
-keep 2019_06_01-10_00_00 (keep-yearly)
-remove 2019_03_01-10_00_00
-protected 2019_01_01-10_00_00 (protected)
-keep 2018_06_01-10_00_00 (keep-yearly)
-remove 2017_06_01-10_00_00
-EOF
+prune_marks_table >"$SCRATCH/expected"
 
 make_set() {  # DIR: the synthetic set for CT 101, and CT 102 alike
 	local stamp mark
@@ -146,13 +121,15 @@ test_expect_success 'a backup with --prune-backups keep-last=2 --remove 1 leaves
 		--dumpdir "$SCRATCH/d2" --prune-backups keep-last=2 --remove 1 --config "$EMPTY_CONF"
 	grep -x "INFO: prune older backups with retention: keep-last=2" "$CB_ERR"
 	grep -x "INFO: pruned 21 backup(s)" "$CB_ERR"
-	ls "$SCRATCH/d2" | grep "^cbackup-ct-101-.*\.tar\.zst$" >left
+	# the synthetic set has the old names (cbackup-ct-), the new backup
+	# vzdump'"'"'s (vzdump-lxc-): one series
+	ls "$SCRATCH/d2" | grep -E "^(cbackup-ct|vzdump-lxc)-101-.*\.tar\.zst$" >left
 	cat left
 	test "$(wc -l <left)" = 4
 	grep -x "cbackup-ct-101-2021_01_12-13_00_00.tar.zst" left     # protected
 	grep -x "cbackup-ct-101-2021_01_12-12_30_00.tar.zst" left     # newest synthetic
 	grep -x "cbackup-ct-101-2019_01_01-10_00_00.tar.zst" left     # protected
-	grep -vE "^cbackup-ct-101-(2021|2019)_" left | grep -E "^cbackup-ct-101-[0-9]{4}_"   # the new one
+	grep -E "^vzdump-lxc-101-[0-9]{4}_" left   # the new one
 	test "$(ls "$SCRATCH/d2" | grep -c "^cbackup-ct-102-.*\.tar\.zst$")" = 24
 '
 
@@ -162,7 +139,7 @@ test_expect_success '--remove 0: no pruning after the backup' '
 	cbackup_run 0 backup --root "$SCRATCH/ct101" --id 101 --tmpdir "$SCRATCH/tmp" \
 		--dumpdir "$SCRATCH/d3" --prune-backups keep-last=2 --remove 0 --config "$EMPTY_CONF"
 	test_must_fail grep "pruned" "$CB_ERR"
-	test "$(ls "$SCRATCH/d3" | grep -c "^cbackup-ct-101-.*\.tar\.zst$")" = 25
+	test "$(ls "$SCRATCH/d3" | grep -cE "^(cbackup-ct|vzdump-lxc)-101-.*\.tar\.zst$")" = 25
 '
 
 test_expect_success 'a failed backup prunes nothing' '
@@ -187,7 +164,7 @@ test_expect_success 'prune-backups of a [storage] section applies to its guests'
 	CONF
 	cbackup_run 0 101 --config "$SCRATCH/storage.conf"
 	grep -x "INFO: prune older backups with retention: keep-last=1,keep-yearly=1" "$CB_ERR"
-	ls "$SCRATCH/d5" | grep "^cbackup-ct-101-.*\.tar\.zst$" >left
+	ls "$SCRATCH/d5" | grep -E "^(cbackup-ct|vzdump-lxc)-101-.*\.tar\.zst$" >left
 	cat left
 	# the new one (keep-last), the newest of an older year (keep-yearly: a
 	# rule only counts slots the earlier rules left uncovered), 2 protected

@@ -22,8 +22,8 @@ test_expect_success 'list before verify: checksum yes, verified no' '
 	cbackup_run 0 list --dumpdir "$D"
 	cat "$CB_OUT"
 	head -n 1 "$CB_OUT" | grep -E "^ID +TYPE +DATE +SIZE +CODEC +PROTECTED +CHECKSUM +VERIFIED +ARCHIVE +NOTES$"
-	grep -E "^101 +ct +[0-9-]{10} [0-9:]{8} +[0-9]+[KMG]?B +zstd +no +yes +no +cbackup-ct-101-" "$CB_OUT"
-	grep -E "^102 +ct .* none +no +yes +no +cbackup-ct-102-" "$CB_OUT"
+	grep -E "^101 +ct +[0-9-]{10} [0-9:]{8} +[0-9]+[KMG]?B +zstd +no +yes +no +vzdump-lxc-101-" "$CB_OUT"
+	grep -E "^102 +ct .* none +no +yes +no +vzdump-lxc-102-" "$CB_OUT"
 '
 
 test_expect_success 'a good archive: exit 0, checksum matches, .verified written' '
@@ -39,7 +39,7 @@ test_expect_success 'a good archive: exit 0, checksum matches, .verified written
 test_expect_success 'list after verify: verified yes; list ID shows one guest' '
 	cbackup_run 0 list 101 --dumpdir "$D"
 	cat "$CB_OUT"
-	grep -E "^101 +ct .* zstd +no +yes +yes +cbackup-ct-101-" "$CB_OUT"
+	grep -E "^101 +ct .* zstd +no +yes +yes +vzdump-lxc-101-" "$CB_OUT"
 	test_must_fail grep "^102 " "$CB_OUT"
 	test "$(wc -l <"$CB_OUT")" = 2
 '
@@ -48,7 +48,7 @@ test_expect_success 'list shows .protected' '
 	a=$(find_archive "$D" ct 102 "")
 	: >"$a.protected"
 	cbackup_run 0 list --dumpdir "$D"
-	grep -E "^102 +ct .* none +yes +yes +yes +cbackup-ct-102-" "$CB_OUT"
+	grep -E "^102 +ct .* none +yes +yes +yes +vzdump-lxc-102-" "$CB_OUT"
 	rm "$a.protected"
 '
 

@@ -124,7 +124,7 @@ test_expect_success 'per-guest lock held on this host: that guest fails (exit 1)
 	grep -x "INFO: Finished Backup of VM 102 ([0-9][0-9]:[0-9][0-9]:[0-9][0-9])" "$CB_ERR"
 	test "$(tail -n 1 "$CB_ERR")" = "INFO: Backup job finished with errors"
 	find_archive "$D" ct 102 .zst
-	test -z "$(ls "$D" | grep "^cbackup-ct-101-.*\.tar")"
+	test -z "$(ls "$D" | grep "^vzdump-lxc-101-.*\.tar")"
 '
 
 test_expect_success 'per-guest lock file on the storage held (another host): that guest fails' '
@@ -135,7 +135,7 @@ test_expect_success 'per-guest lock file on the storage held (another host): tha
 	release_lock "$HOLD_PID" "$D/.cbackup-ct-102.lock"
 	grep -E "^ERROR: Backup of VM 102 failed - .*being backed up to this storage by another host.*\.cbackup-ct-102\.lock" "$CB_ERR"
 	find_archive "$D" ct 101 .zst
-	test -z "$(ls "$D" | grep "^cbackup-ct-102-.*\.tar")"
+	test -z "$(ls "$D" | grep "^vzdump-lxc-102-.*\.tar")"
 '
 
 test_expect_success 'a backup in progress holds its guest lock and its storage lock' '

@@ -101,7 +101,7 @@ next_run_works() {
 	rm -f "$SRC/late-file" "$TMPD/.filler" "$DUMP/.filler"
 	storage_snapshot "$DUMP" "$SCRATCH/before-next"
 	backup "$1" 0
-	new=$(ls -t "$DUMP"/cbackup-ct-"$1"-*.tar.zst | head -n 1)
+	new=$(ls -t "$DUMP"/"$(archive_prefix ct "$1")"-*.tar.zst | head -n 1)
 	test_must_fail grep -F "$(basename "$new")" "$SCRATCH/before-next"
 	cbackup_run 0 verify "$new"
 	dir_empty "$TMPD" "staging left"
@@ -355,8 +355,8 @@ test_expect_success ROOT,CGROUP2,TMPFS 'archive x storage removed: clean failure
 
 test_expect_success ROOT,CGROUP2,TMPFS 'archive x EIO writing the storage: clean failure, no .tmp' '
 	before
-	with_fault "write:EIO:$DUMP/cbackup-ct-254-:after=100000" backup 254 1
-	fault_fired "^write EIO $DUMP/cbackup-ct-254-.*\.tmp"
+	with_fault "write:EIO:$DUMP/vzdump-lxc-254-:after=100000" backup 254 1
+	fault_fired "^write EIO $DUMP/vzdump-lxc-254-.*\.tmp"
 	clean_failure 254 "archive: " "Input/output error"
 	next_run_works 254
 '
@@ -371,7 +371,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'archive x EIO reading the staged copy: c
 
 test_expect_success ROOT,CGROUP2,TMPFS 'archive x SIGINT while writing: clean failure, the ERROR names the signal (not the vanished .tmp)' '
 	before
-	with_fault "write:SIGINT:$DUMP/cbackup-ct-256-:after=100000" backup 256 130
+	with_fault "write:SIGINT:$DUMP/vzdump-lxc-256-:after=100000" backup 256 130
 	fault_fired "^write Interrupt"
 	clean_failure 256 "archive: " "interrupted by signal INT"
 	next_run_works 256
@@ -388,15 +388,15 @@ test_expect_success ROOT,CGROUP2,TMPFS 'archive x SIGTERM (post-restart hook): c
 
 test_expect_success ROOT,CGROUP2,TMPFS 'archive x SIGKILL while writing: guest runs, list ignores the .tmp, next run works' '
 	before
-	with_fault "write:SIGKILL:$DUMP/cbackup-ct-258-:after=100000" backup 258 137
+	with_fault "write:SIGKILL:$DUMP/vzdump-lxc-258-:after=100000" backup 258 137
 	after_kill
 	storage_unchanged "$DUMP" "$SCRATCH/before"
-	ls "$DUMP"/cbackup-ct-258-*.tmp >"$SCRATCH/tmp-258"
+	ls "$DUMP"/vzdump-lxc-258-*.tmp >"$SCRATCH/tmp-258"
 	cat "$SCRATCH/tmp-258"
 	cbackup_run 0 list 258 --dumpdir "$DUMP"
 	cat "$CB_OUT"
 	test_must_fail grep -F ".tmp" "$CB_OUT"
-	[ "$(grep -c "cbackup-ct-258-" "$CB_OUT")" = 1 ]
+	[ "$(grep -c "vzdump-lxc-258-" "$CB_OUT")" = 1 ]
 	# the next run must not trip over it
 	sleep 1
 	backup 258 0
@@ -414,7 +414,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'archive x SIGKILL: the next run of that 
 
 test_expect_success ROOT,CGROUP2,TMPFS 'commit x fsync EIO: clean failure, no .tmp' '
 	before
-	with_fault "fsync:EIO:$DUMP/cbackup-ct-261-" backup 261 1
+	with_fault "fsync:EIO:$DUMP/vzdump-lxc-261-" backup 261 1
 	fault_fired "^fsync EIO"
 	clean_failure 261 "archive: " "cannot sync.*Input/output error"
 	next_run_works 261
@@ -422,7 +422,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'commit x fsync EIO: clean failure, no .t
 
 test_expect_success ROOT,CGROUP2,TMPFS 'rename x EIO: clean failure, no .tmp, no final name' '
 	before
-	with_fault "rename:EIO:$DUMP/cbackup-ct-262-" backup 262 1
+	with_fault "rename:EIO:$DUMP/vzdump-lxc-262-" backup 262 1
 	fault_fired "^rename EIO"
 	clean_failure 262 "archive: " "cannot rename.*Input/output error"
 	next_run_works 262
@@ -430,7 +430,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'rename x EIO: clean failure, no .tmp, no
 
 test_expect_success ROOT,CGROUP2,TMPFS 'rename x SIGTERM just before the rename: clean failure' '
 	before
-	with_fault "rename:SIGTERM:$DUMP/cbackup-ct-263-" backup 263 143
+	with_fault "rename:SIGTERM:$DUMP/vzdump-lxc-263-" backup 263 143
 	fault_fired "^rename Terminated"
 	clean_failure 263 "archive: " ""
 	next_run_works 263
@@ -438,10 +438,10 @@ test_expect_success ROOT,CGROUP2,TMPFS 'rename x SIGTERM just before the rename:
 
 test_expect_success ROOT,CGROUP2,TMPFS 'rename x SIGKILL just before the rename: no archive under the final name' '
 	before
-	with_fault "rename:SIGKILL:$DUMP/cbackup-ct-264-" backup 264 137
+	with_fault "rename:SIGKILL:$DUMP/vzdump-lxc-264-" backup 264 137
 	after_kill
 	storage_unchanged "$DUMP" "$SCRATCH/before"
-	rm -f "$DUMP"/cbackup-ct-264-*.tmp
+	rm -f "$DUMP"/vzdump-lxc-264-*.tmp
 	next_run_works 264
 '
 
@@ -455,7 +455,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'checksum x EIO syncing .sha256: failure;
 	no_tmp_files "$STORE"
 	dir_empty "$TMPD" "staging left"
 	# observed: the archive was renamed before the checksum was written
-	for a in "$DUMP"/cbackup-ct-265-*.tar.zst; do
+	for a in "$DUMP"/vzdump-lxc-265-*.tar.zst; do
 		grep -qF "$(basename "$a")" "$SCRATCH/before" && continue
 		echo "left after the failure: $a (no .sha256: $(test -e "$a.sha256" || echo yes))"
 		cbackup_run 0 verify "$a"
@@ -468,13 +468,13 @@ test_expect_success ROOT,CGROUP2,TMPFS 'checksum x EIO syncing .sha256: failure;
 
 test_expect_success ROOT,CGROUP2,TMPFS 'prune x EIO removing an old archive: a warning, the new backup stands' '
 	before
-	old=$(basename "$(ls "$DUMP"/cbackup-ct-271-*.tar.zst | head -n 1)")
+	old=$(basename "$(ls "$DUMP"/vzdump-lxc-271-*.tar.zst | head -n 1)")
 	with_fault "unlink:EIO:$old" backup 271 0 --prune-backups keep-last=1
 	fault_fired "^unlink EIO .*$old"
 	cat "$CB_ERR"
 	grep -E "^WARN: .*prune" "$CB_ERR"
 	test -e "$DUMP/$old"
-	new=$(ls -t "$DUMP"/cbackup-ct-271-*.tar.zst | head -n 1)
+	new=$(ls -t "$DUMP"/vzdump-lxc-271-*.tar.zst | head -n 1)
 	[ "$(basename "$new")" != "$old" ]
 	cbackup_run 0 verify "$new"
 	no_tmp_files "$STORE"
@@ -483,7 +483,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'prune x EIO removing an old archive: a w
 
 test_expect_success ROOT,CGROUP2,TMPFS 'prune x SIGTERM: the new archive is complete, no .tmp, thawed' '
 	before
-	old=$(basename "$(ls "$DUMP"/cbackup-ct-272-*.tar.zst | head -n 1)")
+	old=$(basename "$(ls "$DUMP"/vzdump-lxc-272-*.tar.zst | head -n 1)")
 	rc=0
 	with_fault "unlink:SIGTERM:$old" "$CBACKUP" 272 --config "$CONF" --freeze-cgroup "$CG" \
 		--prune-backups keep-last=1 >"$CB_OUT" 2>"$CB_ERR" || rc=$?
@@ -494,7 +494,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'prune x SIGTERM: the new archive is comp
 	# (the new archive complete, no .tmp, thawed)
 	test "$rc" = 0 -o "$rc" = 143
 	fault_fired "^unlink Terminated"
-	new=$(ls -t "$DUMP"/cbackup-ct-272-*.tar.zst | head -n 1)
+	new=$(ls -t "$DUMP"/vzdump-lxc-272-*.tar.zst | head -n 1)
 	[ "$(basename "$new")" != "$old" ]
 	cbackup_run 0 verify "$new"
 	no_tmp_files "$STORE"
@@ -504,10 +504,10 @@ test_expect_success ROOT,CGROUP2,TMPFS 'prune x SIGTERM: the new archive is comp
 
 test_expect_success ROOT,CGROUP2,TMPFS 'prune x SIGKILL: the new archive is complete, thawed, next run works' '
 	before
-	old=$(basename "$(ls "$DUMP"/cbackup-ct-273-*.tar.zst | head -n 1)")
+	old=$(basename "$(ls "$DUMP"/vzdump-lxc-273-*.tar.zst | head -n 1)")
 	with_fault "unlink:SIGKILL:$old" backup 273 137 --prune-backups keep-last=1
 	after_kill
-	new=$(ls -t "$DUMP"/cbackup-ct-273-*.tar.zst | head -n 1)
+	new=$(ls -t "$DUMP"/vzdump-lxc-273-*.tar.zst | head -n 1)
 	[ "$(basename "$new")" != "$old" ]
 	cbackup_run 0 verify "$new"
 	no_tmp_files "$STORE"
@@ -516,7 +516,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'prune x SIGKILL: the new archive is comp
 '
 
 test_expect_success ROOT,CGROUP2,TMPFS 'after the matrix: every earlier backup still verifies, no lock held' '
-	for a in "$DUMP"/cbackup-ct-*.tar.zst; do
+	for a in "$DUMP"/vzdump-lxc-*.tar.zst; do
 		"$CBACKUP" verify "$a" >/dev/null 2>&1 || { echo "does not verify: $a"; false; }
 	done
 	locks_free "$CBACKUP_LOCK_DIR" "$DUMP"

@@ -79,7 +79,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'final sync longer than max-freeze: thawe
 	guest_thawed "$CG" "$SIDE"
 	grep -x thawed "$SCRATCH/at-pre-restart"
 	no_tmp_files "$DUMP"
-	test -z "$(ls "$DUMP" | grep "cbackup-ct-601-.*\.tar")" || { ls -la "$DUMP"; false; }
+	test -z "$(ls "$DUMP" | grep "vzdump-lxc-601-.*\.tar")" || { ls -la "$DUMP"; false; }
 	dir_empty "$TMPD" "staging left"
 	grep "Finished Backup of VM 602" "$CB_ERR"
 	a=$(find_archive "$DUMP" ct 602 .zst)

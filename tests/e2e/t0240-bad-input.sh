@@ -38,7 +38,7 @@ test_expect_success 'setup: a small guest, a good archive' '
 	head -c 300K /dev/urandom >"$SRC/blob"
 	"$CBACKUP" backup --root "$SRC" --id 700 --tmpdir "$TMPD" --dumpdir "$SCRATCH/good" \
 		--compress zstd 2>/dev/null
-	ls "$SCRATCH/good"/cbackup-ct-700-*.tar.zst
+	ls "$SCRATCH/good"/vzdump-lxc-700-*.tar.zst
 '
 
 # ---- configuration ------------------------------------------------------------
@@ -167,20 +167,20 @@ archive_case() {  # FILE: restore and verify both fail cleanly (exit 1)
 }
 
 test_expect_success 'archive: truncated (zstd): verify and restore fail with a clear error' '
-	good=$(ls "$SCRATCH/good"/cbackup-ct-700-*.tar.zst)
+	good=$(ls "$SCRATCH/good"/vzdump-lxc-700-*.tar.zst)
 	size=$(stat -c %s "$good")
 	head -c $((size / 2)) "$good" >"$SCRATCH/truncated.tar.zst"
 	archive_case "$SCRATCH/truncated.tar.zst"
 '
 
 test_expect_success 'archive: truncated tar (no compression): clear error' '
-	good=$(ls "$SCRATCH/good"/cbackup-ct-700-*.tar.zst)
+	good=$(ls "$SCRATCH/good"/vzdump-lxc-700-*.tar.zst)
 	zstd -dc <"$good" | head -c 100000 >"$SCRATCH/truncated.tar"
 	archive_case "$SCRATCH/truncated.tar"
 '
 
 test_expect_success 'archive: the .sha256 of another archive: verify reports a mismatch' '
-	good=$(ls "$SCRATCH/good"/cbackup-ct-700-*.tar.zst)
+	good=$(ls "$SCRATCH/good"/vzdump-lxc-700-*.tar.zst)
 	cp "$good" "$SCRATCH/other.tar.zst"
 	echo "0000000000000000000000000000000000000000000000000000000000000000  other.tar.zst" >"$SCRATCH/other.tar.zst.sha256"
 	expect_status 1 verify "$SCRATCH/other.tar.zst"
@@ -188,7 +188,7 @@ test_expect_success 'archive: the .sha256 of another archive: verify reports a m
 '
 
 test_expect_success 'archive: another codec (xz, bzip2): clear error' '
-	good=$(ls "$SCRATCH/good"/cbackup-ct-700-*.tar.zst)
+	good=$(ls "$SCRATCH/good"/vzdump-lxc-700-*.tar.zst)
 	zstd -dc <"$good" | xz -1 >"$SCRATCH/other.tar.xz"
 	archive_case "$SCRATCH/other.tar.xz"
 	zstd -dc <"$good" | bzip2 -1 >"$SCRATCH/other.tar.bz2"
@@ -196,7 +196,7 @@ test_expect_success 'archive: another codec (xz, bzip2): clear error' '
 '
 
 test_expect_success 'archive: corrupt zstd frame (bytes flipped in the middle): clear error' '
-	good=$(ls "$SCRATCH/good"/cbackup-ct-700-*.tar.zst)
+	good=$(ls "$SCRATCH/good"/vzdump-lxc-700-*.tar.zst)
 	cp "$good" "$SCRATCH/flipped.tar.zst"
 	printf "\377\377\377\377\377\377\377\377" |
 		dd of="$SCRATCH/flipped.tar.zst" bs=1 seek=$(( $(stat -c %s "$good") / 2 )) conv=notrunc status=none

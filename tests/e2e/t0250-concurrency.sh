@@ -59,7 +59,7 @@ test_expect_success ROOT,CGROUP2 'three jobs at once: all succeed, one after the
 
 test_expect_success ROOT,CGROUP2 'every archive verifies (20 of them), nothing left over' '
 	n=0
-	for a in "$DUMP"/cbackup-ct-8*.tar.zst; do
+	for a in "$DUMP"/vzdump-lxc-8*.tar.zst; do
 		"$CBACKUP" verify "$a" >"$CB_OUT" 2>"$CB_ERR" || { cat "$CB_ERR"; false; }
 		grep -q "checksum matches" "$CB_ERR"
 		n=$((n + 1))

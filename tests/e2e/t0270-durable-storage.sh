@@ -47,14 +47,14 @@ fi
 test_expect_success 'EIO seen only by the background sync: ERROR, no .tmp, earlier archives untouched' '
 	storage_snapshot "$D" "$SCRATCH/before"
 	# the first sync of the archive is the syncer'"'"'s, at 32 MiB
-	with_fault "fsync:EIO:$D/cbackup-ct-311-" backup 1 311
-	fault_fired "^fsync EIO .*cbackup-ct-311-.*\.tmp"
+	with_fault "fsync:EIO:$D/vzdump-lxc-311-" backup 1 311
+	fault_fired "^fsync EIO .*vzdump-lxc-311-.*\.tmp"
 	cat "$CB_ERR"
-	error_names 311 "archive: " "cannot write .*cbackup-ct-311-.*\.tmp.*Input/output error"
+	error_names 311 "archive: " "cannot write .*vzdump-lxc-311-.*\.tmp.*Input/output error"
 	no_tmp_files "$D"
 	storage_unchanged "$D" "$SCRATCH/before"
 	dir_empty "$TMPD" "staging left"
-	test_must_fail ls "$D"/cbackup-ct-311-*.tar.zst
+	test_must_fail ls "$D"/vzdump-lxc-311-*.tar.zst
 '
 
 test_expect_success 'the next run of that guest works' '

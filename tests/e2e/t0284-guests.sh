@@ -78,6 +78,8 @@ test_expect_success ROOT 'Proxmox: volumes through storage.cfg, backup=1 mount p
 	make_small_tree "$H/vz/images/201/subvol-201-disk-0.subvol" ct201
 	mkdir -p "$H/vz/images/201/subvol-201-disk-1.subvol" "$H/bind201"
 	echo "in mp0" >"$H/vz/images/201/subvol-201-disk-1.subvol/rows"
+	# unprivileged: its files are the host'"'"'s IDs 100000 and up (PVE'"'"'s map)
+	chown -R 100000:100000 "$H/vz/images/201"
 	cat >"$H/pve/lxc/201.conf" <<-EOF
 	arch: amd64
 	hostname: ct201
@@ -233,7 +235,7 @@ test_expect_success ROOT 'more layouts: a zfspool dataset, a cgroup set by lxc.c
 	test_has "$CB_ERR" "ERROR: Backup of VM lvm$$ failed - $H/lxc/lvm$$/config:1: "
 	test_has "$CB_ERR" "ERROR: Backup of VM 205 failed - .*205.conf"
 	test_has "$CB_ERR" "ERROR: Backup of VM 206 failed - stopped container.s volume 206: volume .$H/vz/images/206/vm-206-disk-0.raw. holds no ext2/3/4 or xfs file system"
-	test -z "$(ls "$D" | grep "cbackup-ct-205-.*\.tar")"
+	test -z "$(ls "$D" | grep "vzdump-lxc-205-.*\.tar")"
 	test_has "$CB_ERR" "INFO: skipping CT bad name - its name is no guest ID"
 	tar -xOf "$(find_archive "$D" ct 204 .zst)" ./etc/hostname | grep -qx ct204
 	tar -xOf "$(find_archive "$D" ct "cg$$" .zst)" ./etc/hostname | grep -qx cg

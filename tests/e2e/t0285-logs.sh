@@ -98,7 +98,7 @@ test_expect_success ROOT 'one syslog line per guest and per job (ident cbackup, 
 	test "$rc" = 0
 	cat "$SCRATCH/syslog.out"
 	# <30> = daemon.info, <27> = daemon.err
-	test_has "$SCRATCH/syslog.out" "^[<]30[>].*cbackup\\[[0-9]+\\]: Finished Backup of VM 105 \\(lxc\\) \\([0-9:]{8}\\): $D/cbackup-ct-105-"
+	test_has "$SCRATCH/syslog.out" "^[<]30[>].*cbackup\\[[0-9]+\\]: Finished Backup of VM 105 \\(lxc\\) \\([0-9:]{8}\\): $D/vzdump-lxc-105-"
 	test_has "$SCRATCH/syslog.out" "^[<]30[>].*cbackup\\[[0-9]+\\]: Backup job finished successfully \\(0 of 1 guests failed\\)"
 	test "$(wc -l <"$SCRATCH/syslog.out")" = 2
 	rm -f "$SCRATCH/syslog.out"

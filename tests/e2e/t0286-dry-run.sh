@@ -50,7 +50,7 @@ test_expect_success 'the dry run prints what the real run would use' '
 	cat "$CB_ERR"
 	test_has "$CB_ERR" "^INFO: dry run: mode suspend, as configured\$"
 	test_has "$CB_ERR" "^INFO: dry run: dumpdir .$D.\$"
-	test_has "$CB_ERR" "^INFO: dry run: archive .$D/cbackup-ct-101-[0-9]{4}_[0-9]{2}_[0-9]{2}-[0-9]{2}_[0-9]{2}_[0-9]{2}\\.tar\\.gz.\$"
+	test_has "$CB_ERR" "^INFO: dry run: archive .$D/vzdump-lxc-101-[0-9]{4}_[0-9]{2}_[0-9]{2}-[0-9]{2}_[0-9]{2}_[0-9]{2}\\.tar\\.gz.\$"
 	test_has "$CB_ERR" "^INFO: dry run: exclude ./srv/cache/\\?\\*.\$"
 	test_has "$CB_ERR" "^INFO: dry run: exclude .\\*\\.bak.\$"
 	test_has "$CB_ERR" "^INFO: dry run: exclude ./tmp/\\?\\*.\$"

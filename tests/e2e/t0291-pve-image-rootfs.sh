@@ -57,9 +57,10 @@ show_guest() {
 mount_ro() { mkdir -p "$2" && mount -o ro,loop,noload "$1" "$2" && cleanup_mount "$PWD/$2"; }
 
 # same_tree MOUNTED-IMAGE EXTRACTED: equal trees once the guest
-# configuration the archive adds (etc/cbackup/guest.conf) is taken out
+# configuration the archive adds (a Proxmox guest's etc/vzdump/pct.conf and
+# pct.fw, an LXC one's etc/cbackup/guest.conf) is taken out
 same_tree() {
-	rm -r "$2/etc/cbackup" && touch -r "$1/etc" "$2/etc" &&
+	rm -rf "$2/etc/vzdump" "$2/etc/cbackup" && touch -r "$1/etc" "$2/etc" &&
 		compare_trees --no-acl --no-root-mtime "$1" "$2"
 }
 

@@ -225,7 +225,7 @@ test_expect_success ROOT,CGROUP2 'a guest that stops while frozen (killed, its c
 	cbackup_run 0 319 --config "$c"
 	cat "$CB_ERR"
 	test_lacks "$CB_ERR" "thaw failed"
-	test_has "$DUMP"/cbackup-ct-319-*.log "WARN: the freeze cgroup .* is gone: the guest stopped while it was frozen"
+	test_has "$DUMP"/vzdump-lxc-319-*.log "WARN: the freeze cgroup .* is gone: the guest stopped while it was frozen"
 	mkdir "$SCRATCH/gone-check"
 	tar -C "$SCRATCH/gone-check" -xf "$(find_archive "$DUMP" ct 319 .zst)"
 	test -s "$SCRATCH/gone-check/log-gone.txt"

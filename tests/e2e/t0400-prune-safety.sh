@@ -57,7 +57,7 @@ test_expect_success 'an archive dated in the future: keep-last=1 keeps the one j
 	synthetic_backup "$DUMP" ct 101 2099_01_01-10_00_00 >/dev/null
 	cbackup_run 0 backup --root "$SCRATCH/src" --id 101 --dumpdir "$DUMP" --tmpdir "$TMPD" \
 		--prune-backups keep-last=1
-	new=$(sed -n "s/^INFO: creating archive .\(.*\).$/\1/p" "$CB_ERR")
+	new=$(sed -n "s/^INFO: creating vzdump archive .\(.*\).$/\1/p" "$CB_ERR")
 	test -n "$new"
 	test -f "$new"
 	test -f "$new.sha256"

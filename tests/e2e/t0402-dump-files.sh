@@ -52,7 +52,7 @@ test_expect_success 'umask 077: the same modes' '
 test_expect_success 'symlinks planted by another user in a world-writable dump dir are not followed' '
 	chmod 0777 "$DUMP"
 	for s in 0 1 2; do
-		base=$DUMP/cbackup-ct-101-$(stamp_in $s)
+		base=$DUMP/vzdump-lxc-101-$(stamp_in $s)
 		as_nobody ln -s "$VICTIM" "$base.log"
 		as_nobody ln -s "$VICTIM" "$base.tar.zst.tmp"
 		as_nobody ln -s "$VICTIM" "$base.tar.zst.sha256.tmp"
@@ -60,7 +60,7 @@ test_expect_success 'symlinks planted by another user in a world-writable dump d
 	as_nobody ln -s "$VICTIM" "$DUMP/.cbackup-ct-101.lock.x"
 	backup 0
 	test "$(cat "$VICTIM")" = precious
-	a=$(sed -n "s/^INFO: creating archive .\(.*\).$/\1/p" "$CB_ERR")
+	a=$(sed -n "s/^INFO: creating vzdump archive .\(.*\).$/\1/p" "$CB_ERR")
 	test -f "$a"
 	test ! -L "$a"
 	cbackup_run 0 verify "$a"
@@ -80,15 +80,15 @@ test_expect_success 'a symlink at the storage lock name is refused, never follow
 
 test_expect_success 'two backups in one second: the existing archive is never replaced' '
 	s0=$(stamp_in 0) s1=$(stamp_in 1)
-	echo old0 >"$DUMP/cbackup-ct-101-$s0.tar.zst"
-	echo old1 >"$DUMP/cbackup-ct-101-$s1.tar.zst"
+	echo old0 >"$DUMP/vzdump-lxc-101-$s0.tar.zst"
+	echo old1 >"$DUMP/vzdump-lxc-101-$s1.tar.zst"
 	storage_snapshot "$DUMP" "$SCRATCH/before"
 	backup 0
 	storage_snapshot "$DUMP" "$SCRATCH/after"
 	grep -F -x -f "$SCRATCH/before" "$SCRATCH/after" >"$SCRATCH/kept"
 	test_cmp "$SCRATCH/before" "$SCRATCH/kept"
-	test "$(cat "$DUMP/cbackup-ct-101-$s0.tar.zst")" = old0
-	test "$(cat "$DUMP/cbackup-ct-101-$s1.tar.zst")" = old1
+	test "$(cat "$DUMP/vzdump-lxc-101-$s0.tar.zst")" = old0
+	test "$(cat "$DUMP/vzdump-lxc-101-$s1.tar.zst")" = old1
 	test "$(ls "$DUMP"/*.tar.zst | wc -l)" = 3
 '
 

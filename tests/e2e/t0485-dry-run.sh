@@ -42,7 +42,7 @@ test_expect_success 'setup: two backups, a non-empty destination' '
 	chmod 600 "$SCRATCH/empty.conf"
 '
 
-archive() { ls "$D"/cbackup-ct-485-*.tar.zst | tail -n 1; }
+archive() { ls "$D"/vzdump-lxc-485-*.tar.zst | tail -n 1; }
 
 test_expect_success 'restore --dry-run into a new directory: says what, checks space, creates nothing' '
 	unchanged cbackup_run 0 restore "$(archive)" "$DEST/new/sub" --dry-run
@@ -74,7 +74,7 @@ test_expect_success TMPFS 'restore --dry-run into too small a file system fails 
 	head -c 1M /dev/urandom >"$SCRATCH/src/big.bin"
 	mkdir "$SCRATCH/dump2"
 	cbackup_run 0 backup --root "$SCRATCH/src" --id 486 --dumpdir "$SCRATCH/dump2" --tmpdir "$SCRATCH/tmp"
-	cbackup_run 1 restore "$SCRATCH"/dump2/cbackup-ct-486-*.tar.zst "$SCRATCH/small/d" --dry-run
+	cbackup_run 1 restore "$SCRATCH"/dump2/vzdump-lxc-486-*.tar.zst "$SCRATCH/small/d" --dry-run
 	test_has "$CB_ERR" "not enough space in"
 	test ! -e "$SCRATCH/small/d"
 '
@@ -95,7 +95,7 @@ test_expect_success 'ls, list and prune --dry-run change nothing' '
 	unchanged cbackup_run 0 list --dumpdir "$D" --dry-run --config "$SCRATCH/empty.conf"
 	unchanged cbackup_run 0 prune 485 --dumpdir "$D" --prune-backups keep-last=1 --dry-run \
 		--config "$SCRATCH/empty.conf"
-	test "$(ls "$D"/cbackup-ct-485-*.tar.zst | wc -l)" = 2
+	test "$(ls "$D"/vzdump-lxc-485-*.tar.zst | wc -l)" = 2
 '
 
 test_expect_success 'mount and probe cannot do a dry run: exit 2, nothing changed' '

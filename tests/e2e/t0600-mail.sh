@@ -68,7 +68,7 @@ test_expect_success 'a successful job (mailnotification always, the default) sen
 	host=$(hostname | cut -d. -f1)
 	test_has "$MAIL/1.msg" "^Subject: cbackup backup status \\($host\\): backup successful\$"
 	test_has "$MAIL/1.msg" "^To: root@example.com, backup-admin@example.org\$"
-	test_has "$MAIL/1.msg" "^101 +web-101 +ok +[0-9:]{8} +[0-9.]+[KMGT]B +$D/cbackup-ct-101-.*\\.tar\\.zst\$"
+	test_has "$MAIL/1.msg" "^101 +web-101 +ok +[0-9:]{8} +[0-9.]+[KMGT]B +$D/vzdump-lxc-101-.*\\.tar\\.zst\$"
 	test_has "$MAIL/1.msg" "^TOTAL +1 guest\\(s\\), 0 not ok"
 	test_has "$MAIL/1.msg" "^101: ${TS}INFO: Finished Backup of VM 101"
 	test_has "$CB_ERR" "^INFO: mail report sent to root@example.com, backup-admin@example.org\$"
@@ -83,7 +83,7 @@ test_expect_success 'one failing guest: one message, subject failed, both rows a
 	test "$(mails)" = 1
 	m=$MAIL/1.msg
 	test_has "$m" "^Subject: cbackup backup status \\(.*\\): backup failed\$"
-	test_has "$m" "^101 +web-101 +ok +[0-9:]{8} +[0-9.]+[KMGT]B +$D/cbackup-ct-101-"
+	test_has "$m" "^101 +web-101 +ok +[0-9:]{8} +[0-9.]+[KMGT]B +$D/vzdump-lxc-101-"
 	test_has "$m" "^102 +CT102 +failed +[0-9:]{8} +- +.*:[0-9]+: key .root.: root .*ct102. does not exist"
 	test_has "$m" "^TOTAL +2 guest\\(s\\), 1 not ok"
 	test_has "$m" "^101: ${TS}INFO: Starting Backup of VM 101 \\(lxc\\)\$"
@@ -133,7 +133,7 @@ test_expect_success 'a guest log over 1 MiB is replaced by a note' '
 	printf "#!/bin/sh\n[ \"\$1\" = backup-start ] && head -c 1500000 /dev/zero | tr \"\\\\0\" x | fold -w 100\nexit 0\n" >"$SCRATCH/big-hook"
 	chmod +x "$SCRATCH/big-hook"
 	cbackup_run 0 101 --config "$CONF" --script "$SCRATCH/big-hook"
-	log=$(ls "$D"/cbackup-ct-101-*.log | tail -n 1)
+	log=$(ls "$D"/vzdump-lxc-101-*.log | tail -n 1)
 	test "$(stat -c %s "$log")" -gt 1048576
 	test "$(mails)" = 1
 	test_has "$MAIL/1.msg" "^101: log file .* is larger than 1 MiB \\([0-9]+ bytes\\): not included"
@@ -165,7 +165,7 @@ test_expect_success 'a mail program that never reads a 1 MB report: killed at ma
 		--sendmail deaf-sendmail --mail-timeout 2 >"$CB_OUT" 2>"$CB_ERR" || rc=$?
 	cat "$CB_ERR" | grep -v xxxx
 	test "$rc" = 0
-	log=$(ls "$D"/cbackup-ct-101-*.log | tail -n 1)
+	log=$(ls "$D"/vzdump-lxc-101-*.log | tail -n 1)
 	test "$(stat -c %s "$log")" -gt 800000
 	test "$(stat -c %s "$log")" -lt 1048576
 	test_has "$CB_ERR" "^WARN: cannot send the mail report: mail program .deaf-sendmail. did not read the report within 2 seconds: killed"

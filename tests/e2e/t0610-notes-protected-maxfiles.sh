@@ -38,7 +38,7 @@ test_expect_success 'notes-template with every variable: ARCHIVE.notes, mode 064
 
 test_expect_success 'cbackup list shows the first line of the notes' '
 	cbackup_run 0 list --config "$CONF"
-	test_has "$CB_OUT" "^101 .* cbackup-ct-101-.*\\.tar\\.zst  web-101 \\(ct 101\\) on $NODE, cluster $NODE\$"
+	test_has "$CB_OUT" "^101 .* vzdump-lxc-101-.*\\.tar\\.zst  web-101 \\(ct 101\\) on $NODE, cluster $NODE\$"
 	test_lacks "$CB_OUT" "second line"
 '
 
@@ -71,7 +71,7 @@ test_expect_success 'an unknown template variable is a config error with file:li
 '
 
 test_expect_success 'protected 1: ARCHIVE.protected (0644), and prune keeps it' '
-	rm -f "$D"/cbackup-*
+	rm -f "$D"/vzdump-lxc-* "$D"/cbackup-*
 	cbackup_run 0 101 --config "$CONF" --protected 1
 	a=$(find_archive "$D" ct 101 .zst)
 	test -f "$a.protected"
@@ -79,13 +79,13 @@ test_expect_success 'protected 1: ARCHIVE.protected (0644), and prune keeps it' 
 	sleep 1.1
 	cbackup_run 0 101 --config "$CONF" --prune-backups keep-last=1
 	test -e "$a"
-	test "$(ls "$D"/cbackup-ct-101-*.tar.zst | wc -l)" = 2
+	test "$(ls "$D"/vzdump-lxc-101-*.tar.zst | wc -l)" = 2
 	cbackup_run 0 list --config "$CONF"
 	test_has "$CB_OUT" "^101 +ct .* yes +yes .*$(basename "$a")"
 '
 
 test_expect_success 'maxfiles 1 alone: keep-last=1, with a WARN naming file:line' '
-	rm -f "$D"/cbackup-*
+	rm -f "$D"/vzdump-lxc-* "$D"/cbackup-*
 	printf "maxfiles: 1\n" >max.conf
 	cat "$CONF" >>max.conf
 	cbackup_run 0 101 --config max.conf
@@ -93,17 +93,17 @@ test_expect_success 'maxfiles 1 alone: keep-last=1, with a WARN naming file:line
 	cbackup_run 0 101 --config max.conf
 	test_has "$CB_ERR" "^WARN: max.conf:1: key .maxfiles. is deprecated: it means prune-backups = keep-last=1; write that instead\$"
 	test_has "$CB_ERR" "^INFO: prune older backups with retention: keep-last=1\$"
-	test "$(ls "$D"/cbackup-ct-101-*.tar.zst | wc -l)" = 1
+	test "$(ls "$D"/vzdump-lxc-101-*.tar.zst | wc -l)" = 1
 '
 
 test_expect_success 'maxfiles on the command line: a WARN, keep-last=N' '
 	cbackup_run 0 101 --config "$CONF" --maxfiles 1
 	test_has "$CB_ERR" "^WARN: option --maxfiles is deprecated: it means --prune-backups keep-last=1"
-	test "$(ls "$D"/cbackup-ct-101-*.tar.zst | wc -l)" = 1
+	test "$(ls "$D"/vzdump-lxc-101-*.tar.zst | wc -l)" = 1
 '
 
 test_expect_success 'maxfiles and prune-backups both set: exit 2 with file:line, nothing touched' '
-	rm -f "$D"/cbackup-*
+	rm -f "$D"/vzdump-lxc-* "$D"/cbackup-*
 	printf "dumpdir: %s\nmaxfiles: 3\nprune-backups: keep-daily=7\n" "$D" >both.conf
 	cbackup_run 2 backup --root "$SCRATCH/ct101" --config both.conf
 	test_has "$CB_ERR" "^ERROR: both.conf:3: keys .maxfiles. and .prune-backups. are both set \\(the other at line 2\\); keep only prune-backups\$"

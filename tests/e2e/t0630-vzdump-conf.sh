@@ -105,7 +105,7 @@ test_expect_success 'its prune-backups prunes after the next backup' '
 	cbackup_run 0 backup --root "$SCRATCH/ct101" --id 101 --config vzdump.conf \
 		--dumpdir "$D" --freeze-cmd true --thaw-cmd true --sendmail sendmail
 	test_has "$CB_ERR" "^INFO: prune older backups with retention: keep-last=1,keep-weekly=2\$"
-	test "$(ls "$D"/cbackup-ct-101-*.tar.zst | wc -l)" = 1
+	test "$(ls "$D"/vzdump-lxc-101-*.tar.zst | wc -l)" = 1
 '
 
 test_expect_success 'an old vzdump.conf with maxfiles: the deprecation warning, keep-last' '

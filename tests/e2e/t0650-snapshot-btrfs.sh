@@ -158,7 +158,7 @@ test_expect_success 'SIGTERM while archiving leaves no snapshot' '
 		--mode snapshot --freeze-cgroup "$CG" --bwlimit 1024 --compress 0 \
 		>"$CB_OUT" 2>"$CB_ERR" &
 	pid=$!
-	wait_for 20 grep -q "creating archive" "$CB_ERR"
+	wait_for 20 grep -q "creating vzdump archive" "$CB_ERR"
 	test -d "$B/.cbackup-snap-652/ct"
 	kill -TERM "$pid"
 	rc=0

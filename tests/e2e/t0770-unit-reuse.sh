@@ -24,7 +24,7 @@ night() {
 		--dumpdir "$DUMP" --keep-staging 1 --unit-size 1 "$@"
 }
 
-newest() { ls -1 "$1"/cbackup-ct-101-*.tar"$2" | tail -n 1; }
+newest() { ls -1 "$1"/vzdump-lxc-101-*.tar"$2" | tail -n 1; }
 
 # same_as_no_reuse EXT: `--reuse 0` on the same staged tree writes the same bytes
 same_as_no_reuse() {

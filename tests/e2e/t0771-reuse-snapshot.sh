@@ -29,7 +29,7 @@ snap_night() {
 		--mode snapshot --freeze-cmd true --thaw-cmd true --unit-size 1 "$@"
 }
 
-newest() { ls -1 "$1"/cbackup-ct-771-*.tar"$2" | tail -n 1; }
+newest() { ls -1 "$1"/vzdump-lxc-771-*.tar"$2" | tail -n 1; }
 
 counts() {
 	sed -n 's/.*INFO: reused \([0-9]*\) units .*, compressed \([0-9]*\) units (.*/\1 \2/p' "$CB_ERR"

@@ -31,7 +31,7 @@ night() {
 		--dumpdir "$DUMP" --keep-staging 1 --unit-size 1 --verbose "$@"
 }
 
-newest() { ls -1 "$DUMP"/cbackup-ct-101-*.tar.zst | tail -n 1; }
+newest() { ls -1 "$DUMP"/vzdump-lxc-101-*.tar.zst | tail -n 1; }
 
 # the staged copy of a file of the source
 staged() { find "$STG" -path "*/usr/share/$1" -type f | head -n 1; }
@@ -47,7 +47,7 @@ same_as_no_reuse() {
 	sleep 1.1
 	cbackup_run 0 backup --root "$SRC" --id 101 --type ct --tmpdir "$STG" \
 		--dumpdir "$ref" --keep-staging 1 --unit-size 1 --reuse 0
-	cmp "$(newest)" "$(ls -1 "$ref"/cbackup-ct-101-*.tar.zst)"
+	cmp "$(newest)" "$(ls -1 "$ref"/vzdump-lxc-101-*.tar.zst)"
 }
 
 # the newest archive's .sha256 holds (sha256sum reads the archive whole)
@@ -183,7 +183,7 @@ test_expect_success ROOT 'the previous archive replaced under its name: nothing 
 	printf "one more line\n" >>"$SRC/var/log/syslog"
 	night
 	last=$(newest)
-	older=$(ls -1 "$DUMP"/cbackup-ct-101-*.tar.zst | tail -n 2 | head -n 1)
+	older=$(ls -1 "$DUMP"/vzdump-lxc-101-*.tar.zst | tail -n 2 | head -n 1)
 	for s in "" .idx .sha256; do cp "$older$s" "$last$s"; done
 	night
 	test_has "$CB_ERR" "nothing taken on trust: it was written for another archive than the previous one"

@@ -14,26 +14,44 @@
 
 static void test_archive_name(void **state)
 {
+	static const struct {
+		enum cb_guest_type type;
+		const char *id;
+		enum cb_compress c;
+		enum cb_archive_name naming;
+		const char *want;
+	} cases[] = {
+		{ CB_GUEST_CT, "101", CB_COMPRESS_ZSTD, CB_NAME_VZDUMP,
+		  "vzdump-lxc-101-2026_12_02-10_14_07.tar.zst" },
+		{ CB_GUEST_CT, "101", CB_COMPRESS_ZSTD, CB_NAME_CBACKUP,
+		  "cbackup-ct-101-2026_12_02-10_14_07.tar.zst" },
+		{ CB_GUEST_CT, "999999999", CB_COMPRESS_LZO, CB_NAME_VZDUMP,
+		  "vzdump-lxc-999999999-2026_12_02-10_14_07.tar.lzo" },
+		/* PVE's VMIDs are 100-999999999 without a leading zero */
+		{ CB_GUEST_CT, "1000000000", CB_COMPRESS_LZO, CB_NAME_VZDUMP,
+		  "cbackup-ct-1000000000-2026_12_02-10_14_07.tar.lzo" },
+		{ CB_GUEST_CT, "0101", CB_COMPRESS_LZO, CB_NAME_VZDUMP,
+		  "cbackup-ct-0101-2026_12_02-10_14_07.tar.lzo" },
+		{ CB_GUEST_VM, "200", CB_COMPRESS_LZO, CB_NAME_VZDUMP,
+		  "cbackup-vm-200-2026_12_02-10_14_07.tar.lzo" },
+		{ CB_GUEST_CT, "7", CB_COMPRESS_GZIP, CB_NAME_VZDUMP,
+		  "cbackup-ct-7-2026_12_02-10_14_07.tar.gz" },
+		{ CB_GUEST_CT, "7", CB_COMPRESS_NONE, CB_NAME_VZDUMP,
+		  "cbackup-ct-7-2026_12_02-10_14_07.tar" },
+	};
 	struct tm tm = { .tm_year = 126, .tm_mon = 11, .tm_mday = 2, .tm_hour = 10, .tm_min = 14,
 			 .tm_sec = 7, .tm_isdst = -1 };
 	time_t when;
-	char *n;
 	(void)state;
 	setenv("TZ", "UTC", 1);
 	tzset();
 	when = mktime(&tm);
-	n = cb_backup_archive_name(CB_GUEST_CT, "101", when, CB_COMPRESS_ZSTD);
-	assert_string_equal(n, "cbackup-ct-101-2026_12_02-10_14_07.tar.zst");
-	free(n);
-	n = cb_backup_archive_name(CB_GUEST_VM, "200", when, CB_COMPRESS_LZO);
-	assert_string_equal(n, "cbackup-vm-200-2026_12_02-10_14_07.tar.lzo");
-	free(n);
-	n = cb_backup_archive_name(CB_GUEST_CT, "7", when, CB_COMPRESS_GZIP);
-	assert_string_equal(n, "cbackup-ct-7-2026_12_02-10_14_07.tar.gz");
-	free(n);
-	n = cb_backup_archive_name(CB_GUEST_CT, "7", when, CB_COMPRESS_NONE);
-	assert_string_equal(n, "cbackup-ct-7-2026_12_02-10_14_07.tar");
-	free(n);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *n = cb_backup_archive_name(cases[i].type, cases[i].id, when, cases[i].c,
+						 cases[i].naming);
+		assert_string_equal(n, cases[i].want);
+		free(n);
+	}
 }
 
 /* IDs may contain '-': the name is parsed from the right. */
