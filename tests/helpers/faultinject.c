@@ -14,6 +14,9 @@
  *           unlink unlink, unlinkat (matched on the path argument)
  *           stat   fstatat, fstatat64 (matched on the directory fd's path,
  *                  '/', the name)
+ *           copy   copy_file_range only (its input fd): with SIGSTOP, a
+ *                  test holds the kernel's copy of a range cbackup read
+ *                  and checked before, and changes the source meanwhile
  *           handle open_by_handle_at (matched on the path the handle leads
  *                  to: the real call is made, its fd closed, the error
  *                  returned; what a busy host's kernel sometimes answers,
@@ -54,9 +57,9 @@
 #include <unistd.h>
 
 enum op { OP_READ, OP_WRITE, OP_RENAME, OP_FSYNC, OP_OPEN, OP_UNLINK, OP_STAT, OP_HANDLE,
-	  OP_NONE };
+	  OP_COPY, OP_NONE };
 static const char *const op_names[] = { "read", "write", "rename", "fsync", "open", "unlink",
-					"stat", "handle" };
+					"stat", "handle", "copy" };
 
 #define MAX_RULES 8
 
@@ -352,7 +355,9 @@ ssize_t copy_file_range(int in, loff_t *in_off, int out, loff_t *out_off, size_t
 	size_t ok = len;
 
 	REAL(copy_file_range, cfr_fn);
-	if ((r = fd_rule(OP_READ, in, path, sizeof(path))) && len)
+	if ((r = fd_rule(OP_COPY, in, path, sizeof(path))) && len)
+		ok = allow_bytes(r, path, len);
+	if (ok && (r = fd_rule(OP_READ, in, path, sizeof(path))) && len)
 		ok = allow_bytes(r, path, len);
 	if (ok && (r = fd_rule(OP_WRITE, out, path, sizeof(path))) && len)
 		ok = allow_bytes(r, path, ok);
