@@ -94,6 +94,9 @@ struct cb_idx {
 /* Map and check path; archive_size is the archive file's size (the idx
  * must describe that archive), or 0 to take the idx's word. */
 int cb_idx_open(struct cb_idx *x, const char *path, uint64_t archive_size);
+/* The same, read into memory: a catalog in a dump directory others may
+ * write to cannot change under the checks made on it (a mapping can). */
+int cb_idx_read(struct cb_idx *x, const char *path, uint64_t archive_size);
 /* Check and take over a malloc'ed buffer (freed at close, also on error). */
 int cb_idx_load(struct cb_idx *x, unsigned char *buf, size_t len, uint64_t archive_size);
 /* The SHA-256 (hex) ARCHIVE.sha256 gives ARCHIVE.idx (its line "HEX

@@ -77,6 +77,9 @@ int cb_pread_all(int fd, void *buf, size_t len, uint64_t off);
  * that is no regular file. what: "catalog", "" for none. */
 struct stat;
 int cb_open_regular(const char *path, int flags, const char *what, struct stat *st);
+/* The same for a path the user gave (an archive named on the command
+ * line): a symlink is followed, the rest is the same. */
+int cb_open_regular_given(const char *path, const char *what, struct stat *st);
 
 /* This host's name without its domain (vzdump's node name). */
 void cb_node_name(char *buf, size_t len);

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <stdint.h>
 #include <unistd.h>
 #include <openssl/evp.h>
 
@@ -53,5 +55,31 @@ int cb_idx_check_sha256(const struct cb_idx *x, const char *want)
 	cb_idx_sha256_hex(x, hex);
 	if (strcasecmp(hex, want))
 		return cb_error("checksum mismatch: the .sha256 says %s, the catalog has %s", want, hex);
+	return 0;
+}
+
+int cb_idx_read(struct cb_idx *x, const char *path, uint64_t archive_size)
+{
+	struct stat st;
+	int fd = cb_open_regular(path, 0, "catalog", &st);
+	unsigned char *buf;
+	int rc;
+
+	memset(x, 0, sizeof(*x));
+	if (fd < 0)
+		return -1;
+	if (st.st_size <= 0 || (uint64_t)st.st_size > SIZE_MAX) {
+		close(fd);
+		return cb_error("catalog '%s' is empty", path);
+	}
+	buf = cb_xmalloc((size_t)st.st_size);
+	rc = cb_read_all(fd, buf, (size_t)st.st_size);
+	close(fd);
+	if (rc < 0) {
+		free(buf);
+		return cb_error_errno("cannot read catalog '%s'", path);
+	}
+	if (cb_idx_load(x, buf, (size_t)st.st_size, archive_size) < 0)
+		return cb_error_prefix("'%s'", path);
 	return 0;
 }

@@ -150,7 +150,7 @@ static int open_prev(struct cb_reuse *r, const struct cb_backup_file *f, const c
 	r->fd = cb_open_regular(f->path, 0, "", &st);
 	if (r->fd < 0)
 		*why = "it is not a regular file or cannot be opened";
-	else if (cb_idx_open(&r->idx, ipath, (uint64_t)st.st_size) < 0)
+	else if (cb_idx_read(&r->idx, ipath, (uint64_t)st.st_size) < 0)
 		*why = "its catalog is missing, not a regular file or damaged";
 	else if ((r->idx_open = 1) && cb_idx_check_digest(&r->idx) < 0)
 		*why = "its catalog is damaged";

@@ -24,15 +24,15 @@ static int not_regular(const char *what, const char *path, const char *kind)
 	return -1;
 }
 
-int cb_open_regular(const char *path, int flags, const char *what, struct stat *st)
+static int open_regular(const char *path, int flags, const char *what, struct stat *st)
 {
 	struct stat sb;
-	int fd = open(path, flags | O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int fd = open(path, flags | O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	int e = errno;
 
 	if (!st)
 		st = &sb;
-	if (fd < 0 && e == ELOOP)
+	if (fd < 0 && e == ELOOP && (flags & O_NOFOLLOW))
 		return not_regular(what, path, "a symbolic link");
 	if (fd < 0) {
 		cb_error("cannot open %s%s'%s': %s", what, *what ? " " : "", path, strerror(e));
@@ -53,4 +53,14 @@ int cb_open_regular(const char *path, int flags, const char *what, struct stat *
 	if (!(flags & O_NONBLOCK))
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	return fd;
+}
+
+int cb_open_regular(const char *path, int flags, const char *what, struct stat *st)
+{
+	return open_regular(path, flags | O_NOFOLLOW, what, st);
+}
+
+int cb_open_regular_given(const char *path, const char *what, struct stat *st)
+{
+	return open_regular(path, 0, what, st);
 }

@@ -73,6 +73,39 @@ test_expect_success 'a catalog with two keys swapped (own digest recomputed) is 
 	cp "$SCRATCH/good.idx" "$a.idx"
 '
 
+# forge_all ARCHIVE: its catalog's keys swapped, and the catalog's line of
+# its .sha256 rewritten to match: nothing in the dump directory tells
+forge_all() {
+	local sum
+	python3 "$FORGE" "$1.idx" swap-keys
+	sum=$(sha256sum <"$1.idx" | cut -c1-64)
+	sed -i "s/^[0-9a-f]*  \($(basename "$1")\.idx\)\$/$sum  \1/" "$1.sha256"
+	cbackup_run 0 verify "$1"
+}
+
+for codec in zstd gzip lzo; do
+	ext=$(case $codec in zstd) echo .zst ;; gzip) echo .gz ;; lzo) echo .lzo ;; esac)
+	test_expect_success "$codec: catalog and its .sha256 line forged together: the copies are decoded, the night is right" "
+		rm -rf \"\$DUMP\" && mkdir \"\$DUMP\"
+		night 0 --compress $codec
+		a=\$(ls \"\$DUMP\"/*.tar$ext)
+		forge_all \"\$a\"
+		night 0 --compress $codec
+		cp \"\$CB_ERR\" \"\$SCRATCH/night.err\"
+		b=\$(ls \"\$DUMP\"/*.tar$ext | tail -n 1)
+		cbackup_run 0 verify \"\$b\"
+		rm -rf \"\$SCRATCH/out\" && mkdir \"\$SCRATCH/out\"
+		cbackup_run 0 restore \"\$b\" \"\$SCRATCH/out\"
+		diff -r \"\$SRC\" \"\$SCRATCH/out\"
+		test_has \"\$SCRATCH/night.err\" \"WARN: previous archive .* does not hold what its catalog says\"
+		test_has \"\$SCRATCH/night.err\" \"INFO: reused [1-9][0-9]* units\"
+	"
+done
+rm -rf "$DUMP" && mkdir "$DUMP"
+test_expect_success 'setup: night 1 again' '
+	night 0
+'
+
 # night_held EXTRA-ARGS: night 2 in the background, held (SIGSTOP) in its
 # first copy_file_range from the previous archive; every byte of that
 # archive is changed meanwhile (same size), then it goes on: exit 0
@@ -119,6 +152,121 @@ test_expect_success 'the same with a kept staging copy (units taken on trust, th
 	night_held --keep-staging 1 --verbose
 	newest_is_right
 	test_has "$SCRATCH/night.err" "WARN: [0-9]* units changed in the previous archive while being copied"
+'
+
+# in_place_of FILE KIND: FILE (kept aside) replaced by a FIFO or a symlink
+# to a copy of itself (a symlink is never followed either)
+in_place_of() {
+	mv "$1" "$1.aside"
+	case $2 in
+	fifo) mkfifo "$1" ;;
+	symlink) cp "$1.aside" "$SCRATCH/elsewhere" && ln -s "$SCRATCH/elsewhere" "$1" ;;
+	esac
+}
+put_back() { rm -f "$1" && mv "$1.aside" "$1"; }
+
+# bounded RC ARGS...: cbackup_run under timeout 60 (a run blocked in
+# open() is killed, exit 124, and fails the case instead of hanging it)
+bounded() {
+	local want=$1 rc=0
+	shift
+	timeout 60 "$CBACKUP" "$@" >"$CB_OUT" 2>"$CB_ERR" || rc=$?
+	[ "$rc" = "$want" ] && return 0
+	echo "cbackup $* exited with $rc, expected $want"; cat "$CB_ERR"
+	return 1
+}
+
+# bounded_fails ARGS...: the same, failing with 1 or 2 (not 124)
+bounded_fails() {
+	local rc=0
+	timeout 60 "$CBACKUP" "$@" >"$CB_OUT" 2>"$CB_ERR" || rc=$?
+	[ "$rc" = 1 ] || [ "$rc" = 2 ] && return 0
+	echo "cbackup $* exited with $rc, expected 1 or 2"; cat "$CB_ERR"
+	return 1
+}
+
+test_expect_success 'setup: a good night to spoil' '
+	night 0
+	newest_is_right
+'
+
+for kind in fifo symlink; do
+	test_expect_success "a $kind in place of the previous catalog: the night compresses, says why" "
+		a=\$(newest)
+		in_place_of \"\$a.idx\" $kind
+		sleep 1.1
+		bounded 0 backup --root \"\$SRC\" --id 101 --type ct --tmpdir \"\$SCRATCH/tmp\" \
+			--dumpdir \"\$DUMP\" --unit-size 1
+		test_has \"\$CB_ERR\" 'INFO: no units reused from the previous archive: its catalog is missing, not a regular file'
+		put_back \"\$a.idx\"
+		newest_is_right
+	"
+	test_expect_success "a $kind in place of the previous .sha256: the night compresses, says why" "
+		a=\$(newest)
+		in_place_of \"\$a.sha256\" $kind
+		sleep 1.1
+		bounded 0 backup --root \"\$SRC\" --id 101 --type ct --tmpdir \"\$SCRATCH/tmp\" \
+			--dumpdir \"\$DUMP\" --unit-size 1
+		test_has \"\$CB_ERR\" 'INFO: no units reused from the previous archive: its .sha256 is not a regular file'
+		put_back \"\$a.sha256\"
+		newest_is_right
+	"
+	test_expect_success "a $kind in place of the newest archive: the night compresses, says why" "
+		a=\$(newest)
+		in_place_of \"\$a\" $kind
+		sleep 1.1
+		bounded 0 backup --root \"\$SRC\" --id 101 --type ct --tmpdir \"\$SCRATCH/tmp\" \
+			--dumpdir \"\$DUMP\" --unit-size 1
+		test_has \"\$CB_ERR\" 'INFO: no units reused from the previous archive: it is not a regular file'
+		put_back \"\$a\"
+		newest_is_right
+	"
+	test_expect_success "a $kind in place of an archive's catalog: verify fails, ls and restore scan the archive" "
+		a=\$(newest)
+		in_place_of \"\$a.idx\" $kind
+		bounded 1 verify \"\$a\"
+		test_has \"\$CB_ERR\" \"ERROR: .*catalog '.*\\.idx' is a .*, not a regular file\"
+		bounded 0 ls \"\$a\"
+		test_has \"\$CB_OUT\" 'data/f6.txt'
+		test_has \"\$CB_ERR\" 'WARN: .*not a regular file: scanning the archive instead'
+		bounded 0 restore \"\$a\" \"\$SCRATCH/r-idx-$kind\"
+		diff -r \"\$SRC\" \"\$SCRATCH/r-idx-$kind\"
+		bounded 0 restore \"\$a\" \"\$SCRATCH/rp-idx-$kind\" --path ./data/f2.txt
+		cmp \"\$SRC/data/f2.txt\" \"\$SCRATCH/rp-idx-$kind/data/f2.txt\"
+		put_back \"\$a.idx\"
+	"
+	test_expect_success "a $kind in place of an archive's .sha256: verify and restore say so" "
+		a=\$(newest)
+		in_place_of \"\$a.sha256\" $kind
+		bounded 1 verify \"\$a\"
+		test_has \"\$CB_ERR\" \"ERROR: .*checksum file '.*\\.sha256' is a .*, not a regular file\"
+		bounded 1 restore \"\$a\" \"\$SCRATCH/r-sum-$kind\"
+		test_has \"\$CB_ERR\" \"ERROR: .*checksum file '.*\\.sha256' is a .*, not a regular file\"
+		put_back \"\$a.sha256\"
+	"
+done
+
+test_expect_success "a FIFO named as the archive: verify, ls, restore, index fail with a clear error" "
+	a=\$(newest)
+	in_place_of \"\$a\" fifo
+	for cmd in verify ls index; do
+		bounded_fails \$cmd \"\$a\"
+		test_has \"\$CB_ERR\" \"ERROR: .*'.*\\.tar\\.zst' is a .*, not a regular file\"
+	done
+	bounded_fails restore \"\$a\" \"\$SCRATCH/r-arch-fifo\"
+	test_has \"\$CB_ERR\" \"ERROR: .*'.*\\.tar\\.zst' is a .*, not a regular file\"
+	put_back \"\$a\"
+"
+test_expect_success 'an archive named through a symlink (the path the admin gave) is read' '
+	a=$(newest)
+	ln -s "$a" "$SCRATCH/latest.tar.zst"
+	for f in idx sha256; do ln -s "$a.$f" "$SCRATCH/latest.tar.zst.$f"; done
+	bounded 1 verify "$SCRATCH/latest.tar.zst"
+	test_has "$CB_ERR" "ERROR: .* is a symbolic link, not a regular file"
+	rm "$SCRATCH/latest.tar.zst.idx" "$SCRATCH/latest.tar.zst.sha256"
+	bounded 0 verify "$SCRATCH/latest.tar.zst"
+	bounded 0 ls "$SCRATCH/latest.tar.zst"
+	test_has "$CB_OUT" "data/f6.txt"
 '
 
 test_done
