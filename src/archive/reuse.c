@@ -151,7 +151,7 @@ static int open_prev(struct cb_reuse *r, const struct cb_backup_file *f, const c
 	if (r->fd < 0)
 		*why = "it is not a regular file or cannot be opened";
 	else if (cb_idx_read(&r->idx, ipath, (uint64_t)st.st_size) < 0)
-		*why = "its catalog is missing, not a regular file or damaged";
+		*why = "its catalog is missing or damaged";
 	else if ((r->idx_open = 1) && cb_idx_check_digest(&r->idx) < 0)
 		*why = "its catalog is damaged";
 	else if (check_idx_sum(r, f->path, why) < 0)

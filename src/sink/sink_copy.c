@@ -23,7 +23,7 @@ int sink_reopen_read(int fd)
 	char link[64];
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	return open(link, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	return open(link, O_RDONLY | O_CLOEXEC);   /* the magic link is the file itself */
 }
 
 /* Chunk [at, at + n) of the file (rfd, to read; fd, to write) holds want. */

@@ -8,9 +8,13 @@
 #   says why, and its archive holds the source.
 # - The previous archive rewritten while a unit of it is being copied (the
 #   shim holds the copy): the new archive still holds the bytes checked.
+# - A catalog, archive and .sha256 forged together, consistently: the
+#   copies are decoded and compared, the night is still right.
 # - A FIFO (or a symlink) where the previous catalog, archive or .sha256
 #   should be: backup, verify, ls, restore finish (timeout 60: a red run
 #   fails instead of hanging), the backup without reuse and with a line.
+# - A planted "newer" backup: the night compresses all; keep-last counts it
+#   (what cbackup(8) says such a user can do).
 . "$(dirname "$0")/lib.sh"
 
 SRC=$SCRATCH/src
@@ -185,42 +189,36 @@ bounded_fails() {
 	return 1
 }
 
-test_expect_success 'setup: a good night to spoil' '
-	night 0
+# spoiled_night SUFFIX KIND WHY: the newest archive's file SUFFIX ("" for
+# the archive) replaced (in_place_of KIND): the night finishes, reuses
+# nothing and says WHY; the file put back, the new archive is right
+spoiled_night() {
+	local a
+	a=$(newest)
+	in_place_of "$a$1" "$2"
+	sleep 1.1
+	bounded 0 backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/tmp" \
+		--dumpdir "$DUMP" --unit-size 1
+	test_has "$CB_ERR" "INFO: no units reused from the previous archive: $3"
+	put_back "$a$1"
 	newest_is_right
+}
+
+test_expect_success 'setup: a good night to spoil (copies read back as they were written)' '
+	night 0
+	cp "$CB_ERR" "$SCRATCH/night.err"
+	newest_is_right
+	test_has "$SCRATCH/night.err" "INFO: reused 1[0-9] units"
+	test_lacks "$SCRATCH/night.err" "changed in the previous archive while being copied"
 '
 
 for kind in fifo symlink; do
-	test_expect_success "a $kind in place of the previous catalog: the night compresses, says why" "
-		a=\$(newest)
-		in_place_of \"\$a.idx\" $kind
-		sleep 1.1
-		bounded 0 backup --root \"\$SRC\" --id 101 --type ct --tmpdir \"\$SCRATCH/tmp\" \
-			--dumpdir \"\$DUMP\" --unit-size 1
-		test_has \"\$CB_ERR\" 'INFO: no units reused from the previous archive: its catalog is missing, not a regular file'
-		put_back \"\$a.idx\"
-		newest_is_right
-	"
-	test_expect_success "a $kind in place of the previous .sha256: the night compresses, says why" "
-		a=\$(newest)
-		in_place_of \"\$a.sha256\" $kind
-		sleep 1.1
-		bounded 0 backup --root \"\$SRC\" --id 101 --type ct --tmpdir \"\$SCRATCH/tmp\" \
-			--dumpdir \"\$DUMP\" --unit-size 1
-		test_has \"\$CB_ERR\" 'INFO: no units reused from the previous archive: its .sha256 is not a regular file'
-		put_back \"\$a.sha256\"
-		newest_is_right
-	"
-	test_expect_success "a $kind in place of the newest archive: the night compresses, says why" "
-		a=\$(newest)
-		in_place_of \"\$a\" $kind
-		sleep 1.1
-		bounded 0 backup --root \"\$SRC\" --id 101 --type ct --tmpdir \"\$SCRATCH/tmp\" \
-			--dumpdir \"\$DUMP\" --unit-size 1
-		test_has \"\$CB_ERR\" 'INFO: no units reused from the previous archive: it is not a regular file'
-		put_back \"\$a\"
-		newest_is_right
-	"
+	for what in ".idx:its catalog is missing or damaged" ".sha256:its .sha256 is not a regular file" \
+		":it is not a regular file"; do
+		test_expect_success "a $kind in place of the previous archive${what%%:*}: the night compresses, says why" "
+			spoiled_night '${what%%:*}' $kind '${what#*:}'
+		"
+	done
 	test_expect_success "a $kind in place of an archive's catalog: verify fails, ls and restore scan the archive" "
 		a=\$(newest)
 		in_place_of \"\$a.idx\" $kind
@@ -267,6 +265,22 @@ test_expect_success 'an archive named through a symlink (the path the admin gave
 	bounded 0 verify "$SCRATCH/latest.tar.zst"
 	bounded 0 ls "$SCRATCH/latest.tar.zst"
 	test_has "$CB_OUT" "data/f6.txt"
+'
+
+test_expect_success 'a planted "newer" backup: the night compresses all, and keep-last counts it' '
+	d=$SCRATCH/dump-planted
+	mkdir -p "$d"
+	cbackup_run 0 backup --root "$SRC" --id 102 --dumpdir "$d" --tmpdir "$SCRATCH/tmp" --unit-size 1
+	first=$(ls "$d"/cbackup-ct-102-*.tar.zst)
+	synthetic_backup "$d" ct 102 2099_01_01-00_00_00 >/dev/null
+	sleep 1.1
+	cbackup_run 0 backup --root "$SRC" --id 102 --dumpdir "$d" --tmpdir "$SCRATCH/tmp" \
+		--unit-size 1 --prune-backups keep-last=2
+	test_has "$CB_ERR" "INFO: no units reused from the previous archive: its catalog is missing or damaged"
+	test_has "$CB_ERR" "INFO: reused 0 units"
+	test ! -e "$first"
+	test -e "$d/cbackup-ct-102-2099_01_01-00_00_00.tar.zst"
+	test "$(ls "$d"/cbackup-ct-102-*.tar.zst | wc -l)" = 2
 '
 
 test_done

@@ -26,7 +26,8 @@
  *           SIGINT, SIGTERM, SIGHUP, SIGKILL, SIGSTOP: the first matching call
  *           sends that signal to the process and then goes ahead (a real
  *           signal, delivered exactly inside the phase that makes the call;
- *           SIGSTOP holds it there until the test sends SIGCONT)
+ *           SIGSTOP holds it there until the test sends SIGCONT: raised on
+ *           the calling thread, so the call waits even on a helper thread)
  *           TORN (stat only): the first matching call returns the real stat
  *           with st_size one more, times unchanged: what a stat racing an
  *           open(O_TRUNC) in another process can see (the kernel sets the
@@ -217,7 +218,14 @@ static int fire(struct rule *r, const char *path)
 	}
 	if (!__atomic_exchange_n(&r->fired, 1, __ATOMIC_SEQ_CST)) {
 		log_fault(r, path);
-		kill(getpid(), r->sig);
+		/* SIGSTOP to the calling thread (it cannot be blocked): it stops
+		 * before the call goes ahead, also on a helper thread that
+		 * blocks signals (a process-directed one stops the process a
+		 * moment later, the call perhaps done) */
+		if (r->sig == SIGSTOP)
+			raise(SIGSTOP);
+		else
+			kill(getpid(), r->sig);
 	}
 	return 1;
 }
