@@ -26,8 +26,9 @@
  *           SIGINT, SIGTERM, SIGHUP, SIGKILL, SIGSTOP: the first matching call
  *           sends that signal to the process and then goes ahead (a real
  *           signal, delivered exactly inside the phase that makes the call;
- *           SIGSTOP holds it there until the test sends SIGCONT: raised on
- *           the calling thread, so the call waits even on a helper thread)
+ *           SIGSTOP holds it there until the test sends SIGCONT; for copy
+ *           it is raised on the calling thread, so the copy waits even on
+ *           a helper thread)
  *           TORN (stat only): the first matching call returns the real stat
  *           with st_size one more, times unchanged: what a stat racing an
  *           open(O_TRUNC) in another process can see (the kernel sets the
@@ -218,11 +219,11 @@ static int fire(struct rule *r, const char *path)
 	}
 	if (!__atomic_exchange_n(&r->fired, 1, __ATOMIC_SEQ_CST)) {
 		log_fault(r, path);
-		/* SIGSTOP to the calling thread (it cannot be blocked): it stops
-		 * before the call goes ahead, also on a helper thread that
-		 * blocks signals (a process-directed one stops the process a
-		 * moment later, the call perhaps done) */
-		if (r->sig == SIGSTOP)
+		/* copy: SIGSTOP to the calling thread (it cannot be blocked),
+		 * which stops before the copy goes ahead, also on a helper
+		 * thread that blocks signals (a process-directed one stops the
+		 * process a moment later, the copy perhaps done) */
+		if (r->sig == SIGSTOP && r->op == OP_COPY)
 			raise(SIGSTOP);
 		else
 			kill(getpid(), r->sig);
