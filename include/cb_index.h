@@ -94,8 +94,19 @@ struct cb_idx {
 /* Map and check path; archive_size is the archive file's size (the idx
  * must describe that archive), or 0 to take the idx's word. */
 int cb_idx_open(struct cb_idx *x, const char *path, uint64_t archive_size);
+/* The same, read into memory: a catalog in a dump directory others may
+ * write to cannot change under the checks made on it (a mapping can). */
+int cb_idx_read(struct cb_idx *x, const char *path, uint64_t archive_size);
 /* Check and take over a malloc'ed buffer (freed at close, also on error). */
 int cb_idx_load(struct cb_idx *x, unsigned char *buf, size_t len, uint64_t archive_size);
+/* The SHA-256 (hex) ARCHIVE.sha256 gives ARCHIVE.idx (its line "HEX
+ * NAME.idx"): 0; 1 if there is no .sha256 or no such line; -1 (error set)
+ * if the .sha256 is there but no regular file, or cannot be opened. */
+int cb_idx_expected_sha256(const char *archive, char hex[65]);
+/* The SHA-256 of x's bytes, in hex. */
+void cb_idx_sha256_hex(const struct cb_idx *x, char hex[65]);
+/* x's SHA-256 is want (hex): 0, or -1 (error set: both digests). */
+int cb_idx_check_sha256(const struct cb_idx *x, const char *want);
 /* Segment i of the keys section (i < n_segs). */
 void cb_idx_seg(const struct cb_idx *x, uint64_t i, struct cb_codec_seg *g);
 /* The SHA-256 over the body matches its trailer (verify). */

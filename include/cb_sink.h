@@ -34,7 +34,9 @@ int cb_sink_advance(struct cb_sink *s, size_t len);
  * and checked by the caller): copy_file_range(2), so a clone where the
  * file systems can (btrfs, xfs; server-side on NFS 4.2), else a copy;
  * bytes is hashed for the .sha256, and written itself if the kernel
- * cannot copy between these files. */
+ * cannot copy between these files. src_fd may change under the copy (a
+ * dump directory others write to): what the kernel wrote is read back and
+ * compared with bytes, and written again from bytes where it differs. */
 int cb_sink_copy(struct cb_sink *s, int src_fd, uint64_t off, uint64_t len,
 		 const unsigned char *bytes);
 /*
@@ -53,7 +55,7 @@ struct cb_sink_state {
 /* Before the first byte: the previous archive (what cb_sink_copy copies
  * from is read through src_fd) and its states, n of them sorted by off;
  * the caller's until the sink is freed. A prefix with no state at its end
- * is read back from src_fd and hashed. */
+ * is read back from this file (its copies are checked) and hashed. */
 void cb_sink_resume(struct cb_sink *s, int src_fd, const struct cb_sink_state *v, size_t n);
 /* A segment ends at the bytes written so far: its state is kept. */
 int cb_sink_mark(struct cb_sink *s);
@@ -61,6 +63,9 @@ int cb_sink_mark(struct cb_sink *s);
  * the digest took over from the previous archive's state. */
 const struct cb_sink_state *cb_sink_states(const struct cb_sink *s, size_t *n);
 uint64_t cb_sink_resumed_bytes(const struct cb_sink *s);
+/* Ranges of cb_sink_copy() whose kernel copy differed from the bytes given
+ * (the source changed after they were read from it): written from those. */
+uint64_t cb_sink_copies_fixed(const struct cb_sink *s);
 /* Write out what is gathered (the hash may still be running). */
 int cb_sink_flush(struct cb_sink *s);
 /* Finish the digest, fsync and close the .tmp (no rename yet), so that the

@@ -66,6 +66,21 @@ int cb_read_all(int fd, void *buf, size_t len);
 /* The same at offset off, with pread (the file offset is not moved). */
 int cb_pread_all(int fd, void *buf, size_t len, uint64_t off);
 
+/* Open path for reading (flags: more O_ flags) only if it is a regular
+ * file: a dump directory others can write to may hold a FIFO, device,
+ * directory or symlink in the place of an archive, catalog or side file.
+ * Not through a symlink (O_NOFOLLOW), never blocking in open()
+ * (O_NONBLOCK, cleared again for a regular file unless flags has it), the
+ * type checked on the fd (*st filled if st is not NULL). The fd, or -1
+ * with the error set ("cannot open WHAT 'path': ...", or "WHAT 'path' is
+ * a FIFO, not a regular file") and errno: the open's, EINVAL for a name
+ * that is no regular file. what: "catalog", "" for none. */
+struct stat;
+int cb_open_regular(const char *path, int flags, const char *what, struct stat *st);
+/* The same for a path the user gave (an archive named on the command
+ * line): a symlink is followed, the rest is the same. */
+int cb_open_regular_given(const char *path, const char *what, struct stat *st);
+
 /* This host's name without its domain (vzdump's node name). */
 void cb_node_name(char *buf, size_t len);
 

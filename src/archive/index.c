@@ -571,17 +571,13 @@ int cb_idx_load(struct cb_idx *x, unsigned char *buf, size_t len, uint64_t archi
 
 int cb_idx_open(struct cb_idx *x, const char *path, uint64_t archive_size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	struct stat st;
+	int fd = cb_open_regular(path, 0, "catalog", &st);
 	void *m;
 
 	memset(x, 0, sizeof(*x));
 	if (fd < 0)
-		return cb_error_errno("cannot open catalog '%s'", path);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return cb_error("catalog '%s' is not a regular file", path);
-	}
+		return -1;
 	m = st.st_size > 0 ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
 	close(fd);
 	if (m == MAP_FAILED)

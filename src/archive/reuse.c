@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <openssl/evp.h>
 
 #include "cb_catalog.h"
 #include "cb_index.h"
@@ -123,29 +123,43 @@ static const struct cb_backup_file *newest(const struct cb_catalog *cat, enum cb
 	return NULL;
 }
 
+/* Its catalog as its .sha256 names it: a dump directory others can write
+ * to may hold a catalog whose own digest was made to hold again, and the
+ * copies are checked by that catalog. 0, or -1 with *why. */
+static int check_idx_sum(struct cb_reuse *r, const char *archive, const char **why)
+{
+	char want[65];
+	int has = cb_idx_expected_sha256(archive, want);
+
+	cb_idx_sha256_hex(&r->idx, r->idx_hex);
+	if (has < 0)
+		*why = "its .sha256 is not a regular file";
+	else if (has > 0)
+		*why = "its .sha256 names no catalog";
+	else if (strcasecmp(r->idx_hex, want))
+		*why = "its catalog does not match its .sha256";
+	return has == 0 && !strcasecmp(r->idx_hex, want) ? 0 : -1;
+}
+
 static int open_prev(struct cb_reuse *r, const struct cb_backup_file *f, const char **why)
 {
 	char *ipath = cb_xasprintf("%s.idx", f->path);
 	struct stat st;
 	int ret = -1;
 
-	r->fd = open(f->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (r->fd < 0 || fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode))
-		*why = "cannot open it";
-	else if (cb_idx_open(&r->idx, ipath, (uint64_t)st.st_size) < 0 ||
-		 cb_idx_check_digest(&r->idx) < 0)
+	r->fd = cb_open_regular(f->path, 0, "", &st);
+	if (r->fd < 0)
+		*why = "it is not a regular file or cannot be opened";
+	else if (cb_idx_read(&r->idx, ipath, (uint64_t)st.st_size) < 0)
 		*why = "its catalog is missing or damaged";
-	else if ((r->idx_open = 1) && r->idx.n_segs == 0)
+	else if ((r->idx_open = 1) && cb_idx_check_digest(&r->idx) < 0)
+		*why = "its catalog is damaged";
+	else if (check_idx_sum(r, f->path, why) < 0)
+		;
+	else if (r->idx.n_segs == 0)
 		*why = "its catalog has no unit keys";
 	else
 		ret = 0;
-	if (ret == 0) {
-		unsigned char md[CB_SEG_KEY];
-
-		EVP_Digest(r->idx.map, r->idx.size, md, NULL, EVP_sha256(), NULL);
-		for (int i = 0; i < CB_SEG_KEY; i++)
-			snprintf(r->idx_hex + 2 * i, 3, "%02x", md[i]);
-	}
 	free(ipath);
 	return ret;
 }

@@ -142,11 +142,9 @@ static int tarread_open(struct cb_tarread *t, const char *path, int want_sha256,
 	t->path = path;
 	t->fd = t->file_fd = -1;
 	t->want_sha256 = want_sha256;
-	t->file_fd = open(path, O_RDONLY | O_CLOEXEC);
+	t->file_fd = cb_open_regular_given(path, "", &st);
 	if (t->file_fd < 0)
-		return cb_error_errno("cannot open '%s'", path);
-	if (fstat(t->file_fd, &st) < 0)
-		return cb_error_errno("cannot stat '%s'", path);
+		return -1;
 	posix_fadvise(t->file_fd, 0, 0, at ? POSIX_FADV_RANDOM : POSIX_FADV_SEQUENTIAL);
 	if (want_sha256 ? start_tee(t) < 0 : (t->fd = t->file_fd, 0))
 		return -1;
@@ -181,7 +179,8 @@ int cb_tarread_open_at(struct cb_tarread *t, const char *path, const struct cb_t
 int cb_tarread_expected_sha256(const char *archive, char hex[65])
 {
 	char *path = cb_xasprintf("%s.sha256", archive);
-	FILE *f = fopen(path, "re");
+	int fd = cb_open_regular(path, 0, "checksum file", NULL);
+	FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
 	int ret = 1;
 
 	hex[0] = '\0';
@@ -189,8 +188,11 @@ int cb_tarread_expected_sha256(const char *archive, char hex[65])
 		ret = fscanf(f, "%64[0-9a-fA-F]", hex) == 1 && strlen(hex) == 64 ? 0
 		      : cb_error("checksum file '%s' is not in sha256sum format", path);
 		fclose(f);
-	} else if (errno != ENOENT) {
+	} else if (fd >= 0) {
+		close(fd);
 		ret = cb_error_errno("cannot read '%s'", path);
+	} else if (errno != ENOENT) {
+		ret = -1;
 	}
 	free(path);
 	return ret;

@@ -137,7 +137,7 @@ int cb_ls_run(const char *archive, char *const *paths, size_t n_paths, int json,
 static void check_seek_table(const char *archive, const struct cb_idx *x, struct cb_log *log)
 {
 	struct cb_codec_units u = { 0 };
-	int fd = open(archive, O_RDONLY | O_CLOEXEC), rc, same;
+	int fd = cb_open_regular_given(archive, "", NULL), rc, same;
 	uint64_t uo, co;
 
 	if (fd < 0)

@@ -404,9 +404,9 @@ static int mnt_prepare(struct mnt *m, const char *archive, struct cb_log *log)
 	m->archive = archive;
 	if (cb_idx_open_for(&m->x, archive, log) < 0)
 		return -1;
-	m->fd = open(archive, O_RDONLY | O_CLOEXEC);
+	m->fd = cb_open_regular_given(archive, "", NULL);
 	if (m->fd < 0)
-		return cb_error_errno("cannot open '%s'", archive);
+		return -1;
 	if (m->x.codec != CB_COMPRESS_NONE && cb_codec_reader_new(&m->reader, m->fd) < 0)
 		return cb_error_prefix("'%s'", archive);
 	cb_idx_units(&m->x, &m->units);

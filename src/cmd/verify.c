@@ -65,51 +65,6 @@ static int walk(struct cb_tarread *t, struct cb_verify_stats *st, struct cb_log 
 	return cb_tarread_finish_stream(t);
 }
 
-/* The file's SHA-256 is want (hex). */
-static int check_file_sha256(const char *path, const char *want)
-{
-	EVP_MD_CTX *sha = EVP_MD_CTX_new();
-	unsigned char buf[65536], md[EVP_MAX_MD_SIZE];
-	unsigned int n_md = 0;
-	char hex[65] = "";
-	FILE *f = fopen(path, "re");
-	size_t n;
-
-	if (!f) {
-		EVP_MD_CTX_free(sha);
-		return cb_error_errno("cannot read '%s'", path);
-	}
-	EVP_DigestInit_ex(sha, EVP_sha256(), NULL);
-	while ((n = fread(buf, 1, sizeof(buf), f)) > 0)
-		EVP_DigestUpdate(sha, buf, n);
-	fclose(f);
-	EVP_DigestFinal_ex(sha, md, &n_md);
-	EVP_MD_CTX_free(sha);
-	for (unsigned int i = 0; i < n_md && i < 32; i++)
-		snprintf(hex + 2 * i, 3, "%02x", md[i]);
-	if (strcasecmp(hex, want))
-		return cb_error("checksum mismatch: the .sha256 says %s, the catalog has %s", want, hex);
-	return 0;
-}
-
-/* The digest the .sha256 gives NAME.idx (its second line); "" if none. */
-static void expected_idx(const char *archive, char hex[65])
-{
-	char *path = cb_xasprintf("%s.sha256", archive), line[4096];
-	const char *base = strrchr(archive, '/') ? strrchr(archive, '/') + 1 : archive;
-	FILE *f = fopen(path, "re");
-	size_t bl = strlen(base);
-
-	hex[0] = '\0';
-	while (f && fgets(line, sizeof(line), f))
-		if (strlen(line) > 66 + bl + 4 && !strncmp(line + 66, base, bl) &&
-		    !strcmp(line + 66 + bl, ".idx\n"))
-			snprintf(hex, 65, "%.64s", line);
-	if (f)
-		fclose(f);
-	free(path);
-}
-
 /* ARCHIVE.idx, when there is one: sound, of this archive, and what the
  * .sha256 says (a damaged catalog fails verify: `cbackup index` remakes it). */
 static int check_catalog(const char *archive, struct cb_log *log)
@@ -119,17 +74,17 @@ static int check_catalog(const char *archive, struct cb_log *log)
 	struct stat st;
 	int ret = 0;
 
-	if (stat(path, &st) < 0 || stat(archive, &st) < 0)
+	if (lstat(path, &st) < 0 || stat(archive, &st) < 0)
 		goto out;
-	expected_idx(archive, want);
-	if (cb_idx_open(&x, path, (uint64_t)st.st_size) < 0) {
+	if (cb_idx_expected_sha256(archive, want) < 0 ||
+	    cb_idx_open(&x, path, (uint64_t)st.st_size) < 0) {
 		ret = cb_error_prefix("catalog (run cbackup index to rebuild it)");
 		goto out;
 	}
 	ret = cb_idx_check_digest(&x);
-	cb_idx_close(&x);
-	if (ret == 0 && *want && check_file_sha256(path, want) < 0)
+	if (ret == 0 && *want && cb_idx_check_sha256(&x, want) < 0)
 		ret = -1;
+	cb_idx_close(&x);
 	if (ret < 0)
 		cb_error_prefix("catalog '%s' (run cbackup index to rebuild it)", path);
 	else

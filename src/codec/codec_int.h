@@ -287,6 +287,12 @@ int cb_codec_zstd_reader(void **st, const struct cb_codec_rops **ops, struct cb_
 int cb_codec_lzo_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in);
 int cb_codec_gzip_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in);
 
+/* codec_same.c: 1 if the clen bytes c (whole units of a previous archive
+ * of codec type, as cbackup writes them) decode to exactly the ulen bytes
+ * u, else 0. */
+int cb_codec_decodes_to(enum cb_compress type, const unsigned char *c, size_t clen,
+			const unsigned char *u, size_t ulen);
+
 /* lzop file format constants shared by the lzo writer and reader. */
 #define CB_LZOP_MAGIC_LEN 9
 #define CB_LZOP_MAGIC "\x89LZO\x00\r\n\x1a\n"

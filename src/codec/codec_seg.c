@@ -285,9 +285,28 @@ static int replay(struct cb_codec_writer *w)
 	return 0;
 }
 
+/* What the checked bytes hold is this segment's own bytes (the catalog
+ * they were checked by may be forged, its digests made to hold): decoded
+ * and compared. A segment taken on trust has data not read: its catalog
+ * is the one its trust map (cbackup's own) names, so the SHA-256 there
+ * vouches for the bytes, not a CRC-32 anyone can forge. 1 sound, 0 not. */
+static int confirm(struct cb_seg_state *s, enum cb_compress type,
+		   const struct cb_codec_reuse_src *src, uint64_t u_len)
+{
+	unsigned char dig[CB_SEG_KEY];
+
+	if (s->trust.deferred == 0)
+		return cb_codec_decodes_to(type, s->cbuf, (size_t)src->c_len, s->buf, (size_t)u_len);
+	if (!src->unit_crcs)
+		return 1;   /* fetch checked the SHA-256 */
+	EVP_Digest(s->cbuf, (size_t)src->c_len, dig, NULL, EVP_sha256(), NULL);
+	return memcmp(dig, src->cdig, CB_SEG_KEY) == 0;
+}
+
 /* The previous archive's segment, read and checked: 1, or 0 (a note says
  * why copying stops). */
-static int fetch(struct cb_seg_state *s, const struct cb_codec_reuse_src *src, uint64_t u_len)
+static int fetch(struct cb_seg_state *s, enum cb_compress type, const struct cb_codec_reuse_src *src,
+		 uint64_t u_len)
 {
 	unsigned char dig[CB_SEG_KEY];
 	uint64_t pu = 0, pc = 0;
@@ -328,12 +347,14 @@ static int fetch(struct cb_seg_state *s, const struct cb_codec_reuse_src *src, u
 		EVP_Digest(s->cbuf, (size_t)src->c_len, dig, NULL, EVP_sha256(), NULL);
 		bad = memcmp(dig, src->cdig, CB_SEG_KEY) != 0;
 	}
-	if (!bad) {
+	if (!bad && confirm(s, type, src, u_len)) {
 		s->checked_by_crc += src->unit_crcs;
 		return 1;
 	}
 	snprintf(s->note, sizeof(s->note),
-		 "previous archive '%s' damaged at compressed offset %llu: compressing the rest",
+		 bad ? "previous archive '%s' damaged at compressed offset %llu: compressing the rest"
+		     : "previous archive '%s' does not hold what its catalog says at compressed "
+		       "offset %llu: compressing the rest",
 		 src->name, (unsigned long long)src->c_off);
 	s->reuse_off = 1;
 	return 0;
@@ -351,7 +372,7 @@ static int try_copy(struct cb_codec_writer *w, const unsigned char *key)
 	if (!s->lookup || s->reuse_off || !w->ops->sync)
 		return 0;
 	memset(&src, 0, sizeof(src));
-	if (!s->lookup(s->lookup_ctx, key, s->len, &src) || !fetch(s, &src, s->len))
+	if (!s->lookup(s->lookup_ctx, key, s->len, &src) || !fetch(s, w->type, &src, s->len))
 		return 0;
 	if (w->ops->sync(w->st) < 0 || cb_sink_copy(o->sink, s->src_fd, src.c_off, src.c_len, s->cbuf) < 0)
 		return -1;

@@ -1463,6 +1463,10 @@ static int write_archive(struct guest_run *r)
 		cb_verbose(r->log, "archive SHA-256: the first %llu bytes (copied unchanged) taken "
 			   "from the previous archive's state there, not hashed again",
 			   (unsigned long long)cb_sink_resumed_bytes(sink));
+	if (cb_sink_copies_fixed(sink) > 0)
+		cb_warn(r->log, "%llu units changed in the previous archive while being copied: "
+			"written from the bytes read and checked before",
+			(unsigned long long)cb_sink_copies_fixed(sink));
 	save_trust(r, codec, sink, idx_hex);
 	r->res->archive_seconds = cb_now() - started;
 out:

@@ -66,6 +66,8 @@ struct cb_sink {
 	size_t n_prev;
 	int prev_fd;
 	int in_prefix;
+	int rfd;                /* fd opened again for reading (copies are checked), or -1 */
+	uint64_t copies_fixed;  /* copied ranges that had to be written again */
 	uint64_t resumed;
 	struct cb_throttle throttle;
 	unsigned char *slot[NSLOTS];
@@ -198,6 +200,7 @@ static struct cb_sink *sink_alloc(const char *name)
 	cb_throttle_init(&s->throttle, 0);
 	SHA256_Init(&s->sha);
 	s->prev_fd = -1;
+	s->rfd = -1;
 	s->slot[0] = cb_xmalloc_huge(NSLOTS * SLOT_SIZE);
 	for (int i = 1; i < NSLOTS; i++)
 		s->slot[i] = s->slot[0] + i * SLOT_SIZE;
@@ -342,13 +345,26 @@ int cb_sink_write(struct cb_sink *s, const void *buf, size_t len)
 	return 0;
 }
 
+/* The file opened again for reading (once), or -1. */
+static int read_fd(struct cb_sink *s)
+{
+	if (s->rfd == -1)
+		s->rfd = sink_reopen_read(s->fd);
+	if (s->rfd < 0)
+		s->rfd = -2;   /* tried */
+	return s->rfd >= 0 ? s->rfd : -1;
+}
+
 /* copy_file_range from off; what the kernel cannot copy is written from
- * bytes. */
+ * bytes. src_fd is a file others may write to: what the kernel copied is
+ * checked against bytes (sink_copy_check). */
 static int copy_range(struct cb_sink *s, int src_fd, uint64_t off, uint64_t len,
 		      const unsigned char *bytes)
 {
 	loff_t in = (loff_t)off;
+	off_t at = lseek(s->fd, 0, SEEK_CUR);
 	uint64_t done = 0;
+	int fixed;
 
 	while (done < len) {
 		ssize_t n = copy_file_range(src_fd, &in, s->fd, NULL, (size_t)(len - done), 0);
@@ -359,6 +375,11 @@ static int copy_range(struct cb_sink *s, int src_fd, uint64_t off, uint64_t len,
 			break;
 		done += (uint64_t)n;
 	}
+	if (done > 0 && (at < 0 || sink_copy_check(s->fd, read_fd(s), (uint64_t)at, done, bytes,
+						     &fixed) < 0))
+		return cb_error_errno("cannot write '%s'", s->tmp_path ? s->tmp_path : s->name);
+	if (done > 0 && fixed)
+		s->copies_fixed++;
 	if (done < len && cb_write_all(s->fd, bytes + done, (size_t)(len - done)) < 0)
 		return cb_error_errno("cannot write '%s'", s->tmp_path ? s->tmp_path : s->name);
 	return 0;
@@ -405,8 +426,10 @@ static int leave_prefix(struct cb_sink *s)
 	if (s->bytes == 0)
 		return 0;
 	st = sink_state_find(s->prev, s->n_prev, s->bytes);
+	/* read back from this file, whose copies were checked: the previous
+	 * archive may have changed since */
 	if (!st || sink_state_load(st, &s->sha) < 0)
-		return hash_only(s, NULL, s->prev_fd, 0, s->bytes);
+		return hash_only(s, NULL, read_fd(s) >= 0 ? s->rfd : s->prev_fd, 0, s->bytes);
 	s->hash_off = s->bytes;
 	s->resumed = s->bytes;
 	for (size_t i = 0; i < s->n_prev && s->prev[i].off <= s->bytes; i++)
@@ -446,6 +469,11 @@ const struct cb_sink_state *cb_sink_states(const struct cb_sink *s, size_t *n)
 uint64_t cb_sink_resumed_bytes(const struct cb_sink *s)
 {
 	return s->resumed;
+}
+
+uint64_t cb_sink_copies_fixed(const struct cb_sink *s)
+{
+	return s->copies_fixed;
 }
 
 int cb_sink_copy(struct cb_sink *s, int src_fd, uint64_t off, uint64_t len,
@@ -571,6 +599,8 @@ void cb_sink_free(struct cb_sink *s)
 	cb_syncer_cancel(s->syncer);
 	if (s->owns_fd && s->fd >= 0)
 		close(s->fd);
+	if (s->rfd >= 0)
+		close(s->rfd);
 	if (s->tmp_path && !s->committed)
 		unlink(s->tmp_path);
 	cb_cleanup_pop(s->cleanup_handle, 0);

@@ -14,4 +14,12 @@ int sink_state_load(const struct cb_sink_state *in, SHA256_CTX *c);
 /* The state saved at off in v (n of them, sorted by off), or NULL. */
 const struct cb_sink_state *sink_state_find(const struct cb_sink_state *v, size_t n, uint64_t off);
 
+/* sink_copy.c: fd (write-only) opened again for reading, or -1. */
+int sink_reopen_read(int fd);
+/* The len bytes at offset at of the file (fd to write, rfd to read; -1:
+ * none, then they are written again) are want: what differs is written
+ * again from want (*fixed = 1). 0, or -1 (errno set) on a write error. */
+int sink_copy_check(int fd, int rfd, uint64_t at, uint64_t len, const unsigned char *want,
+		    int *fixed);
+
 #endif

@@ -17,6 +17,9 @@
  *           data   write (matched on the bytes written, not the path: a
  *                  QMP command naming a node, say; SIGSTOP holds cbackup
  *                  right before it sends that command)
+ *           copy   copy_file_range only (its input fd): with SIGSTOP, a
+ *                  test holds the kernel's copy of a range cbackup read
+ *                  and checked before, and changes the source meanwhile
  *           handle open_by_handle_at (matched on the path the handle leads
  *                  to: the real call is made, its fd closed, the error
  *                  returned; what a busy host's kernel sometimes answers,
@@ -26,7 +29,9 @@
  *           SIGINT, SIGTERM, SIGHUP, SIGKILL, SIGSTOP: the first matching call
  *           sends that signal to the process and then goes ahead (a real
  *           signal, delivered exactly inside the phase that makes the call;
- *           SIGSTOP holds it there until the test sends SIGCONT)
+ *           SIGSTOP holds it there until the test sends SIGCONT; for copy
+ *           it is raised on the calling thread, so the copy waits even on
+ *           a helper thread)
  *           TORN (stat only): the first matching call returns the real stat
  *           with st_size one more, times unchanged: what a stat racing an
  *           open(O_TRUNC) in another process can see (the kernel sets the
@@ -57,9 +62,9 @@
 #include <unistd.h>
 
 enum op { OP_READ, OP_WRITE, OP_RENAME, OP_FSYNC, OP_OPEN, OP_UNLINK, OP_STAT, OP_HANDLE,
-	  OP_DATA, OP_NONE };
+	  OP_DATA, OP_COPY, OP_NONE };
 static const char *const op_names[] = { "read", "write", "rename", "fsync", "open", "unlink",
-					"stat", "handle", "data" };
+					"stat", "handle", "data", "copy" };
 
 #define MAX_RULES 8
 
@@ -217,7 +222,14 @@ static int fire(struct rule *r, const char *path)
 	}
 	if (!__atomic_exchange_n(&r->fired, 1, __ATOMIC_SEQ_CST)) {
 		log_fault(r, path);
-		kill(getpid(), r->sig);
+		/* copy: SIGSTOP to the calling thread (it cannot be blocked),
+		 * which stops before the copy goes ahead, also on a helper
+		 * thread that blocks signals (a process-directed one stops the
+		 * process a moment later, the copy perhaps done) */
+		if (r->sig == SIGSTOP && r->op == OP_COPY)
+			raise(SIGSTOP);
+		else
+			kill(getpid(), r->sig);
 	}
 	return 1;
 }
@@ -368,7 +380,9 @@ ssize_t copy_file_range(int in, loff_t *in_off, int out, loff_t *out_off, size_t
 	size_t ok = len;
 
 	REAL(copy_file_range, cfr_fn);
-	if ((r = fd_rule(OP_READ, in, path, sizeof(path))) && len)
+	if ((r = fd_rule(OP_COPY, in, path, sizeof(path))) && len)
+		ok = allow_bytes(r, path, len);
+	if (ok && (r = fd_rule(OP_READ, in, path, sizeof(path))) && len)
 		ok = allow_bytes(r, path, len);
 	if (ok && (r = fd_rule(OP_WRITE, out, path, sizeof(path))) && len)
 		ok = allow_bytes(r, path, ok);

@@ -10,6 +10,10 @@ the loader's bounds stand in the way). Reads the layout of cbackup-idx(5).
   tar-size VALUE         the header's tar stream size
   grow N                 N zero bytes inserted before the trailer (an
                          inflated file whose counts no longer add up)
+  swap-keys              the keys of the first two segments of the same
+                         uncompressed length swapped (each copies as the
+                         other: only a check of the catalog against the
+                         .sha256, or of the copy's content, finds it)
   rehash                 only the trailer (after a patch made by other means)
 """
 import hashlib
@@ -52,6 +56,18 @@ elif what == 'tar-size':
     struct.pack_into('<Q', d, 40, int(sys.argv[3]))
 elif what == 'grow':
     d[-32:-32] = bytes(int(sys.argv[3]))
+elif what == 'swap-keys':
+    keys = units + n_units * ulen + struct.unpack_from('<Q', d, 32)[0]
+    n_segs, = struct.unpack_from('<Q', d, keys)
+    segs = [keys + 8 + 96 * i for i in range(n_segs)]
+    by_len = {}
+    for g in segs:
+        by_len.setdefault(struct.unpack_from('<Q', d, g + 8)[0], []).append(g)
+    pair = next((v[:2] for v in by_len.values() if len(v) > 1), None)
+    if not pair:
+        sys.exit('idxforge.py: no two segments of the same length')
+    a, b = pair
+    d[a + 32:a + 64], d[b + 32:b + 64] = d[b + 32:b + 64], d[a + 32:a + 64]
 elif what == 'rehash':
     pass
 else:
