@@ -26,7 +26,7 @@ test_expect_success 'setup: a guest root with data in usr/local and var/backups'
 
 # listing ID: the member list of guest ID's newest archive in DIR
 listing() {
-	tar -tf "$(ls -t "$1"/cbackup-ct-"$2"-*.tar.zst | head -1)"
+	tar -tf "$(ls -t "$1"/vzdump-lxc-"$2"-*.tar.zst "$1"/cbackup-ct-"$2"-*.tar.zst 2>/dev/null | head -1)"
 }
 
 test_expect_success 'tmpdir = the guest root: the directory cbackup makes there is left out, the backup ends' '
@@ -71,7 +71,7 @@ test_expect_success 'dump dir inside the root: the next night does not archive t
 	test_has "$CB_ERR" "^WARN: leaving out ./var/backups.: it is the dump directory"
 	listing "$CT/var/backups" 604 >list
 	test_has list "^\./usr/local/bin/tool$"
-	test_lacks list "cbackup-ct-604|guest-own"
+	test_lacks list "(cbackup-ct|vzdump-lxc)-604|guest-own"
 '
 
 test_expect_success ROOT 'dump dir bound into the root: found by device and inode' '
@@ -81,7 +81,7 @@ test_expect_success ROOT 'dump dir bound into the root: found by device and inod
 	two_nights 605 "$SCRATCH/bound-dump"
 	test_has "$CB_ERR" "^WARN: leaving out ./mnt/dump.: it is the dump directory"
 	listing "$SCRATCH/bound-dump" 605 >list
-	test_lacks list "cbackup-ct-605"
+	test_lacks list "(cbackup-ct|vzdump-lxc)-605"
 '
 
 test_expect_success 'dump dir = the guest root: refused, exit 2, nothing archived' '

@@ -39,7 +39,7 @@ night() {  # RC [ARGS...]
 		--dumpdir "$DUMP" --unit-size 1 "$@"
 }
 
-newest() { ls -1 "$DUMP"/cbackup-ct-101-*.tar.zst | tail -n 1; }
+newest() { ls -1 "$DUMP"/vzdump-lxc-101-*.tar.zst | tail -n 1; }
 
 # the newest archive is sound by every tool and holds the source
 newest_is_right() {
@@ -271,7 +271,7 @@ test_expect_success 'a planted "newer" backup: the night compresses all, and kee
 	d=$SCRATCH/dump-planted
 	mkdir -p "$d"
 	cbackup_run 0 backup --root "$SRC" --id 102 --dumpdir "$d" --tmpdir "$SCRATCH/tmp" --unit-size 1
-	first=$(ls "$d"/cbackup-ct-102-*.tar.zst)
+	first=$(ls "$d"/vzdump-lxc-102-*.tar.zst)
 	synthetic_backup "$d" ct 102 2099_01_01-00_00_00 >/dev/null
 	sleep 1.1
 	cbackup_run 0 backup --root "$SRC" --id 102 --dumpdir "$d" --tmpdir "$SCRATCH/tmp" \
@@ -280,7 +280,7 @@ test_expect_success 'a planted "newer" backup: the night compresses all, and kee
 	test_has "$CB_ERR" "INFO: reused 0 units"
 	test ! -e "$first"
 	test -e "$d/cbackup-ct-102-2099_01_01-00_00_00.tar.zst"
-	test "$(ls "$d"/cbackup-ct-102-*.tar.zst | wc -l)" = 2
+	test "$(ls "$d"/*-102-*.tar.zst | wc -l)" = 2
 '
 
 test_done
