@@ -22,6 +22,7 @@ enum cb_guest_type { CB_GUEST_CT, CB_GUEST_VM };
 enum cb_mailnotification { CB_MAIL_ALWAYS, CB_MAIL_FAILURE };
 enum cb_output_format { CB_OUTPUT_TEXT, CB_OUTPUT_JSON };
 enum cb_archive_name { CB_NAME_VZDUMP, CB_NAME_CBACKUP };
+enum cb_keep_staging { CB_KEEP_OFF, CB_KEEP_ON, CB_KEEP_AUTO };
 
 struct cb_opts {
 	/* what to back up */
@@ -60,7 +61,8 @@ struct cb_opts {
 	int max_freeze;           /* seconds */
 	int freeze_wait;          /* seconds, at most max_freeze */
 	int thaw_timeout;         /* seconds a failed thaw is retried */
-	int keep_staging;
+	int keep_staging;         /* enum cb_keep_staging; auto: by keep_staging_free */
+	char *keep_staging_free;  /* "20%" of the tmpdir, or a size ("10G"): cb_room_parse */
 	int stage_workers;        /* pass 1 copy threads, 0 = online cores */
 	int prune_staging;        /* prune --staging: the kept staging copies */
 	enum cb_tracking change_tracking;  /* freeze window: fanotify (issue 16) */
@@ -146,6 +148,17 @@ int cb_guest_id_check(const char *id);
  * archive names it, "./srv/data") may be NULL to validate only.
  */
 int cb_mp_split(const char *value, char **source, char **target);
+
+/*
+ * keep-staging-free: "N%" (0-100, of the tmpdir's file system) or a size,
+ * bytes with an optional K, M, G or T (KiB... also written KiB, K, KB).
+ * 0, or -1 with the message; *out may be NULL to validate only.
+ */
+struct cb_room {
+	int pct;          /* >= 0: a percentage; -1: bytes */
+	uint64_t bytes;
+};
+int cb_room_parse(const char *value, struct cb_room *out);
 
 const char *cb_compress_ext(enum cb_compress c);   /* ".zst", ".lzo", ".gz", "" */
 const char *cb_compress_name(enum cb_compress c);  /* "zstd", "lzo", "gzip", "none" */

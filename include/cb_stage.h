@@ -56,6 +56,7 @@ struct cb_stage_opts {
 	long bwlimit;                     /* KiB/s on data copied, 0 = none */
 	struct cb_progress *progress;     /* fed with bytes copied; may be NULL */
 	int keep;                         /* keep-staging: save the index after each pass */
+	int keep_auto;                    /* keep-staging auto: a new guest root is no WARN */
 	int workers;                      /* pass 1 copy threads; 0 = online cores */
 	const struct cb_stage_skip *skip; /* left out where met; may be NULL */
 	size_t n_skip;                    /* at most CB_STAGE_MAX_SKIP */

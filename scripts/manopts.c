@@ -57,7 +57,13 @@ static void accepted(const struct cb_opt_schema *s)
 			printf("\\fP%s", n[1].name ? ", " : ".\n");
 		}
 	} else if (s->type == CB_OPT_BOOL) {
-		puts("Accepted: 0, 1 (also no/yes, false/true, off/on).");
+		fputs("Accepted: 0, 1 (also no/yes, false/true, off/on)", stdout);
+		for (const struct cb_enum_name *n = s->names; n && n->name; n++) {
+			printf(", \\fB");
+			roff(n->name);
+			printf("\\fP");
+		}
+		puts(".");
 	} else if ((s->type == CB_OPT_INT || s->type == CB_OPT_LONG) && strchr(s->accepted, '-') &&
 		   isdigit((unsigned char)s->accepted[0])) {
 		printf("Accepted: %ld to %ld.\n", s->min, s->max);
@@ -148,7 +154,7 @@ static void man8(void)
 		fputs(".TP\n.BI \\-\\-", stdout);
 		roff(s->key);
 		fputs(" \" ", stdout);
-		roff(s->type == CB_OPT_BOOL ? "[0|1]" : s->accepted);
+		roff(s->type == CB_OPT_BOOL && !s->names ? "[0|1]" : s->accepted);
 		puts("\"");
 		sentence(s->help);
 		if (s->since_issue)

@@ -2,6 +2,7 @@
  * cb_opts: the one schema table and the setter shared by the config file
  * and the command line. See include/cb_opts.h.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -48,6 +49,10 @@ static const struct cb_enum_name output_names[] = {
 };
 static const struct cb_enum_name archive_name_names[] = {
 	{ "vzdump", CB_NAME_VZDUMP }, { "cbackup", CB_NAME_CBACKUP }, { NULL, 0 }
+};
+/* keep-staging is a boolean that also takes this word */
+static const struct cb_enum_name keep_names[] = {
+	{ "auto", CB_KEEP_AUTO }, { NULL, 0 }
 };
 static const struct cb_enum_name type_names[] = {
 	{ "ct", CB_GUEST_CT }, { "vm", CB_GUEST_VM }, { NULL, 0 }
@@ -249,8 +254,8 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "and print the resolved dumpdir, archive name, mode and excludes; change nothing", 0,
 	  OFF(dry_run), 0, 1, NULL, NULL },
 	{ "staging", CB_OPT_BOOL, "0", C, "0|1",
-	  "prune: remove the kept staging copies (keep-staging) of the guest, or of all guests, "
-	  "instead of old backups", 0, OFF(prune_staging), 0, 1, NULL, NULL },
+	  "prune: remove the kept staging copies (keep-staging) of the guest, else of the guests "
+	  "no longer configured (with --all: of every guest), instead of old backups", 0, OFF(prune_staging), 0, 1, NULL, NULL },
 	{ "max-freeze", CB_OPT_INT, "60", G | S | U | C, "SECONDS",
 	  "thaw and fail the guest when it stays frozen longer (final sync and pre-restart hook); "
 	  "held by the watchdog", 0, OFF(max_freeze), 1, INT_MAX, NULL,
@@ -264,9 +269,9 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  0, OFF(thaw_timeout), 1, 86400, NULL,
 	  "cbackup waits 5 s for a confirmed thaw, then fails the guest; the freeze\n"
 	  "watchdog goes on retrying for the rest of the time." },
-	{ "keep-staging", CB_OPT_BOOL, "0", G | U | C, "0|1",
-	  "keep the staging copy so that the next first sync is a delta", 0, OFF(keep_staging), 0,
-	  1, NULL,
+	{ "keep-staging", CB_OPT_BOOL, "auto", G | U | C, "0|1|auto",
+	  "keep the staging copy so that the next first sync is a delta; auto: when the tmpdir "
+	  "keeps keep-staging-free free after it", 0, OFF(keep_staging), 0, 1, keep_names,
 	  "Only a copy cbackup itself made and recorded (a marker beside it in\n"
 	  ".IB tmpdir /cbackup/\\fR)\n"
 	  "is reused; anything else found there is removed first.\n"
@@ -275,10 +280,28 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  ".B cbackup list\\fR),\n"
 	  "for a first sync that copies only what changed (a checksummed index\n"
 	  "beside the copy says what it holds; a damaged or foreign one means a\n"
-	  "full first sync with a WARN: line). The default stays 0 so that a host\n"
-	  "with many guests does not keep a copy of each;\n"
-	  ".B cbackup prune --staging\n"
-	  "removes kept copies." },
+	  "full first sync with a WARN: line).\n"
+	  ".B auto\n"
+	  "(containers) keeps the copy when the tmpdir's file system keeps at least\n"
+	  ".B keep\\-staging\\-free\n"
+	  "free with it: before a first copy, the space estimate is counted as\n"
+	  "taken; with a copy kept already, what is free now counts. An INFO line\n"
+	  "says which and why; a copy not kept is removed after the run as with\n"
+	  ".B 0\n"
+	  "(one kept by an earlier run is still where this run's first sync\n"
+	  "starts from).\n"
+	  "VM disks and snapshot mode keep nothing with\n"
+	  ".BR auto .\n"
+	  ".B cbackup list\n"
+	  "shows the kept copies, those of guests no longer configured apart;\n"
+	  ".B cbackup prune \\-\\-staging\n"
+	  "removes them." },
+	{ "keep-staging-free", CB_OPT_STRING, "20%", G | U | C, "PERCENT%|SIZE",
+	  "with keep-staging auto, how much of the tmpdir must stay free with the staging copy kept "
+	  "(a percentage of its file system, or a size such as 10G)", 0, OFF(keep_staging_free),
+	  0, 0, NULL,
+	  "A size is bytes, or a number with K, M, G or T (KiB, MiB, GiB, TiB;\n"
+	  "also written KiB or KB)." },
 	{ "stage-workers", CB_OPT_INT, "0", G | U | C, "0-256",
 	  "threads that copy files in the first sync (0 = one per online core)", 0,
 	  OFF(stage_workers), 0, 256, NULL,
@@ -434,7 +457,7 @@ static int parse_double(const struct cb_opt_schema *s, const char *value, double
 	return 0;
 }
 
-static int parse_bool(const char *value, int *out)
+static int parse_bool(const struct cb_opt_schema *s, const char *value, int *out)
 {
 	static const char *const yes[] = { "1", "yes", "true", "on", NULL };
 	static const char *const no[] = { "0", "no", "false", "off", NULL };
@@ -445,7 +468,10 @@ static int parse_bool(const char *value, int *out)
 	for (int i = 0; no[i]; i++)
 		if (!strcasecmp(value, no[i]))
 			return *out = 0, 0;
-	return cb_error("invalid value '%s' (accepted: 0|1)", value);
+	for (const struct cb_enum_name *n = s->names; n && n->name; n++)
+		if (!strcasecmp(n->name, value))
+			return *out = n->value, 0;
+	return cb_error("invalid value '%s' (accepted: %s)", value, s->accepted);
 }
 
 static int parse_enum(const struct cb_opt_schema *s, const char *value, int *out)
@@ -561,6 +587,48 @@ int cb_mp_split(const char *value, char **source, char **target)
 	return 0;
 }
 
+/* K, M, G, T alone or with "iB" or "B": binary multiples all */
+static int size_shift(const char *unit, int *shift)
+{
+	static const char letters[] = "KMGT";
+	const char *l = *unit ? strchr(letters, toupper((unsigned char)*unit)) : NULL;
+
+	if (!*unit)
+		return *shift = 0, 0;
+	if (!l || (unit[1] && strcasecmp(unit + 1, "iB") && strcasecmp(unit + 1, "B")))
+		return -1;
+	*shift = 10 * (int)(l - letters + 1);
+	return 0;
+}
+
+int cb_room_parse(const char *value, struct cb_room *out)
+{
+	struct cb_room r = { -1, 0 };
+	char *end;
+	unsigned long long v;
+	int shift;
+
+	errno = 0;
+	v = isdigit((unsigned char)*value) ? strtoull(value, &end, 10) : (end = (char *)value, 0);
+	if (end == value || errno)
+		goto bad;
+	if (!strcmp(end, "%")) {
+		if (v > 100)
+			goto bad;
+		r.pct = (int)v;
+	} else if (size_shift(end, &shift) < 0 || (shift && v > UINT64_MAX >> shift)) {
+		goto bad;
+	} else {
+		r.bytes = (uint64_t)v << shift;
+	}
+	if (out)
+		*out = r;
+	return 0;
+bad:
+	return cb_error("invalid value '%s' (accepted: a percentage 0%%-100%% or a size such as "
+			"10G)", value);
+}
+
 /* vzdump's exclude-path is a list split on blanks ("/tmp/?* /var/cache/?*"). */
 static int split_blanks(struct cb_strvec *v, const char *value)
 {
@@ -587,6 +655,8 @@ static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const cha
 			return -1;
 		if (s->offset == OFF(id) && cb_guest_id_check(value) < 0)
 			return -1;
+		if (s->offset == OFF(keep_staging_free) && cb_room_parse(value, NULL) < 0)
+			return -1;
 		return set_string((char **)field, value);
 	case CB_OPT_INT:
 		if (parse_long(s, value, &l) < 0)
@@ -598,7 +668,7 @@ static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const cha
 	case CB_OPT_DOUBLE:
 		return parse_double(s, value, (double *)field);
 	case CB_OPT_BOOL:
-		return parse_bool(value, (int *)field);
+		return parse_bool(s, value, (int *)field);
 	case CB_OPT_ENUM:
 		return parse_enum(s, value, (int *)field);
 	case CB_OPT_LIST:

@@ -28,6 +28,7 @@
 #include "cb_cleanup.h"
 #include "cb_discover.h"
 #include "cb_fullsync.h"
+#include "cb_keepauto.h"
 #include "cb_codec.h"
 #include "cb_ctvol.h"
 #include "cb_index.h"
@@ -80,6 +81,8 @@ struct guest_run {
 	struct cb_vmcbw *vm;          /* vm: QEMU's copy-before-write snapshot */
 	struct cb_vmcbw_opts vm_opts;
 	int stage_created;
+	int keep;                    /* keep-staging as decided for this run (auto resolved) */
+	int drop_kept;               /* auto: the kept copy is used, then removed */
 	struct cb_progress progress; /* TTY progress of pass 1 and the archive */
 	char hostname[256];          /* the guest's, for hooks */
 	uint64_t estimate;           /* bytes the staging copy needs */
@@ -320,8 +323,31 @@ static int check_dump_space(struct guest_run *r, uint64_t need)
  * night, cost about as much as a tenth of a night that copies most units. */
 static int estimate_after_sync(const struct guest_run *r)
 {
-	return r->opts.keep_staging && !r->opts.dry_run && r->opts.type == CB_GUEST_CT &&
+	return r->keep && !r->opts.dry_run && r->opts.type == CB_GUEST_CT &&
 	       !reads_snapshots(r) && cb_stage_dir_kept(r->opts.tmpdir, r->opts.id);
+}
+
+/* keep-staging auto decides for a container's staging copy: VM disks
+ * and snapshot mode keep nothing. KEPT: a copy is kept there already (it
+ * takes its room now; one that is not to be kept is still the cheaper
+ * source of this run's first sync, and is removed after it), else NEED is
+ * what the copy will take. -1 when statvfs fails. */
+static int keep_auto(struct guest_run *r, int kept, uint64_t need)
+{
+	char why[256];
+	int keep;
+
+	if (r->opts.keep_staging != CB_KEEP_AUTO || r->opts.type != CB_GUEST_CT || reads_snapshots(r))
+		return 0;
+	keep = cb_keep_auto_decide(r->opts.tmpdir, r->opts.keep_staging_free, kept ? 0 : need, why,
+				   sizeof(why));
+	if (keep < 0)
+		return -1;
+	cb_info(r->log, "keep-staging auto: %s%s", why,
+		kept && !keep ? " (this run's first sync still starts from it)" : "");
+	r->keep = keep || kept;
+	r->drop_kept = kept && !keep;
+	return 0;
 }
 
 static int check_space(struct guest_run *r)
@@ -329,7 +355,11 @@ static int check_space(struct guest_run *r)
 	uint64_t need = 0, entries = 0, avail;
 	struct statvfs vfs;
 	char need_s[32], avail_s[32];
+	int kept = r->opts.keep_staging == CB_KEEP_AUTO && cb_stage_dir_kept(r->opts.tmpdir, r->opts.id);
 
+	r->keep = r->opts.keep_staging == CB_KEEP_ON;
+	if (kept && keep_auto(r, 1, 0) < 0)
+		return -1;
 	if (estimate_after_sync(r)) {
 		r->estimate_after_sync = 1;
 		cb_verbose(r->log, "space estimate: by the first sync (a kept staging copy)");
@@ -341,12 +371,14 @@ static int check_space(struct guest_run *r)
 		return cb_error_errno("cannot stat tmpdir '%s'", r->opts.tmpdir);
 	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	r->estimate = need;
+	if (!kept && keep_auto(r, 0, need) < 0)
+		return -1;
 	cb_fmt_bytes(need_s, sizeof(need_s), need);
 	cb_fmt_bytes(avail_s, sizeof(avail_s), avail);
 	cb_verbose(r->log, "space estimate: %s in %llu entries, %s free in '%s'", need_s,
 		   (unsigned long long)entries, avail_s, r->opts.tmpdir);
 	/* snapshot mode reads the snapshots: the tmpdir is not written */
-	if (need > avail && !r->opts.keep_staging && !reads_snapshots(r))
+	if (need > avail && !r->keep && !reads_snapshots(r))
 		return cb_error("not enough space in tmpdir '%s': need %s, %s available",
 				r->opts.tmpdir, need_s, avail_s);
 	return r->opts.to_stdout ? 0 : check_dump_space(r, need);
@@ -470,7 +502,7 @@ static int remove_stale_stage(struct guest_run *r, const char *dir)
 {
 	struct stat st;
 
-	if (r->opts.keep_staging || lstat(dir, &st) < 0)
+	if (r->keep || lstat(dir, &st) < 0)
 		return 0;
 	cb_verbose(r->log, "removing stale staging directory '%s'", dir);
 	return cb_remove_tree(dir);
@@ -531,11 +563,12 @@ static int open_stage(struct guest_run *r)
 	struct cb_stage_opts so = {
 		.src = r->opts.root, .dst = r->stage_dir, .excludes = &r->excludes,
 		.bwlimit = r->opts.bwlimit, .progress = &r->progress,
-		.keep = r->opts.keep_staging, .workers = r->opts.stage_workers,
+		.keep = r->keep, .workers = r->opts.stage_workers,
+		.keep_auto = r->opts.keep_staging == CB_KEEP_AUTO,
 	};
 	int reused;
 
-	if (cb_stage_dir_prepare(r->opts.tmpdir, r->opts.id, r->opts.keep_staging, &r->stage_dir,
+	if (cb_stage_dir_prepare(r->opts.tmpdir, r->opts.id, r->keep, &r->stage_dir,
 				 &reused) < 0)
 		return -1;
 	so.dst = r->stage_dir;
@@ -840,13 +873,13 @@ static int stage_vm_cbw(struct guest_run *r)
 		.qmp = r->opts.qmp, .qga = r->opts.qga, .method = r->opts.vm_method,
 		.id = r->opts.id, .disks = &r->opts.disks,
 		.max_freeze = r->opts.max_freeze, .cbw_timeout = 60, .bwlimit = r->opts.bwlimit,
-		.keep_staging = r->opts.keep_staging, .progress = &r->progress,
+		.keep_staging = r->keep, .progress = &r->progress,
 		.show_progress = !r->opts.quiet, .log = r->log,
 		.hook = vm_hook, .hook_arg = r,
 	};
 	if ((rc = cb_vmcbw_open(&r->vm, &r->vm_opts)) != 0)
 		return rc;
-	if (cb_stage_dir_prepare(r->opts.tmpdir, r->opts.id, r->opts.keep_staging, &r->stage_dir,
+	if (cb_stage_dir_prepare(r->opts.tmpdir, r->opts.id, r->keep, &r->stage_dir,
 				 &reused) < 0)
 		return -1;
 	r->stage_created = 1;
@@ -1255,7 +1288,7 @@ static struct cb_reuse *open_reuse(struct guest_run *r, struct cb_codec_writer *
  * the map kept with the copy names the previous archive. */
 static char *trust_path(const struct guest_run *r)
 {
-	if (!r->opts.reuse || !r->opts.keep_staging || r->opts.to_stdout || r->snaps ||
+	if (!r->opts.reuse || !r->keep || r->opts.to_stdout || r->snaps ||
 	    !r->stage_dir || r->opts.compress == CB_COMPRESS_NONE)
 		return NULL;
 	return cb_xasprintf("%s.trust", r->stage_dir);
@@ -1716,11 +1749,11 @@ static void cleanup_run(struct guest_run *r)
 	cb_track_free(r->track);
 	cb_stage_free(r->stage);
 	cb_imgstage_free(r->images);
-	if (r->stage_created && !r->opts.keep_staging)
+	if (r->stage_created && (!r->keep || r->drop_kept))
 		remove_stage(r);
 	else
 		cleanup_mps(r, 0);
-	if (r->stage_created && r->opts.keep_staging && cb_stage_dir_record(r->stage_dir) < 0)
+	if (r->stage_created && r->keep && !r->drop_kept && cb_stage_dir_record(r->stage_dir) < 0)
 		cb_warn(r->log, "%s", cb_last_error());
 	cb_ctvol_detach(r->vols, r->n_mps + 1);
 	cb_lock_release(&r->store_lock);
@@ -1954,6 +1987,9 @@ int cb_backup_guest(struct cb_opts *resolved, const char *config_error, struct c
 	report_result(&r, ret);
 	if (ret < 0)
 		log_failure(&r);
+	/* auto holds no room it was not sure of: a run may fail for want of it */
+	if (ret < 0 && r.opts.keep_staging == CB_KEEP_AUTO)
+		r.drop_kept = 1;
 	cleanup_run(&r);
 	if (ret == 0) {
 		cb_fmt_hms(hms, sizeof(hms), cb_now() - r.started);

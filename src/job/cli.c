@@ -93,7 +93,8 @@ static void print_schema_option(FILE *out, const struct cb_opt_schema *s, int wi
 {
 	char arg[96], *text;
 
-	snprintf(arg, sizeof(arg), "%s %s", s->key, s->type == CB_OPT_BOOL ? "[0|1]" : s->accepted);
+	snprintf(arg, sizeof(arg), "%s %s", s->key,
+		 s->type == CB_OPT_BOOL && !s->names ? "[0|1]" : s->accepted);
 	text = cb_xasprintf("%s%s", s->help, s->since_issue ? " (not yet implemented)" : "");
 	print_option(out, arg, text, width);
 	free(text);
@@ -138,10 +139,11 @@ static const struct {
 	  (const char *const[]){ "config", "storage", "dumpdir", "tmpdir", "output-format", "help",
 				 NULL } },
 	{ "prune", "cbackup prune [ID] [--prune-backups keep-last=N,...] [--dry-run]\n"
-		   "       cbackup prune [ID] --staging [--tmpdir DIR] [--dry-run]\n"
-		   "Remove old backups by the retention rules (or the kept staging copies).",
+		   "       cbackup prune [ID] --staging [--all] [--tmpdir DIR] [--dry-run]\n"
+		   "Remove old backups by the retention rules (or the kept staging copies: of ID,\n"
+		   "of the guests no longer configured, with --all of every guest).",
 	  (const char *const[]){ "config", "storage", "dumpdir", "tmpdir", "prune-backups", "maxfiles",
-				 "dry-run", "staging", "help", NULL } },
+				 "dry-run", "staging", "all", "help", NULL } },
 	{ "probe", "cbackup probe [--storage NAME | --dumpdir DIR] [--tmpdir DIR]\n"
 		   "Measure each stage (read, compress, checksum, storage write) on this host.",
 	  (const char *const[]){ "config", "storage", "dumpdir", "tmpdir", "compress", "zstd",
@@ -237,7 +239,7 @@ void cb_cli_usage(FILE *out)
 	      "       cbackup verify ARCHIVE... [--dry-run]\n"
 	      "       cbackup list [ID] [--storage NAME | --dumpdir DIR]\n"
 	      "       cbackup prune [ID] [--prune-backups keep-last=N,...] [--dry-run]\n"
-	      "       cbackup prune [ID] --staging [--tmpdir DIR] [--dry-run]\n"
+	      "       cbackup prune [ID] --staging [--all] [--tmpdir DIR] [--dry-run]\n"
 	      "       cbackup probe [--storage NAME | --dumpdir DIR] [--tmpdir DIR]\n"
 	      "       cbackup guests [--config FILE]\n"
 	      "       cbackup help [COMMAND]    (or cbackup COMMAND --help)\n\n"
@@ -248,11 +250,15 @@ void cb_cli_usage(FILE *out)
 	      "output closed by its reader. See cbackup(8), cbackup.conf(5).\n", out);
 }
 
-static int is_bool_word(const char *s)
+/* a value for boolean option O (keep-staging also takes auto) */
+static int is_bool_word(const struct cb_opt_schema *o, const char *s)
 {
 	static const char *const words[] = { "0", "1", "yes", "no", "true", "false", "on", "off", NULL };
 	for (int i = 0; words[i]; i++)
 		if (!strcmp(s, words[i]))
+			return 1;
+	for (const struct cb_enum_name *n = o->names; n && n->name; n++)
+		if (!strcmp(s, n->name))
 			return 1;
 	return 0;
 }
@@ -311,7 +317,7 @@ static int parse_option(struct cb_cli *cli, int argc, char **argv, int *i, struc
 	}
 	takes_value = s ? s->type != CB_OPT_BOOL : cli_only_opts[co].takes_value;
 	if (!value && s && s->type == CB_OPT_BOOL)
-		value = (*i + 1 < argc && is_bool_word(argv[*i + 1])) ? argv[++*i] : "1";
+		value = (*i + 1 < argc && is_bool_word(s, argv[*i + 1])) ? argv[++*i] : "1";
 	if (!value && takes_value) {
 		if (*i + 1 >= argc) {
 			cb_error("option '--%s' needs a value", name);

@@ -12,6 +12,8 @@
 
 #include "cb_browse.h"
 #include "cb_commands.h"
+#include "cb_config.h"
+#include "cb_discover.h"
 #include "cb_exit.h"
 #include "cb_job.h"
 #include "cb_leftovers.h"
@@ -165,22 +167,75 @@ static int resolve_for(const struct cb_cli *cli, const struct cb_config *cfg, co
 	return cb_config_resolve(cfg, NULL, &cli->kv, o);
 }
 
-/* After the backups: the kept staging copies and the space they take. */
-static int list_kept(const struct cb_opts *o, const char *id, FILE *out)
-{
-	struct cb_kept_copy *k;
+/* The kept staging copies in the tmpdir, each marked as a guest's that is
+ * configured (a section, or found on the host as --all finds it) or not:
+ * keep-staging auto keeps copies by default, and a removed guest's would
+ * hold its room for ever. */
+struct kept_set {
+	struct cb_kept_copy *v;
 	size_t n;
-	char size[32];
+	int *orphan;
+};
 
-	if (cb_kept_copies(o->tmpdir, id, &k, &n) < 0)
+static int kept_scan(const struct cb_config *cfg, const char *tmpdir, const char *id,
+		     struct kept_set *k)
+{
+	struct cb_found_list found = { 0 };
+	const struct cb_found_list *fl = cfg->found;
+
+	memset(k, 0, sizeof(*k));
+	if (cb_kept_copies(tmpdir, id, &k->v, &k->n) < 0)
 		return -1;
-	if (n)
-		fprintf(out, "\n%-8s %9s %s\n", "ID", "SIZE", "KEPT STAGING COPY (keep-staging)");
-	for (size_t i = 0; i < n; i++) {
-		cb_fmt_vzsize(size, sizeof(size), k[i].bytes);
-		fprintf(out, "%-8s %9s %s\n", k[i].id, size, k[i].path);
+	if (!fl && k->n) {
+		cb_discover(&found);
+		fl = &found;
 	}
-	cb_kept_copies_free(k, n);
+	k->orphan = cb_xcalloc(k->n + 1, sizeof(*k->orphan));
+	for (size_t i = 0; i < k->n; i++)
+		k->orphan[i] = !cb_config_guest(cfg, k->v[i].id) && !cb_found_get(fl, k->v[i].id);
+	if (fl == &found)
+		cb_found_list_release(&found);
+	return 0;
+}
+
+static void kept_release(struct kept_set *k)
+{
+	cb_kept_copies_free(k->v, k->n);
+	free(k->orphan);
+}
+
+/* The copies of configured guests (ORPHAN 0) or of the others, under
+ * their heading (none when there are none). */
+static void list_kept_part(const struct kept_set *k, int orphan, FILE *out)
+{
+	static const char *const heading[] = {
+		"KEPT STAGING COPY (keep-staging)",
+		"KEPT STAGING COPY OF A GUEST NO LONGER CONFIGURED (prune --staging removes it)",
+	};
+	char size[32];
+	int shown = 0;
+
+	for (size_t i = 0; i < k->n; i++) {
+		if (k->orphan[i] != orphan)
+			continue;
+		if (!shown++)
+			fprintf(out, "\n%-8s %9s %s\n", "ID", "SIZE", heading[orphan]);
+		cb_fmt_vzsize(size, sizeof(size), k->v[i].bytes);
+		fprintf(out, "%-8s %9s %s\n", k->v[i].id, size, k->v[i].path);
+	}
+}
+
+/* After the backups: the kept staging copies and the space they take. */
+static int list_kept(const struct cb_config *cfg, const struct cb_opts *o, const char *id,
+		     FILE *out)
+{
+	struct kept_set k;
+
+	if (kept_scan(cfg, o->tmpdir, id, &k) < 0)
+		return -1;
+	list_kept_part(&k, 0, out);
+	list_kept_part(&k, 1, out);
+	kept_release(&k);
 	return 0;
 }
 
@@ -211,7 +266,7 @@ int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb
 		}
 		cb_err(log, "%s", cb_last_error());
 		status = CB_EXIT_FAILED;
-	} else if (!json && list_kept(&o, id, stdout) < 0) {
+	} else if (!json && list_kept(cfg, &o, id, stdout) < 0) {
 		/* the backups are listed; the tmpdir may be root's alone */
 		cb_warn(log, "kept staging copies not shown: %s", cb_last_error());
 	}
@@ -275,27 +330,35 @@ static int prune_kept(const struct cb_opts *o, const struct cb_kept_copy *k, str
 	return ret;
 }
 
-/* prune --staging [ID]: the kept staging copies in the tmpdir. */
-static int prune_staging(const struct cb_opts *o, const char *id, struct cb_log *log)
+/* prune --staging [ID] [--all]: the kept staging copies in the tmpdir of
+ * guest ID, of every guest (--all), else of the guests no longer configured. */
+static int prune_staging(const struct cb_config *cfg, const struct cb_opts *o, const char *id,
+			 int all, struct cb_log *log)
 {
-	struct cb_kept_copy *k = NULL;
-	size_t n = 0;
+	struct kept_set k;
+	size_t done = 0;
 	int status = CB_EXIT_OK;
 
-	if (cb_kept_copies(o->tmpdir, id, &k, &n) < 0) {
+	if (kept_scan(cfg, o->tmpdir, id, &k) < 0) {
 		cb_err(log, "%s", cb_last_error());
 		status = CB_EXIT_FAILED;
 	}
-	for (size_t i = 0; i < n; i++) {
-		int r = prune_kept(o, &k[i], log);
+	for (size_t i = 0; i < k.n; i++) {
+		int r;
+		if (!id && !all && !k.orphan[i])
+			continue;
+		done++;
+		r = prune_kept(o, &k.v[i], log);
 		if (r < 0)
-			cb_err(log, "prune of the staging copy of %s failed - %s", k[i].id, cb_last_error());
+			cb_err(log, "prune of the staging copy of %s failed - %s", k.v[i].id, cb_last_error());
 		if (r != 0)
 			status = CB_EXIT_FAILED;
 	}
-	if (n == 0 && status == CB_EXIT_OK)
-		cb_info(log, "no kept staging copy%s%s in '%s'", id ? " of " : "", id ? id : "", o->tmpdir);
-	cb_kept_copies_free(k, n);
+	if (done == 0 && status == CB_EXIT_OK)
+		cb_info(log, "no kept staging copy%s%s in '%s'%s", id ? " of " : "", id ? id : "",
+			o->tmpdir, id || all || !k.n ? "" : " of a guest no longer configured (--all: "
+			"of every guest)");
+	kept_release(&k);
 	return status;
 }
 
@@ -311,7 +374,7 @@ int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 		return CB_EXIT_USAGE;
 	}
 	if (o.prune_staging) {
-		status = prune_staging(&o, id, log);
+		status = prune_staging(cfg, &o, id, cli->all, log);
 		cb_opts_release(&o);
 		return status;
 	}

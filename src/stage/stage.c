@@ -60,6 +60,7 @@ int cb_stage_new(struct cb_stage **out, const struct cb_stage_opts *opts, struct
 	cb_throttle_init(&st->throttle, opts->bwlimit);
 	st->progress = opts->progress;
 	st->keep = opts->keep;
+	st->keep_auto = opts->keep_auto;
 	st->workers = opts->workers > 0 ? opts->workers : (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (st->workers < 1)
 		st->workers = 1;

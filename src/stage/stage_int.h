@@ -88,6 +88,7 @@ struct cb_stage {
 	struct stage_dir *root;     /* index; NULL before pass 1 */
 	struct stage_dir *kept;     /* pass 1 over a kept copy: the last run's index */
 	int keep;                   /* keep-staging: save the index after each pass */
+	int keep_auto;              /* keep-staging auto: a new guest root is no WARN */
 	struct cb_index_rec root_rec;
 	struct stage_root_id root_id; /* the source root's identity (pass 1) */
 	struct ino_map links;

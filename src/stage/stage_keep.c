@@ -316,6 +316,9 @@ static const char *check_frame(const unsigned char *buf, size_t size, struct kee
 	return NULL;
 }
 
+static const char foreign_root[] =
+	"describes another guest root (file system, root inode or generation)";
+
 /* The tree, or NULL with *why set. */
 static struct stage_dir *parse(struct cb_stage *st, const unsigned char *buf, size_t size,
 			       const char **why, char *msg, size_t msg_len)
@@ -327,7 +330,7 @@ static struct stage_dir *parse(struct cb_stage *st, const unsigned char *buf, si
 	if ((*why = check_frame(buf, size, &h, msg, msg_len)) != NULL)
 		return NULL;
 	if (!same_root(&h.id, &st->root_id)) {
-		*why = "describes another guest root (file system, root inode or generation)";
+		*why = foreign_root;
 		return NULL;
 	}
 	in = (struct kin){ buf + 8 + sizeof(h), buf + 8 + sizeof(h) + h.body_len };
@@ -366,7 +369,10 @@ struct stage_dir *stage_keep_load(struct cb_stage *st)
 		if (cb_read_all(fd, buf, (size_t)sb.st_size) == 0)
 			d = parse(st, buf, (size_t)sb.st_size, &why, msg, sizeof(msg));
 	}
-	if (!d)
+	/* keep-staging auto: a guest made anew (a restore) is no fault */
+	if (!d && why == foreign_root && st->keep_auto)
+		cb_info(st->log, "staging index '%s' %s: full first sync", path, why);
+	else if (!d)
 		cb_warn(st->log, "staging index '%s' %s: full first sync", path, why);
 	if (fd >= 0)
 		close(fd);

@@ -22,7 +22,7 @@ for codec in zstd lzo gzip 0; do
 	test_expect_success ROOT "backup --compress $codec" '
 		mkdir "$dump"
 		cbackup_run 0 backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/tmp" \
-			--dumpdir "$dump" --compress $codec --mode suspend
+			--dumpdir "$dump" --compress $codec --mode suspend --keep-staging 0
 		archive=$(find_archive "$dump" ct 101 "$ext")
 		$dec <"$archive" >/dev/null
 		log=${archive%.tar$ext}.log

@@ -23,7 +23,7 @@ test_expect_success 'setup' '
 
 test_expect_success 'backup --root T --stdout | zstd -dc | tar -t lists the tree' '
 	"$CBACKUP" backup --root "$SCRATCH/ct101" --id 101 --tmpdir "$SCRATCH/tmp" --dumpdir "$D" \
-		--stdout 2>err | zstd -dc | tar -tf - >list
+		--stdout --keep-staging 0 2>err | zstd -dc | tar -tf - >list
 	cat err
 	LC_ALL=C sort list >got
 	(cd "$SCRATCH/ct101" && find . -mindepth 1 | sed "s|^\./||" |

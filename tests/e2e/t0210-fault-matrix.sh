@@ -48,6 +48,9 @@ test_expect_success ROOT,CGROUP2,TMPFS 'setup: tree, writer guest in a cgroup, t
 		echo "compress = zstd"
 		echo "mode = suspend"
 		echo "script = $HOOK"
+		# the matrix checks the staging copy is removed (auto keeps copies:
+		# its failed runs remove theirs, t0040)
+		echo "keep-staging = 0"
 		for id in $IDS; do printf "\n[ct %s]\nroot = %s\n" "$id" "$SRC"; done
 	} >"$CONF"
 	cbackup_run 0 --all --config "$CONF" --freeze-cgroup "$cg"

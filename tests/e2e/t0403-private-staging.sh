@@ -59,7 +59,7 @@ test_expect_success 'a staging dir planted at the old name is never used (--keep
 '
 
 test_expect_success 'a staging dir planted at the old name is never used (--keep-staging 0)' '
-	backup 0
+	backup 0 --keep-staging 0
 	archived_shadow >"$SCRATCH/got"
 	test_cmp "$SRC/etc/shadow" "$SCRATCH/got"
 	rm -rf "$DUMP"/* "$TMPD/cbackup-101.stage"
@@ -109,7 +109,7 @@ test_expect_success 'keep-staging reuses its own copy, and only that' '
 	test_lacks "$CB_ERR" "reusing the staging copy"
 	archived_shadow >"$SCRATCH/got"
 	test_cmp "$SRC/etc/shadow" "$SCRATCH/got"
-	backup 0
+	backup 0 --keep-staging 0
 	test ! -e "$TMPD/cbackup"
 	rm -f "$DUMP"/*
 '

@@ -44,7 +44,7 @@ reflink_backup() {
 	before=$(fs_used "$fs")
 	FS=$fs FS_USED_AT=$SCRATCH/used-$id FS_STAGED_AT=$SCRATCH/staged-$id \
 		cbackup_run 0 backup --root "$fs/ct" --id "$id" --tmpdir "$fs/tmp" \
-		--dumpdir "$SCRATCH/dump-$id" --script "$HOOK" --compress 0
+		--dumpdir "$SCRATCH/dump-$id" --script "$HOOK" --compress 0 --keep-staging 0
 	cat "$CB_ERR"
 	test_has "$CB_ERR" "^INFO: first sync: data cloned \(reflink\)$"
 	test "$(cat "$SCRATCH/staged-$id")" = 4

@@ -4,7 +4,9 @@
 # copies (of one guest, or all) and nothing else: not another guest's whose
 # ID starts the same (7020) or that has the same names plus a tail
 # (702.stage), not the backups, not a copy whose guest is being
-# backed up (its lock is held).
+# backed up (its lock is held). Copies of guests no longer configured
+# (issue 38: keep-staging auto keeps copies by default) are listed apart,
+# and `prune --staging` without an ID removes those only; --all every one.
 . "$(dirname "$0")/lib.sh"
 
 SRC=$SCRATCH/src
@@ -20,7 +22,8 @@ test_expect_success ROOT 'setup: kept copies of 702, 7020 and 702.stage, none of
 		cbackup_run 0 backup --root "$SRC" --id $id $OPTS --keep-staging 1 \
 			--freeze-cmd true --thaw-cmd true
 	done
-	cbackup_run 0 backup --root "$SRC" --id 703 $OPTS --freeze-cmd true --thaw-cmd true
+	cbackup_run 0 backup --root "$SRC" --id 703 $OPTS --keep-staging 0 \
+		--freeze-cmd true --thaw-cmd true
 	test -d "$PRIV/cbackup-702.stage"
 	test -s "$PRIV/cbackup-702.stage.index"
 	test -d "$PRIV/cbackup-7020.stage"
@@ -67,7 +70,7 @@ test_expect_success ROOT 'prune 702 --staging removes its copy and companions on
 	test_cmp "$SCRATCH/dump-before" "$SCRATCH/dump-after"
 '
 
-test_expect_success ROOT 'prune --staging removes every kept copy; a backup starts fresh' '
+test_expect_success ROOT 'prune --staging removes every copy of a guest not configured (all here)' '
 	cbackup_run 0 prune --staging $OPTS
 	test_must_fail test -e "$PRIV"
 	ls "$SCRATCH/dump" >"$SCRATCH/dump-after"
@@ -77,6 +80,61 @@ test_expect_success ROOT 'prune --staging removes every kept copy; a backup star
 	cbackup_run 0 backup --root "$SRC" --id 7020 $OPTS --keep-staging 1 \
 		--freeze-cmd true --thaw-cmd true
 	test_lacks "$CB_ERR" "^WARN: "
+'
+
+CONF=$SCRATCH/c.conf
+
+test_expect_success ROOT 'setup: kept copies of 720 (configured) and 721 (no longer)' '
+	mkdir -p "$SCRATCH/tmp2"
+	cat >"$CONF" <<-EOF
+	tmpdir = $SCRATCH/tmp2
+	dumpdir = $SCRATCH/dump
+	[ct 720]
+	root = $SRC
+	freeze-cmd = true
+	thaw-cmd = true
+	[ct 721]
+	root = $SRC
+	freeze-cmd = true
+	thaw-cmd = true
+	EOF
+	cbackup_run 0 backup 720 721 --config "$CONF" --keep-staging 1
+	sed -i "/^\[ct 721\]/,\$d" "$CONF"
+	test -d "$SCRATCH/tmp2/cbackup/cbackup-721.stage"
+'
+
+test_expect_success ROOT 'list shows the copy of a guest no longer configured apart' '
+	cbackup_run 0 list --config "$CONF"
+	cat "$CB_OUT"
+	sed -n "/KEPT STAGING COPY (keep-staging)/,/^\$/p" "$CB_OUT" >"$SCRATCH/kept"
+	sed -n "/NO LONGER CONFIGURED/,\$p" "$CB_OUT" >"$SCRATCH/orphans"
+	test_has "$SCRATCH/kept" "^720 +[34]MB +$SCRATCH/tmp2/cbackup/cbackup-720\\.stage\$"
+	test_lacks "$SCRATCH/kept" "cbackup-721"
+	test_has "$SCRATCH/orphans" "^721 +[34]MB +$SCRATCH/tmp2/cbackup/cbackup-721\\.stage\$"
+	test_lacks "$SCRATCH/orphans" "cbackup-720"
+'
+
+test_expect_success ROOT 'prune --staging --dry-run names the orphan only, removes nothing' '
+	cbackup_run 0 prune --staging --dry-run --config "$CONF"
+	test_has "$CB_ERR" "721: would remove the kept staging copy"
+	test_lacks "$CB_ERR" "720: would remove"
+	test -d "$SCRATCH/tmp2/cbackup/cbackup-721.stage"
+'
+
+test_expect_success ROOT 'prune --staging removes the copy of the guest no longer configured' '
+	cbackup_run 0 prune --staging --config "$CONF"
+	test_has "$CB_ERR" "721: removed the kept staging copy"
+	test_lacks "$CB_ERR" "720: removed"
+	test_must_fail test -e "$SCRATCH/tmp2/cbackup/cbackup-721.stage"
+	test -d "$SCRATCH/tmp2/cbackup/cbackup-720.stage"
+	cbackup_run 0 list --config "$CONF"
+	test_lacks "$CB_OUT" "NO LONGER CONFIGURED"
+'
+
+test_expect_success ROOT 'prune --staging --all removes every kept copy' '
+	cbackup_run 0 prune --staging --all --config "$CONF"
+	test_has "$CB_ERR" "720: removed the kept staging copy"
+	test_must_fail test -e "$SCRATCH/tmp2/cbackup"
 '
 
 test_done

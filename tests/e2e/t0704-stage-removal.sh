@@ -26,7 +26,7 @@ test_expect_success ROOT 'setup: a guest of 2000 files' '
 
 test_expect_success ROOT 'the copy is removed without a trace at exit' '
 	cbackup_run 0 backup --root "$SRC" --id 704 --tmpdir "$SCRATCH/tmp" \
-		--dumpdir "$SCRATCH/dump" --freeze-cmd true --thaw-cmd true --stage-workers 2
+		--dumpdir "$SCRATCH/dump" --freeze-cmd true --thaw-cmd true --keep-staging 0 --stage-workers 2
 	test_lacks "$CB_ERR" "^(WARN|ERROR): "
 	test_must_fail test -e "$PRIV"
 	dir_empty "$SCRATCH/tmp"
@@ -37,7 +37,7 @@ line_of() { grep -n -m1 -E "$2" "$1" | cut -d: -f1; }
 
 test_expect_success ROOT 'the removal runs after the guest'"'"'s and the job'"'"'s result lines' '
 	cbackup_run 0 backup --root "$SRC" --id 704 --tmpdir "$SCRATCH/tmp" \
-		--dumpdir "$SCRATCH/dump" --freeze-cmd true --thaw-cmd true --script "$HOOK" \
+		--dumpdir "$SCRATCH/dump" --freeze-cmd true --thaw-cmd true --keep-staging 0 --script "$HOOK" \
 		--stage-workers 2
 	find "$PRIV" -name f600 -exec chattr -i {} +
 	cat "$CB_ERR"
@@ -58,7 +58,7 @@ test_expect_success ROOT 'a killed run'"'"'s trash goes with the next run, a liv
 	mkdir -p "$PRIV/.trash-cbackup-704.stage.$live/cbackup-704.stage"
 	mkdir -p "$PRIV/.trash-cbackup-7040.stage.$dead"
 	cbackup_run 0 backup --root "$SRC" --id 704 --tmpdir "$SCRATCH/tmp" \
-		--dumpdir "$SCRATCH/dump" --freeze-cmd true --thaw-cmd true
+		--dumpdir "$SCRATCH/dump" --freeze-cmd true --thaw-cmd true --keep-staging 0
 	ls -A "$PRIV" >"$SCRATCH/left"
 	cat "$SCRATCH/left"
 	test_lacks "$SCRATCH/left" "^\\.trash-cbackup-704\\.stage\\.$dead\$"
