@@ -692,6 +692,8 @@ int cb_opts_set(struct cb_opts *o, const char *key, const char *value, int *unkn
 		*unknown = !s;
 	if (!s)
 		return cb_error("unknown key '%s'", key);
+	if (!value)   /* a line a broken file left without one */
+		return cb_error("no value");
 	return set_field(o, s, value);
 }
 
