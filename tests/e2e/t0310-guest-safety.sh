@@ -115,7 +115,7 @@ test_expect_success ROOT,CGROUP2 'the watchdog stopped while it retries a failin
 '
 
 test_expect_success ROOT,CGROUP2 'the watchdog killed while it retries a failing thaw: cbackup thaws the guest itself' '
-	# which of cbackup's two checks sees the killed watchdog first (its
+	# which of the two checks of cbackup sees the killed watchdog first (its
 	# pipe at EOF, or no answer within the second it gives) depends on
 	# where the kill lands: either way cbackup thaws the guest itself
 	retry_lost KILL 320 "(ended before it confirmed the thaw|did not answer the thaw request)"
