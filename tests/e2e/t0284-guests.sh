@@ -151,10 +151,10 @@ test_expect_success ROOT 'a Proxmox CT whose cgroup is missing: pct status decid
 		"$SCRATCH/pct-says" >"$SCRATCH/bin/pct"
 	chmod +x "$SCRATCH/bin/pct"
 	echo running >"$SCRATCH/pct-says"
-	rm -f "$D"/cbackup-ct-201-*
+	rm -f "$D"/cbackup-ct-201-* "$D"/vzdump-lxc-201-*
 	PATH=$SCRATCH/bin:$PATH cbackup_run 1 201 --config "$CONF"
 	test_has "$CB_ERR" "^ERROR: Backup of VM 201 failed - freeze cgroup .* does not exist, but CT 201 runs: .pct status 201. says running"
-	test -z "$(find "$D" -name "cbackup-ct-201-*.tar*")"
+	test -z "$(find "$D" -name "cbackup-ct-201-*.tar*" -o -name "vzdump-lxc-201-*.tar*")"
 	PATH=$SCRATCH/bin:$PATH cbackup_run 2 guests --config "$CONF"   # 203 is in error too
 	test_has "$CB_OUT" "^CT 201: ERROR: .* but CT 201 runs"
 	echo stopped >"$SCRATCH/pct-says"

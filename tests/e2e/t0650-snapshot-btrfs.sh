@@ -227,9 +227,9 @@ test_expect_success 'a dump directory in the subvolume: no snapshot (it would ho
 	done
 	test_has "$CB_ERR" "^INFO: snapshot not possible: the dump directory .$B/ct/var/backups. is in the volume"
 	test_has "$CB_ERR" "^WARN: leaving out ./var/backups.: it is the dump directory"
-	tar -tf "$(ls -t "$B"/ct/var/backups/cbackup-ct-656-*.tar.zst | head -1)" >list-656
+	tar -tf "$(ls -t "$B"/ct/var/backups/vzdump-lxc-656-*.tar.zst | head -1)" >list-656
 	test_has list-656 "^\./var/log/writer\.log$"
-	test_lacks list-656 "cbackup-ct-656"
+	test_lacks list-656 "(cbackup-ct|vzdump-lxc)-656"
 	rm -rf "$B/ct/var/backups"
 	no_snapshots
 '
