@@ -125,6 +125,11 @@ int cb_rst_statvfs(struct rst *r, struct statvfs *v);
 struct cb_rst_need {
 	uint64_t bytes, entries;
 };
+/* restore_paths.c: what the whole archive needs, from its catalog
+ * (ARCHIVE.idx, when there and sound): no decoding pass over the archive.
+ * -1 (nothing said) when there is none or it has sparse files (whose maps
+ * only the archive holds). */
+int cb_rst_need_from_catalog(const char *archive, uint64_t bs, struct cb_rst_need *n);
 /* statvfs(DESTDIR) against n: 0 if it fits; else -1 with the error naming
  * both, or with --force a WARN and 0 (files replaced in place free space). */
 int cb_rst_space_check(struct rst *r, const struct cb_restore_opts *o, const struct cb_rst_need *n);

@@ -5,7 +5,8 @@
 # restore of 2000 files (a count of system calls, not a time): opens,
 # stats and unlinks together stay under 2 an entry, no unlink fails; the
 # same without openat2 (strace makes it fail with ENOSYS, as on kernels
-# before 5.6: the component walk), and the tree comes back exact.
+# before 5.6: the component walk), and the tree comes back exact. The
+# space check before it reads the catalog, not a second decoding pass.
 . "$(dirname "$0")/lib.sh"
 
 SRC=$SCRATCH/src
@@ -63,6 +64,23 @@ test_expect_success ROOT 'full restore: under 2 opens/stats/unlinks an entry, no
 
 test_expect_success ROOT 'without openat2 (ENOSYS): the same bound, the same tree' '
 	count_restore "$SCRATCH/r2" -e inject=openat2:error=ENOSYS
+'
+
+# archive_opens FILE: opens of the archive itself that strace -e trace=openat saw
+archive_opens() { grep -c "\"$(cat archive-name)\"" "$1" || true; }
+
+test_expect_success ROOT 'the space check takes the catalog: the archive is decoded once' '
+	strace -f -e trace=openat -o "$SCRATCH/opens" "$CBACKUP" restore "$(cat archive-name)" "$SCRATCH/r3" \
+		>"$CB_OUT" 2>"$CB_ERR"
+	[ "$(archive_opens "$SCRATCH/opens")" = 1 ]
+	# no catalog: the counting pass decodes it first, the restore is the same
+	mv "$(cat archive-name).idx" "$SCRATCH/idx"
+	strace -f -e trace=openat -o "$SCRATCH/opens" "$CBACKUP" restore "$(cat archive-name)" "$SCRATCH/r4" \
+		>"$CB_OUT" 2>"$CB_ERR"
+	mv "$SCRATCH/idx" "$(cat archive-name).idx"
+	[ "$(archive_opens "$SCRATCH/opens")" = 2 ]
+	tree_list "$SCRATCH/r4" >restored
+	test_cmp source restored
 '
 
 test_done
