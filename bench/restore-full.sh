@@ -39,23 +39,25 @@ echo "tree: $SRC ($(du -sh "$SRC" 2>/dev/null | cut -f1), $(find "$SRC" | wc -l)
 A=$(ls "$WORK"/dump/cbackup-ct-990-*.tar.zst)
 
 stock() { zstd -dc "$A" | tar --numeric-owner --xattrs --xattrs-include='*' --acls -xpf - -C "$1"; }
-# run NAME CMD...: one timed restore into a fresh directory; "wall cpu" appended to WORK/NAME
+# run NAME ROUND CMD...: one timed restore into a fresh directory; "wall
+# cpu" appended to WORK/NAME. The trees are removed only at the end: ext4
+# scans the inode table for recently deleted inodes on every create (most
+# of a restore's system time right after an rm -rf of the last tree).
 run() {
-	local name=$1 dest=$WORK/res/$1
-	shift
-	rm -rf "$dest"
+	local name=$1 dest=$WORK/res/$1-$2
+	shift 2
 	[ "$name" = stock ] && mkdir "$dest"
 	/usr/bin/time -f "%e %U %S" -o "$WORK/t" "$@" "$dest" >/dev/null 2>&1
 	awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$WORK/t" >>"$WORK/$name"
-	rm -rf "$dest"
 }
 export -f stock
 export A
 for i in $(seq "$ROUNDS"); do
-	run cbackup "$CB" restore "$A"
-	run stock bash -c 'stock "$0"'
-	[ -z "$BEFORE" ] || run before "$BEFORE" restore "$A"
+	run cbackup "$i" "$CB" restore "$A"
+	run stock "$i" bash -c 'stock "$0"'
+	[ -z "$BEFORE" ] || run before "$i" "$BEFORE" restore "$A"
 done
+rm -rf "$WORK/res" && mkdir "$WORK/res"
 
 col() { awk -v c="$2" '{ print $c }' "$WORK/$1" >"$WORK/col"; median "$WORK/col"; }
 sw=$(col stock 1) sc=$(col stock 2)
@@ -74,7 +76,6 @@ calls() {
 	rm -rf "$dest"
 	[ "$name" = stock ] && mkdir "$dest"
 	strace -f -c -o "$WORK/strace" "$@" "$dest" >/dev/null 2>&1
-	rm -rf "$dest"
 	n=$(find "$SRC" | wc -l)
 	awk -v name="$name" -v n="$n" '
 		$NF ~ /^(openat|openat2|open)$/ { o += $4 }
