@@ -395,9 +395,11 @@ int cb_rst_fast_entry(struct rst *r, struct archive_entry *e, const char *name,
 	return ret < 0 ? -1 : 1;
 }
 
-/* Deepest first: in archive order a directory comes before what is in
- * it, so backwards every directory comes after its subdirectories. A
- * directory that is no longer one (a later entry replaced it) is left. */
+/* Backwards: in archive order a directory comes before what is in it, so
+ * its subdirectories get theirs first (what is set on them changes
+ * nothing of it, and their fds are reached before its mode may close it).
+ * A directory that is no longer one (a later entry replaced it by a
+ * symlink or a file, or removed it) is left. */
 int cb_rst_fast_finish(struct rst *r)
 {
 	struct rst_fast *f = r->fast;
@@ -409,9 +411,9 @@ int cb_rst_fast_finish(struct rst *r)
 		struct fixdir *d = &f->fix[i];
 		int fd = cb_rst_dirs_get(&f->dirs, d->path, strlen(d->path), 0);
 
-		if (fd < 0)
+		if (fd < 0 && (errno == ELOOP || errno == ENOTDIR || errno == ENOENT))
 			continue;
-		if (fchmod(fd, d->mode) < 0 || futimens(fd, d->ts) < 0) {
+		if (fd < 0 || fchmod(fd, d->mode) < 0 || futimens(fd, d->ts) < 0) {
 			ret = cb_error_errno("cannot set the mode or times of '%s'", d->path);
 			break;
 		}
