@@ -46,16 +46,25 @@ stock() { zstd -dc "$A" | tar --numeric-owner --xattrs --xattrs-include='*' --ac
 run() {
 	local name=$1 dest=$WORK/res/$1-$2
 	shift 2
-	[ "$name" = stock ] && mkdir "$dest"
+	case $name in stock|warmup) mkdir "$dest" ;; esac
 	/usr/bin/time -f "%e %U %S" -o "$WORK/t" "$@" "$dest" >/dev/null 2>&1
 	awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$WORK/t" >>"$WORK/$name"
 }
 export -f stock
 export A
+# a first restore not counted (the file system's state after the setup
+# weighs on whichever comes first), then the order turns every round
+run warmup 0 bash -c 'stock "$0"'
 for i in $(seq "$ROUNDS"); do
-	run cbackup "$i" "$CB" restore "$A"
-	run stock "$i" bash -c 'stock "$0"'
-	[ -z "$BEFORE" ] || run before "$i" "$BEFORE" restore "$A"
+	order="cbackup stock ${BEFORE:+before}"
+	[ $((i % 2)) = 0 ] && order="${BEFORE:+before} stock cbackup"
+	for n in $order; do
+		case $n in
+		cbackup) run cbackup "$i" "$CB" restore "$A" ;;
+		stock)   run stock "$i" bash -c 'stock "$0"' ;;
+		before)  run before "$i" "$BEFORE" restore "$A" ;;
+		esac
+	done
 done
 rm -rf "$WORK/res" && mkdir "$WORK/res"
 
