@@ -184,12 +184,19 @@ static int check_space(struct rst *r, const struct cb_restore_opts *o)
 {
 	struct statvfs vfs;
 	struct cb_rst_need n = { 0, 0, 0 };
+	uint64_t bs;
 
 	if (cb_rst_statvfs(r, &vfs) < 0)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
-	if (count_archive(o->archive, vfs.f_frsize ? vfs.f_frsize : 4096, &n) < 0)
-		return -1;
-	/* the counting pass read the stream: its size is the progress total */
+	bs = vfs.f_frsize ? vfs.f_frsize : 4096;
+	/* the catalog's word saves decoding the whole archive once more */
+	if (cb_rst_need_from_catalog(o->archive, bs, &n) < 0) {
+		n = (struct cb_rst_need){ 0, 0, 0 };
+		if (count_archive(o->archive, bs, &n) < 0)
+			return -1;
+	}
+	/* the tar stream's size (the catalog's, or the counting pass's) is
+	 * the progress total */
 	cb_progress_start(&r->progress, o->progress, "restore", n.tar);
 	return cb_rst_space_check(r, o, &n);
 }

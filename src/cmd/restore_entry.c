@@ -7,6 +7,8 @@
  * but its NODOTDOT and SYMLINKS checks still guard the full path. Then its
  * data, its xattrs and ACLs (directories' ACLs after their modes), and the
  * root entry's metadata last (cb_rst_apply_root, from restore_dest.c).
+ * Most entries are written by restore_fast.c instead, relative to their
+ * directory's fd (libarchive would check every name from the top).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -100,7 +102,9 @@ static int la_check(struct rst *r, struct archive *a, int rc, const char *name)
 	return 0;
 }
 
-static int copy_data(struct rst *r, const char *name)
+/* Into the disk writer (fd < 0) or into fd, at the archive's offsets:
+ * what they leave out stays a hole; *end: where the last block ended. */
+static int copy_data(struct rst *r, const char *name, int fd, la_int64_t *end)
 {
 	const void *buf;
 	size_t size;
@@ -117,7 +121,11 @@ static int copy_data(struct rst *r, const char *name)
 			return -1;
 		/* the disk writer says ARCHIVE_WARN for a write(2) that failed
 		 * ("Write failed": ENOSPC, EIO): for this call that is an error */
-		if (archive_write_data_block(r->out, buf, size, off) < ARCHIVE_OK)
+		if (fd >= 0 && ((off != *end && lseek(fd, off, SEEK_SET) < 0) ||
+				cb_write_all(fd, buf, size) < 0))
+			return cb_error_errno("cannot restore '%s'", name);
+		*end = off + (la_int64_t)size;
+		if (fd < 0 && archive_write_data_block(r->out, buf, size, off) < ARCHIVE_OK)
 			return la_fail(r, r->out, name);
 		r->st->bytes += size;
 	}
@@ -297,6 +305,7 @@ static int set_dir_acls(struct rst *r)
 int cb_rst_entry(struct rst *r, struct archive_entry *e)
 {
 	char *name = cb_xstrdup(archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
+	la_int64_t end = 0;
 	int ret = -1;
 
 	if (check_names(e, name) < 0)
@@ -306,9 +315,17 @@ int cb_rst_entry(struct rst *r, struct archive_entry *e)
 		ret = keep_root(r, e);
 		goto out;
 	}
+	ret = cb_rst_fast_entry(r, e, name, copy_data);
+	if (ret != 0) {
+		if (ret > 0)
+			r->st->entries++;
+		ret = ret > 0 ? 0 : -1;
+		goto out;
+	}
+	ret = -1;
 	if (la_check(r, r->out, archive_write_header(r->out, e), name) < 0)
 		goto out;
-	if (archive_entry_size(e) > 0 && copy_data(r, name) < 0)
+	if (archive_entry_size(e) > 0 && copy_data(r, name, -1, &end) < 0)
 		goto out;
 	if (la_check(r, r->out, archive_write_finish_entry(r->out), name) < 0)
 		goto out;
@@ -334,7 +351,9 @@ int cb_rst_close(struct rst *r)
 		return cb_error("cannot finish restore: %s", archive_error_string(r->out));
 	if (rc == ARCHIVE_WARN)
 		cb_warn(r->log, "%s", archive_error_string(r->out));
-	return set_dir_acls(r);
+	if (set_dir_acls(r) < 0)
+		return -1;
+	return cb_rst_fast_finish(r);
 }
 
 void cb_rst_disk_release(struct rst *r)
@@ -343,4 +362,5 @@ void cb_rst_disk_release(struct rst *r)
 		archive_write_free(r->out);
 	archive_entry_free(r->root);
 	set_dir_acls(r);
+	cb_rst_fast_release(r);
 }

@@ -4,7 +4,9 @@
  * restore_paths.c (restore --path: only chosen entries, read from the units
  * that hold them), restore_dest.c (where the tree is made and how it takes
  * DESTDIR's place, the space check) and restore_entry.c (one entry: names
- * checked and moved below DESTDIR, metadata, ACLs, the root entry last).
+ * checked and moved below DESTDIR, metadata, ACLs, the root entry last),
+ * which hands most entries to restore_fast.c (written relative to their
+ * directory's fd, held by restore_dirs.c) and the others to libarchive.
  */
 #ifndef CB_RESTORE_INT_H
 #define CB_RESTORE_INT_H
@@ -18,6 +20,32 @@
 		       ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_ACL | ARCHIVE_EXTRACT_FFLAGS | \
 		       ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT | \
 		       ARCHIVE_EXTRACT_UNLINK)
+
+/* restore_dirs.c: the directory fds of the current path (see there) */
+struct rst_level {
+	size_t end;                 /* the level's path is path[0..end) */
+	int fd;                     /* -1 when not held */
+};
+struct rst_dirs {
+	int root;                   /* the tree's top (not closed here) */
+	char *path;                 /* the current directory, relative */
+	size_t len, cap;
+	struct rst_level *lv;       /* lv[i]: path's first i+1 components */
+	size_t n, cap_lv, held;
+	int no_openat2;             /* the kernel has none (or forbids it) */
+};
+void cb_rst_dirs_init(struct rst_dirs *d, int root);
+/* The fd of directory dir (relative to the root, normalized: no empty,
+ * "." or ".." components, no trailing slash; dlen 0: the root), opened
+ * without following any symlink; with create, missing directories on the
+ * way are made (0755). Owned by d, valid until the next call; -1 with
+ * errno on failure. */
+int cb_rst_dirs_get(struct rst_dirs *d, const char *dir, size_t dlen, int create);
+/* Every held fd closed (a directory on the path was removed). */
+void cb_rst_dirs_flush(struct rst_dirs *d);
+void cb_rst_dirs_release(struct rst_dirs *d);
+
+struct rst_fast;
 
 struct rst {
 	struct cb_tarread tr;       /* tar reader over the codec */
@@ -52,6 +80,8 @@ struct rst {
 	/* the tar bytes read, of every run before this one (restore_paths.c) */
 	struct cb_progress progress;
 	uint64_t read_before;
+	/* restore_fast.c: files, directories and symlinks made by cbackup */
+	struct rst_fast *fast;
 };
 
 /* Open DESTDIR's parent and DESTDIR (never through a symlink; a non-empty
@@ -67,6 +97,19 @@ void cb_rst_dest_release(struct rst *r);
 /* restore_entry.c: extract the entry just read from r->tr (names checked,
  * moved below DESTDIR). */
 int cb_rst_entry(struct rst *r, struct archive_entry *e);
+/* The entry's data from the archive into fd, at the archive's offsets;
+ * *end (0 before): where the last data block ended. */
+typedef int (*cb_rst_data_fn)(struct rst *r, const char *name, int fd, la_int64_t *end);
+/* restore_fast.c: the entry written relative to its parent's fd (1), or
+ * left to libarchive (0: a type or metadata only libarchive writes, or not
+ * root), or -1 with the error set. name: the checked entry name; data
+ * copies a regular file's data. */
+int cb_rst_fast_entry(struct rst *r, struct archive_entry *e, const char *name,
+		      cb_rst_data_fn data);
+/* The directories' modes, ACLs and times, deepest first, through their
+ * fds (whatever their path's length). */
+int cb_rst_fast_finish(struct rst *r);
+void cb_rst_fast_release(struct rst *r);
 /* The root entry's metadata on directory dirfd, after every other entry. */
 int cb_rst_apply_root(struct rst *r, int dirfd);
 /* Close the disk writer: directory modes and times, then their ACLs. */
@@ -97,6 +140,11 @@ struct cb_rst_need {
 	uint64_t bytes, entries;
 	uint64_t tar;        /* the tar stream's bytes (the progress total) */
 };
+/* restore_paths.c: what the whole archive needs, from its catalog
+ * (ARCHIVE.idx, when there and sound): no decoding pass over the archive.
+ * -1 (nothing said) when there is none or it has sparse files (whose maps
+ * only the archive holds). */
+int cb_rst_need_from_catalog(const char *archive, uint64_t bs, struct cb_rst_need *n);
 /* statvfs(DESTDIR) against n: 0 if it fits; else -1 with the error naming
  * both, or with --force a WARN and 0 (files replaced in place free space). */
 int cb_rst_space_check(struct rst *r, const struct cb_restore_opts *o, const struct cb_rst_need *n);

@@ -311,27 +311,54 @@ static int restore_picked(struct rst *r, const struct cb_idx *x, const struct pi
 	return 0;
 }
 
-/* What the selection takes, from the catalog: each file's size rounded up
- * to the block (a sparse file only a block: the catalog does not keep its
- * map; a hardlink whose target is selected nothing), a block an entry. */
+/* What entry i takes, from the catalog: a file's size rounded up to the
+ * block (a sparse file only a block: the catalog does not keep its map; a
+ * hardlink nothing), a block an entry. */
+static uint64_t entry_bytes(const struct cb_idx *x, uint64_t i, uint64_t bs, int *sparse)
+{
+	struct cb_idx_entry e;
+	uint64_t data = 0;
+
+	cb_idx_entry(x, i, &e);
+	if (S_ISREG(e.mode) && !(e.flags & (CB_IDX_SPARSE | CB_IDX_HARDLINK)))
+		data = e.size;
+	*sparse |= !!(e.flags & CB_IDX_SPARSE);
+	return (data ? (data + bs - 1) / bs : 1) * bs;
+}
+
+int cb_rst_need_from_catalog(const char *archive, uint64_t bs, struct cb_rst_need *n)
+{
+	char *path = cb_xasprintf("%s.idx", archive);
+	struct stat st;
+	struct cb_idx x;
+	int sparse = 0, ret = -1;
+
+	if (stat(archive, &st) == 0 && cb_idx_open(&x, path, (uint64_t)st.st_size) == 0) {
+		for (uint64_t i = 0; i < x.n_entries; i++)
+			n->bytes += entry_bytes(&x, i, bs, &sparse);
+		n->entries = x.n_entries;
+		n->tar = x.tar_size;
+		cb_idx_close(&x);
+		ret = sparse ? -1 : 0;
+	}
+	free(path);
+	return ret;
+}
+
+/* What the selection takes, from the catalog (entry_bytes). */
 static int check_space(struct rst *r, const struct cb_restore_opts *o, const struct cb_idx *x,
 		       const struct pick *p)
 {
 	struct cb_rst_need n = { 0, p->n, 0 };
 	struct statvfs vfs;
 	uint64_t bs;
+	int sparse = 0;
 
 	if (cb_rst_statvfs(r, &vfs) < 0)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
 	bs = vfs.f_frsize ? vfs.f_frsize : 4096;
-	for (uint64_t k = 0; k < p->n; k++) {
-		struct cb_idx_entry e;
-		uint64_t data = 0;
-		cb_idx_entry(x, p->v[k], &e);
-		if (S_ISREG(e.mode) && !(e.flags & (CB_IDX_SPARSE | CB_IDX_HARDLINK)))
-			data = e.size;
-		n.bytes += (data ? (data + bs - 1) / bs : 1) * bs;
-	}
+	for (uint64_t k = 0; k < p->n; k++)
+		n.bytes += entry_bytes(x, p->v[k], bs, &sparse);
 	for (size_t k = 0; k < p->n_rl; k++) {   /* hardlinks that get the data */
 		uint64_t t;
 		struct cb_idx_entry e;

@@ -71,6 +71,10 @@ test_expect_success 'setup: an outside directory to protect, crafted archives' '
 	make("odd-names", [("./new\nline", tarfile.REGTYPE, b"nl\n"), ("./bad-\udcff\udcfe-utf8", tarfile.REGTYPE, b"x\n"),
 	                   ("./dir\nwith\nnewlines", D), ("./dir\nwith\nnewlines/f", tarfile.REGTYPE, b"f\n")],
 	     fmt=tarfile.GNU_FORMAT)
+	make("twice", [("./d", D, b"", "", 0o700), ("./d/f", tarfile.REGTYPE, b"first\n"), ("./d", D, b"", "", 0o751),
+	               ("./d/f", tarfile.REGTYPE, b"second\n"), ("./s", S, b"", out + "/dir"), ("./s", D, b"", "", 0o705),
+	               ("./s/in", tarfile.REGTYPE, b"in\n"), ("./e", D, b"", "", 0o777), ("./e", S, b"", out + "/dir"),
+	               ("./h", H, b"", "./d/f"), ("./p", tarfile.FIFOTYPE), ("./p", S, b"", "d/f")])
 	make("good", [("./etc", D), ("./etc/hostname", tarfile.REGTYPE, b"ct\n"), ("./rel", S, b"", "etc/hostname"),
 	              ("./abs", S, b"", "/etc/passwd")])
 	PY
@@ -154,6 +158,21 @@ test_expect_success 'directory replaced by a symlink before its mode is fixed up
 	"$CBACKUP" restore "$ARCH/dir-then-symlink.tar" "$SCRATCH/dest-dts" >"$CB_OUT" 2>"$CB_ERR" || rc=$?
 	cat "$CB_ERR"; echo "exit status $rc"
 	[ "$rc" = 0 ] || [ "$rc" = 1 ]
+	[ "$(stat -c %a "$OUT/dir")" = 700 ]
+	outside_untouched
+'
+
+test_expect_success 'names the archive holds twice: the last entry wins, nothing followed' '
+	cbackup_run 0 restore "$ARCH/twice.tar" "$SCRATCH/dest-twice"
+	d=$SCRATCH/dest-twice
+	[ "$(stat -c %a "$d/d")" = 751 ]
+	grep -x second "$d/d/f"
+	test_must_fail test -L "$d/s"
+	[ "$(stat -c %a "$d/s")" = 705 ]
+	grep -x in "$d/s/in"
+	[ "$(readlink "$d/e")" = "$OUT/dir" ]
+	[ "$(stat -c %i "$d/h")" = "$(stat -c %i "$d/d/f")" ]
+	[ "$(readlink "$d/p")" = d/f ]
 	[ "$(stat -c %a "$OUT/dir")" = 700 ]
 	outside_untouched
 '

@@ -5,7 +5,8 @@
 # engine and the archive walk reach every entry through directory fds,
 # never by a path from the root. No tar restores paths that long (GNU tar:
 # "File name too long"), so the archive is checked by restoring its lower
-# 15 levels with GNU tar --strip-components.
+# 15 levels with GNU tar --strip-components; cbackup restores it whole,
+# every directory's mode and times included.
 . "$(dirname "$0")/lib.sh"
 
 SRC=$SCRATCH/src
@@ -46,6 +47,27 @@ test_expect_success ROOT,ACL 'backup, then GNU tar: the same tree' '
 	zstd -dc <"$archive" | tar -tf - | sed "s,/\$,," | sort >names
 	awk "{ print \$1 }" "$SCRATCH/source" | sed "s,^\.\$,.,;s,^[^.],./&," | sort >want
 	test_cmp want names
+'
+
+test_expect_success ROOT,ACL 'cbackup restore: the same tree, directory times and modes at every depth' '
+	archive=$(find_archive "$SCRATCH/dump" ct 475 .zst)
+	# modes and times the restore cannot get by chance, deepest levels too
+	python3 - "$SRC" <<-"PY"
+	import os, stat, sys
+	t = 981173106123456789
+	for top, dirs, files, fd in os.fwalk(sys.argv[1], topdown=False):
+	    for n in dirs + files:
+	        if stat.S_ISDIR(os.stat(n, dir_fd=fd, follow_symlinks=False).st_mode):
+	            os.chmod(n, 0o750, dir_fd=fd)
+	        os.utime(n, ns=(t, t), dir_fd=fd, follow_symlinks=False)
+	PY
+	$MANIFEST "$SRC" >"$SCRATCH/source-dated"
+	rm -f "$SCRATCH/dump"/*
+	cbackup_run 0 backup --root "$SRC" --id 475 --tmpdir "$SCRATCH/tmp" --dumpdir "$SCRATCH/dump"
+	archive=$(find_archive "$SCRATCH/dump" ct 475 .zst)
+	cbackup_run 0 restore "$archive" "$SCRATCH/r"
+	$MANIFEST "$SCRATCH/r" >restored
+	test_cmp "$SCRATCH/source-dated" restored
 '
 
 test_done
