@@ -224,8 +224,8 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  OFF(protected_), 0, 1, NULL, NULL },
 	{ "archive-name", CB_OPT_ENUM, "vzdump", G | S | U | C, "vzdump|cbackup",
 	  "vzdump: a container whose ID Proxmox VE can hold (100-999999999) is archived as "
-	  "vzdump-lxc-ID-YYYY_MM_DD-HH_MM_SS.tar.EXT, as vzdump names it; cbackup: "
-	  "cbackup-ct-ID-... (VMs and other IDs always)", 0, OFF(archive_name), 0, 0,
+	  "vzdump names it, vzdump-lxc-ID-DATE.tar.EXT; cbackup: cbackup-ct-ID-DATE... "
+	  "(VMs and other IDs always)", 0, OFF(archive_name), 0, 0,
 	  archive_name_names,
 	  "Proxmox VE lists, restores and prunes only backups of vzdump's names.\n"
 	  "Archives of both names are one series for\n"

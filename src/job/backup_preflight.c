@@ -215,6 +215,32 @@ static int estimate_after_sync(const struct guest_run *r)
  * takes its room now; one that is not to be kept is still the cheaper
  * source of this run's first sync, and is removed after it), else NEED is
  * what the copy will take. -1 when statvfs fails. */
+/* dir is root or lies below it (by device and inode, each ancestor of its
+ * real path): a staging copy kept there would be inside the guest. */
+static int lies_inside(const char *root, const char *dir)
+{
+	struct stat rs, st;
+	char *p = realpath(dir, NULL), *slash;
+	int inside = 0;
+
+	if (!p || stat(root, &rs) < 0) {
+		free(p);
+		return 0;
+	}
+	for (;;) {
+		if (stat(p, &st) == 0 && st.st_dev == rs.st_dev && st.st_ino == rs.st_ino) {
+			inside = 1;
+			break;
+		}
+		slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			break;
+		*slash = '\0';
+	}
+	free(p);
+	return inside;
+}
+
 static int keep_auto(struct guest_run *r, int kept, uint64_t need)
 {
 	char why[256];
@@ -222,6 +248,13 @@ static int keep_auto(struct guest_run *r, int kept, uint64_t need)
 
 	if (r->opts.keep_staging != CB_KEEP_AUTO || r->opts.type != CB_GUEST_CT || backup_reads_snapshots(r))
 		return 0;
+	if (r->opts.root && lies_inside(r->opts.root, r->opts.tmpdir)) {
+		cb_info(r->log, "keep-staging auto: not kept: the tmpdir '%s' is inside the guest's "
+			"root (the copy would be left in the guest)", r->opts.tmpdir);
+		r->keep = kept;   /* a copy kept before is still this run's source */
+		r->drop_kept = kept;
+		return 0;
+	}
 	keep = cb_keep_auto_decide(r->opts.tmpdir, r->opts.keep_staging_free, kept ? 0 : need, why,
 				   sizeof(why));
 	if (keep < 0)

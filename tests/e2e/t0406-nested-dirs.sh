@@ -35,6 +35,8 @@ test_expect_success 'tmpdir = the guest root: the directory cbackup makes there 
 	listing "$D" 601 >list
 	test_has list "^\./usr/local/bin/tool$"
 	test_lacks list "^\./cbackup"
+	# keep-staging auto keeps no copy in a tmpdir inside the guest
+	test_has "$CB_ERR" "^INFO: keep-staging auto: not kept: the tmpdir .* is inside the guest.s root"
 	test_must_fail test -e "$CT/cbackup"
 '
 
@@ -51,8 +53,11 @@ test_expect_success ROOT 'tmpdir bound into the root (mount --bind): found by de
 	mkdir -p "$SCRATCH/bound-tmp"
 	mount --bind "$SCRATCH/bound-tmp" "$CT/mnt/tmp"
 	cleanup_mount "$CT/mnt/tmp"
+	# --keep-staging 0: a copy kept in this tmpdir would be seen, through
+	# the bind mount, by the next cases, which use other tmpdirs (one
+	# tmpdir leaves out every copy in it: cbackup/ as a whole)
 	CBACKUP=cbackup_bounded cbackup_run 0 backup --root "$CT" --id 603 \
-		--tmpdir "$SCRATCH/bound-tmp" --dumpdir "$D"
+		--tmpdir "$SCRATCH/bound-tmp" --dumpdir "$D" --keep-staging 0
 	test_has "$CB_ERR" "^INFO: leaving out ./mnt/tmp/cbackup.: cbackup.s own directory in tmpdir"
 	listing "$D" 603 >list
 	test_lacks list "^\./mnt/tmp/cbackup"
