@@ -55,8 +55,8 @@ ALL_CFLAGS = $(COMMON_CFLAGS) $(CFLAGS)
 BUILD   := build/rel
 endif
 
-# src/ is laid out by stage of the data flow (DESIGN §1): core/, stage/,
-# guest/, archive/, codec/, sink/, cmd/, and job/ on top (README, Layout).
+# src/ is laid out by stage of the data flow, one folder a floor (src/README.md:
+# core < sink < codec < archive < stage < guest < vm < ops < job < cli).
 # Every folder is picked up here. Headers stay flat in include/: they are
 # the modules' contracts, included by name from every folder.
 SRCS    := $(wildcard src/*/*.c)

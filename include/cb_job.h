@@ -8,7 +8,7 @@
 #ifndef CB_JOB_H
 #define CB_JOB_H
 
-#include "cb_cli.h"
+#include "cb_request.h"
 #include "cb_config.h"
 #include "cb_log.h"
 

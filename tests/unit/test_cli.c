@@ -3,6 +3,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -10,6 +11,7 @@
 #include "cb_cli.h"
 #include "cb_commands.h"
 #include "cb_opts.h"
+#include "cb_util.h"
 
 static void test_defaults(void **state)
 {
@@ -150,6 +152,29 @@ static void test_command_table(void **state)
 	assert_true(cb_command_find("prune")->needs_config);
 }
 
+/* The names the job suggests from (src/core/request.c) are the commands
+ * the front end runs and documents, no more and no fewer. */
+static void test_command_names(void **state)
+{
+	size_t n = 0;
+	FILE *out = fopen("/dev/null", "w");
+
+	(void)state;
+	for (; cb_command_names[n]; n++) {
+		assert_non_null(cb_command_find(cb_command_names[n]));
+		assert_int_equal(cb_cli_command_usage(out, cb_command_names[n]), 0);
+	}
+	for (int id = 0; cb_command_get(id); id++) {
+		size_t k = 0;
+		while (cb_command_names[k] && strcmp(cb_command_names[k], cb_command_get(id)->name))
+			k++;
+		assert_non_null(cb_command_names[k]);
+	}
+	assert_int_equal(cb_cli_unknown_command("restor"), -1);
+	assert_non_null(strstr(cb_last_error(), "did you mean 'restore'"));
+	fclose(out);
+}
+
 static void test_cli_errors(void **state)
 {
 	struct cb_cli cli;
@@ -206,6 +231,7 @@ int main(void)
 		cmocka_unit_test(test_cli_backup),
 		cmocka_unit_test(test_cli_subcommands),
 		cmocka_unit_test(test_command_table),
+		cmocka_unit_test(test_command_names),
 		cmocka_unit_test(test_cli_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -157,20 +157,6 @@ static const struct {
 };
 #define N_COMMAND_HELP (sizeof(command_help) / sizeof(command_help[0]))
 
-int cb_cli_unknown_command(const char *name)
-{
-	const char *names[N_COMMAND_HELP];
-	const char *near;
-
-	for (size_t i = 0; i < N_COMMAND_HELP; i++)
-		names[i] = command_help[i].name;
-	near = cb_closest_word(name, names, N_COMMAND_HELP);
-	if (near)
-		return cb_error("unknown command '%s' (did you mean '%s'? see cbackup help)", name, near);
-	return cb_error("unknown command '%s' (commands: backup, restore, ls, index, mount, verify, "
-			"list, prune, probe, guests, help; see cbackup help)", name);
-}
-
 static void print_named_option(FILE *out, const char *name, int width)
 {
 	const struct cb_opt_schema *s;
@@ -412,22 +398,3 @@ int cb_cli_parse(struct cb_cli *cli, int argc, char **argv)
 	return ret;
 }
 
-const char *cb_cli_get(const struct cb_cli *cli, const char *key)
-{
-	const char *v = NULL;
-	for (size_t i = 0; i + 1 < cli->kv.n; i += 2)
-		if (!strcmp(cli->kv.v[i], key))
-			v = cli->kv.v[i + 1];
-	return v;
-}
-
-void cb_cli_release(struct cb_cli *cli)
-{
-	cb_strvec_clear(&cli->args);
-	cb_strvec_clear(&cli->kv);
-	cb_strvec_clear(&cli->exclude_ids);
-	cb_strvec_clear(&cli->paths);
-	free(cli->config_path);
-	free(cli->cmdline);
-	memset(cli, 0, sizeof(*cli));
-}
