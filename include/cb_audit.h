@@ -1,5 +1,5 @@
 /*
- * cb_audit: the tracking audit (issue 24). After a tracked final sync
+ * cb_audit: the tracking audit. After a tracked final sync
  * (cb_track.h) and the thaw, with the guest running, a stat walk compares
  * the tree with the staging index, which holds what was archived: an
  * entry that differs from its record (type, inode, size, mtime, ctime,

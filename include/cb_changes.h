@@ -30,7 +30,7 @@ struct cb_changes {
 	size_t n_dirs, cap_dirs;
 	uint64_t *inos;     /* inodes of the root's file system to look up */
 	size_t n_inos;
-	/* directories that could not be placed by a path (issue 24): pass 2
+	/* directories that could not be placed by a path: pass 2
 	 * finds them in its index by inode */
 	struct cb_changed_dir *by_ino;
 	size_t n_by_ino, cap_by_ino;

@@ -205,7 +205,7 @@ const char *cb_codec_reuse_note(const struct cb_codec_writer *w);
 const struct cb_codec_segs *cb_codec_writer_segs(const struct cb_codec_writer *w);
 
 /*
- * Trust (issue 27, DESIGN §5): the data of a staged file that is the same
+ * Trust (DESIGN §5): the data of a staged file that is the same
  * as when the previous archive was written need not be read. A token names
  * a staged file's content as the kernel keeps it (CB_TOKEN_LEN bytes: the
  * archive writer's choice, cb_archive.c: device, inode, size, mtime and a

@@ -6,7 +6,7 @@
  * open a handle whose inode still exists (open_by_handle_at fails with
  * ENOMEM: an inode being freed or set up, or a non-directory it cannot
  * connect to a path). Such an event is not dropped and does not cost the
- * whole walk (issue 24's rule): the inode number the handle carries is
+ * whole walk (the placement rule): the inode number the handle carries is
  * looked up in the tree instead. The layouts read here are the kernel's
  * (include/linux/exportfs.h, fs/btrfs/export.h), stable because NFS
  * clients keep handles across server reboots.

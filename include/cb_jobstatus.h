@@ -30,7 +30,7 @@ struct cb_guest_result {
 	uint64_t size;           /* archive bytes */
 	char sha256[65];         /* "" when none */
 	uint64_t stored_raw;     /* bytes the codec stored uncompressed */
-	/* units copied from reused_from / compressed (issue 27); tar bytes */
+	/* units copied from reused_from / compressed; tar bytes */
 	char *reused_from;       /* the previous archive's name, or NULL */
 	uint64_t reused_units, reused_bytes, compressed_units, compressed_bytes;
 	/* of the reused: copied on trust, and the staged bytes never read */

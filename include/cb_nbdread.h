@@ -1,6 +1,6 @@
 /*
- * cb_nbdread: copy an NBD export (QEMU's snapshot-access node of a VM disk,
- * issue 26) into a sparse raw file with libnbd.
+ * cb_nbdread: copy an NBD export (QEMU's snapshot-access node of a VM disk)
+ * into a sparse raw file with libnbd.
  *
  * The allocation map (NBD "base:allocation" block status) drives the read:
  * holes and zero extents are never read and stay holes in the file; data

@@ -40,7 +40,7 @@ struct cb_opts {
 	int zstd_threads;         /* 0 = all cores */
 	int zstd_level;           /* default 3 */
 	int unit_size_mib;        /* seekable units, MiB of tar (default 4) */
-	int reuse;                /* copy unchanged units from the previous archive (issue 27) */
+	int reuse;                /* copy unchanged units from the previous archive */
 	int pigz_threads;         /* 0 = classic single-stream gzip; 1 = half the cores; N */
 	char *storage;            /* storage section name */
 	char *dumpdir;
@@ -65,10 +65,10 @@ struct cb_opts {
 	char *keep_staging_free;  /* "20%" of the tmpdir, or a size ("10G"): cb_room_parse */
 	int stage_workers;        /* pass 1 copy threads, 0 = online cores */
 	int prune_staging;        /* prune --staging: the kept staging copies */
-	enum cb_tracking change_tracking;  /* freeze window: fanotify (issue 16) */
-	int tracking_audit;       /* after a tracked final sync (issue 24) */
+	enum cb_tracking change_tracking;  /* freeze window: fanotify */
+	int tracking_audit;       /* after a tracked final sync */
 
-	/* reporting (issue 19) */
+	/* reporting */
 	char *mailto;             /* "a@x, b@y" or NULL: no mail */
 	enum cb_mailnotification mailnotification;
 	char *sendmail;           /* mail program */
@@ -88,7 +88,7 @@ struct cb_opts {
 	char *start_cmd;          /* mode stop: starts it again */
 	char *qmp;
 	char *qga;                    /* VM: QEMU guest agent socket (fsfreeze) */
-	enum cb_vm_method vm_method;  /* VM disks: QEMU copy-before-write or staging (issue 26) */
+	enum cb_vm_method vm_method;  /* VM disks: QEMU copy-before-write or staging */
 };
 
 /* Where a key may appear in the config file (bit set). */

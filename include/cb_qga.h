@@ -1,5 +1,5 @@
 /*
- * cb_qga: the few QEMU guest agent commands a VM backup uses (issue 26):
+ * cb_qga: the few QEMU guest agent commands a VM backup uses:
  * guest-fsfreeze-freeze before the snapshot, guest-fsfreeze-thaw after it,
  * as vzdump does.
  *

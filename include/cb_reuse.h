@@ -1,6 +1,6 @@
 /*
  * cb_reuse: the previous archive whose units a backup copies instead of
- * compressing (issue 27, DESIGN §5). The newest complete archive (it has
+ * compressing (DESIGN §5). The newest complete archive (it has
  * its .sha256) of the same guest in the same dump directory, written with
  * the same codec, whose catalog has unit keys; its catalog is checked
  * whole (digest included) before a key is looked up, and every unit's

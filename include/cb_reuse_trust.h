@@ -1,5 +1,5 @@
 /*
- * cb_reuse_trust: the trust map kept with a staging copy (issue 27): per
+ * cb_reuse_trust: the trust map kept with a staging copy: per
  * segment of the archive last written from that copy, its trust key and
  * its key (include/cb_codec.h, "Trust"). It names that archive (file name
  * and its catalog's SHA-256) and serves only a backup whose previous

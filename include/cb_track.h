@@ -1,5 +1,5 @@
 /*
- * cb_track: the freeze window tracks what changed (DESIGN §7, issue 16).
+ * cb_track: the freeze window tracks what changed (DESIGN §7).
  *
  * cb_track_start() marks the file system that holds the guest root with
  * fanotify (FAN_MARK_FILESYSTEM, FAN_REPORT_DFID_NAME) before pass 1; a

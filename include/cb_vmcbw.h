@@ -1,9 +1,9 @@
 /*
  * cb_vmcbw: VM disk backups through QEMU's copy-before-write filter
- * (issue 26): the VM is paused only while the filters go in, whatever the
+ *: the VM is paused only while the filters go in, whatever the
  * size of its disks.
  *
- * One QMP session (cb_qmpsess) for the whole backup:
+ * One QMP session (cb_qmp_session) for the whole backup:
  *   open:  query-version (QEMU >= 7.1 has copy-before-write with
  *          on-cbw-error and snapshot-access; older: the caller stages the
  *          images itself and warns), query-block maps every configured disk

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "cb_commands.h"
-#include "cb_ctvol.h"
+#include "cb_ct_volumes.h"
 #include "cb_discover.h"
 #include "cb_exit.h"
 #include "cb_guest.h"
@@ -32,18 +32,18 @@ static const char *kind(int is_vm)
 }
 
 /* How a volume that is a disk image or a block device will be reached
- * (cb_ctvol): through the running container's init, or mounted read-only. */
+ * (cb_ct_volume): through the running container's init, or mounted read-only. */
 static void print_reach(const struct cb_opts *o, const char *vol, const char *target, int running,
 			FILE *out)
 {
 	struct cb_ctinit init;
 
-	if (!cb_ctvol_is_image(vol))
+	if (!cb_ct_volume_is_image(vol))
 		return;
 	if (!running)
 		fprintf(out, "    stopped: mounted read-only from '%s' for the copy (ext4/xfs, no "
 			"journal replayed; a loop device for an image)\n", vol);
-	else if (cb_ctvol_find_init(o->id, o->freeze_cgroup, &init) == 0)
+	else if (cb_ct_volume_find_init(o->id, o->freeze_cgroup, &init) == 0)
 		fprintf(out, "    running: read through the container, /proc/%d/root%s (its init, "
 			"pid %d from %s)\n", (int)init.pid, strcmp(target, "/") ? target : "",
 			(int)init.pid, init.source);

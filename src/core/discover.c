@@ -26,7 +26,7 @@ struct lxc_read {
 /* "dir:/x" and "btrfs:/x" are directories; a bare "/x" too. "loop:/img"
  * (an image file) and "lvm:/dev/VG/LV" (a block device) are volumes the
  * backup reaches through the running container or mounts read-only while
- * it is stopped (cb_ctvol), as for a Proxmox container on an image. */
+ * it is stopped (cb_ct_volume), as for a Proxmox container on an image. */
 static void lxc_rootfs(struct lxc_read *r, const char *v, int line)
 {
 	const char *colon = strchr(v, ':');

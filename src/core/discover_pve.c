@@ -48,7 +48,7 @@ static char *volume_opt(const char *opts, const char *name)
  * container's volume may be a directory (a subvol), or a disk image or a
  * block device (vm-ID-disk-N.raw, an LVM-thin volume: Proxmox's default),
  * which the backup reaches through the running container or mounts
- * read-only while it is stopped (cb_ctvol). */
+ * read-only while it is stopped (cb_ct_volume). */
 static char *resolve_volume(struct pve_read *r, const char *key, const char *cbkey,
 			    const char *vol)
 {

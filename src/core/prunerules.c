@@ -1,7 +1,7 @@
 /*
  * cb_prunerules: the prune-backups rules, parsed. See include/cb_prunerules.h.
  * Configuration (cb_opts checks a prune-backups value with it) as much as
- * the prune command's (cmd/prune.c applies the rules): so on the ground floor.
+ * the prune command's (ops/prune.c applies the rules): so on the ground floor.
  */
 #include <stddef.h>
 #include <stdlib.h>

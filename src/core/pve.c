@@ -157,7 +157,7 @@ static int load_stanza(const char *store, struct stanza *st, char **cfg_out)
 
 /* A block storage's volume: the device node Proxmox's plugin uses for it
  * (LVM and LVM-thin /dev/VG/LV, a ZFS zvol, a kernel-mapped rbd image);
- * cb_ctvol reaches what it holds. */
+ * cb_ct_volume reaches what it holds. */
 static int block_volume(const char *cfg, const struct stanza *st, const char *volname,
 			char **path)
 {

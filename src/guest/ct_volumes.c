@@ -1,4 +1,4 @@
-/* cb_ctvol: a container's image or block-device volume. See include/cb_ctvol.h. */
+/* cb_ct_volume: a container's image or block-device volume. See include/cb_ct_volumes.h. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -13,13 +13,13 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "cb_ctvol.h"
+#include "cb_ct_volumes.h"
 #include "cb_discover.h"
 #include "cb_guest.h"
 #include "cb_run.h"
 #include "cb_util.h"
 
-int cb_ctvol_is_image(const char *path)
+int cb_ct_volume_is_image(const char *path)
 {
 	struct stat st;
 
@@ -161,7 +161,7 @@ static pid_t lxc_info_pid(const char *id)
 	return p.pid;
 }
 
-int cb_ctvol_find_init(const char *id, const char *cgroup, struct cb_ctinit *init)
+int cb_ct_volume_find_init(const char *id, const char *cgroup, struct cb_ctinit *init)
 {
 	struct scan s = { 0 };
 
@@ -184,7 +184,7 @@ int cb_ctvol_find_init(const char *id, const char *cgroup, struct cb_ctinit *ini
 	return 0;
 }
 
-int cb_ctvol_check_init(const struct cb_ctinit *init)
+int cb_ct_volume_check_init(const struct cb_ctinit *init)
 {
 	struct scan s = { .want = init->pid };
 	unsigned long long now;
@@ -203,7 +203,7 @@ int cb_ctvol_check_init(const struct cb_ctinit *init)
 	return 0;
 }
 
-int cb_ctvol_open_root(const struct cb_ctinit *init)
+int cb_ct_volume_open_root(const struct cb_ctinit *init)
 {
 	char path[64];
 	int fd;
@@ -212,14 +212,14 @@ int cb_ctvol_open_root(const struct cb_ctinit *init)
 	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return cb_error_errno("cannot open '%s'", path);
 	/* after the open: the fd is the root of the process checked now */
-	if (cb_ctvol_check_init(init) < 0) {
+	if (cb_ct_volume_check_init(init) < 0) {
 		close(fd);
 		return -1;
 	}
 	return fd;
 }
 
-int cb_ctvol_open_in(int root_fd, const char *target)
+int cb_ct_volume_open_in(int root_fd, const char *target)
 {
 	struct open_how how = {
 		.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
@@ -318,7 +318,7 @@ static int mount_detached(const char *dev, const char *type)
 	return fd;
 }
 
-int cb_ctvol_mount_ro(const char *image, char *how, size_t len)
+int cb_ct_volume_mount_ro(const char *image, char *how, size_t len)
 {
 	struct stat st;
 	char dev[64];
@@ -346,15 +346,15 @@ int cb_ctvol_mount_ro(const char *image, char *how, size_t len)
 	return fd;
 }
 
-int cb_ctvol_any(const struct cb_ctvol *v, size_t n)
+int cb_ct_volume_any(const struct cb_ct_volume *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		if (cb_ctvol_is_image(v[i].src))
+		if (cb_ct_volume_is_image(v[i].src))
 			return 1;
 	return 0;
 }
 
-static void hold(struct cb_ctvol *v, int fd)
+static void hold(struct cb_ct_volume *v, int fd)
 {
 	v->fd = fd;
 	/* "/." : code that opens the root with O_NOFOLLOW follows the magic link */
@@ -362,19 +362,19 @@ static void hold(struct cb_ctvol *v, int fd)
 }
 
 /* Running: the init's root once, each image volume below it. */
-static int attach_running(struct cb_ctvol *v, size_t n, const char *id, const char *cgroup,
+static int attach_running(struct cb_ct_volume *v, size_t n, const char *id, const char *cgroup,
 			  struct cb_log *log)
 {
 	struct cb_ctinit init;
 	int root = -1, ret = -1;
 
-	if (cb_ctvol_find_init(id, cgroup, &init) < 0 || (root = cb_ctvol_open_root(&init)) < 0)
+	if (cb_ct_volume_find_init(id, cgroup, &init) < 0 || (root = cb_ct_volume_open_root(&init)) < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		int fd;
-		if (!cb_ctvol_is_image(v[i].src))
+		if (!cb_ct_volume_is_image(v[i].src))
 			continue;
-		if ((fd = i ? cb_ctvol_open_in(root, v[i].target) : fcntl(root, F_DUPFD_CLOEXEC, 3)) < 0)
+		if ((fd = i ? cb_ct_volume_open_in(root, v[i].target) : fcntl(root, F_DUPFD_CLOEXEC, 3)) < 0)
 			goto out;
 		hold(&v[i], fd);
 		cb_info(log, "%s '%s': the running container's view, /proc/%d/root%s (its init, "
@@ -389,7 +389,7 @@ out:
 	return ret;
 }
 
-int cb_ctvol_attach(struct cb_ctvol *v, size_t n, const char *id, const char *cgroup,
+int cb_ct_volume_attach(struct cb_ct_volume *v, size_t n, const char *id, const char *cgroup,
 		    int running, struct cb_log *log)
 {
 	char how[1024];
@@ -402,9 +402,9 @@ int cb_ctvol_attach(struct cb_ctvol *v, size_t n, const char *id, const char *cg
 	if (running)
 		return attach_running(v, n, id, cgroup, log);
 	for (size_t i = 0; i < n; i++) {
-		if (!cb_ctvol_is_image(v[i].src))
+		if (!cb_ct_volume_is_image(v[i].src))
 			continue;
-		if ((fd = cb_ctvol_mount_ro(v[i].src, how, sizeof(how))) < 0)
+		if ((fd = cb_ct_volume_mount_ro(v[i].src, how, sizeof(how))) < 0)
 			return -1;
 		hold(&v[i], fd);
 		cb_info(log, "%s '%s': mounted read-only from %s, detached (in no mount namespace)",
@@ -413,7 +413,7 @@ int cb_ctvol_attach(struct cb_ctvol *v, size_t n, const char *id, const char *cg
 	return 0;
 }
 
-void cb_ctvol_detach(struct cb_ctvol *v, size_t n)
+void cb_ct_volume_detach(struct cb_ct_volume *v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++) {
 		if (v[i].fd >= 0)

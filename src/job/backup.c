@@ -5,7 +5,7 @@
  * backup_stage.c (staging and the freeze), backup_mode.c, backup_archive.c,
  * their shared state in backup_int.h.
  * In src/job/, the top floor: it drives the modules below (guest, stage,
- * archive, codec, sink, and cmd/'s prune and leftovers).
+ * archive, codec, sink, and ops/'s prune and leftovers).
  *
  * struct guest_run is the mutable state of one guest's backup; the
  * resolved options in it are filled once and then only read.
@@ -158,15 +158,15 @@ static void audit_guest(struct guest_run *r)
 
 /* A root or mp that is a disk image or a block device (Proxmox's default
  * rootfs): reached through the running container's init, or mounted
- * read-only while it is stopped (cb_ctvol); the passes then read it by
+ * read-only while it is stopped (cb_ct_volume); the passes then read it by
  * the held fd's name. */
 static int attach_volumes(struct guest_run *r)
 {
-	struct cb_ctvol *v = r->vols;
+	struct cb_ct_volume *v = r->vols;
 
 	if (!v)
 		return 0;
-	if (cb_ctvol_attach(v, r->n_mps + 1, r->opts.id, r->opts.freeze_cgroup, !r->stopped,
+	if (cb_ct_volume_attach(v, r->n_mps + 1, r->opts.id, r->opts.freeze_cgroup, !r->stopped,
 			    r->log) < 0)
 		return cb_error_prefix("%s %s", r->stopped ? "stopped container's volume"
 				       : "running container's volume", r->opts.id);
@@ -262,7 +262,7 @@ static void cleanup_run(struct guest_run *r)
 		cleanup_mps(r, 0);
 	if (r->stage_created && r->keep && !r->drop_kept && cb_stage_dir_record(r->stage_dir) < 0)
 		cb_warn(r->log, "%s", cb_last_error());
-	cb_ctvol_detach(r->vols, r->n_mps + 1);
+	cb_ct_volume_detach(r->vols, r->n_mps + 1);
 	cb_lock_release(&r->store_lock);
 	cb_lock_release(&r->guest_lock);
 }
@@ -375,7 +375,7 @@ static void parse_mps(struct guest_run *r)
 		r->vols[i].target = i ? r->mps[i - 1].target : "./";
 		r->vols[i].fd = -1;
 	}
-	if (!cb_ctvol_any(r->vols, r->n_mps + 1)) {
+	if (!cb_ct_volume_any(r->vols, r->n_mps + 1)) {
 		free(r->vols);
 		r->vols = NULL;
 	}

@@ -29,7 +29,7 @@
 #include "cb_fullsync.h"
 #include "cb_keepauto.h"
 #include "cb_codec.h"
-#include "cb_ctvol.h"
+#include "cb_ct_volumes.h"
 #include "cb_index.h"
 #include "cb_exit.h"
 #include "cb_guest.h"
@@ -95,7 +95,7 @@ struct guest_run {
 	struct cb_guest_result *res; /* what the job reports (mail, JSON) */
 	struct mount_point *mps;     /* ct: the mp volumes */
 	size_t n_mps;
-	struct cb_ctvol *vols;       /* ct: root and mps that are images, held open (cb_ctvol) */
+	struct cb_ct_volume *vols;       /* ct: root and mps that are images, held open (cb_ct_volume) */
 	/* snapshot mode: one backend and snapshot per volume, root first */
 	const struct cb_snap_backend **snap_be;
 	struct cb_snapshot *snaps;

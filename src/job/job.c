@@ -17,7 +17,7 @@
 #include "cb_cleanup.h"
 #include "cb_discover.h"
 #include "cb_exit.h"
-#include "cb_ctvol.h"
+#include "cb_ct_volumes.h"
 #include "cb_guest.h"
 #include "cb_hook.h"
 #include "cb_job.h"
@@ -250,8 +250,8 @@ static int check_dir_key(const struct cb_cli *cli, const struct cb_config *cfg,
 	char *origin;
 	int r = stat(dir, &st), saved = errno;
 
-	/* a container's root may be a disk image or block device (cb_ctvol) */
-	if (r == 0 && (S_ISDIR(st.st_mode) || (!strcmp(key, "root") && cb_ctvol_is_image(dir))))
+	/* a container's root may be a disk image or block device (cb_ct_volume) */
+	if (r == 0 && (S_ISDIR(st.st_mode) || (!strcmp(key, "root") && cb_ct_volume_is_image(dir))))
 		return 0;
 	origin = cb_config_origin(cfg, o->id, &cli->kv, key);
 	if (r == 0)

@@ -1,6 +1,6 @@
 /*
  * restore_dest: where a restore writes, and how the result takes
- * DESTDIR's place (issue 25 item 5, issue 28 item 10).
+ * DESTDIR's place.
  *
  * Nothing is extracted into DESTDIR itself: the archive goes into a fresh
  * directory cbackup creates beside it (DESTDIR/../.cbackup-restore-NAME-X,

@@ -1,5 +1,5 @@
 /*
- * Parallel pass 2 (issue 16, item 4): the whole-tree walk of pass 2 is
+ * Parallel pass 2: the whole-tree walk of pass 2 is
  * bound by one lstat per entry. For each directory listed, the stats are
  * taken by the caller and the pool's workers together (chunks of the
  * listing, claimed with an atomic counter); the merge against the index

@@ -202,7 +202,7 @@ static int cmp_dir_ino(const void *a, const void *b)
 }
 
 /* A directory tracking could not place by a path is the index's
- * directory with its inode (issue 24): it is checked as its events said. */
+ * directory with its inode: it is checked as its events said. */
 static void dir_by_ino(struct cb_stage *st, const struct stage_ent *e, const char *rel,
 		       struct cb_changes *c)
 {

@@ -73,7 +73,7 @@ static int verified_path(const char *link, const struct stat *sb, char *out, siz
 	return 0;
 }
 
-/* The one rule (issue 24): where the object at fd (the /proc link LINK
+/* The one rule: where the object at fd (the /proc link LINK
  * names its path) is. out: its verified path when INSIDE or OUTSIDE. */
 enum place track_place_of(const struct cb_track *t, const char *link, const struct stat *sb,
 			   char *out, size_t len, const char **why)

@@ -1,8 +1,8 @@
-/* cb_vmcbw: what its two methods share, copy-before-write (vmcbw.c, which
+/* cb_vmcbw: what its two methods share, copy-before-write (copy_before_write.c, which
  * chooses the method) and blockdev-backup (vmbackup.c): a raw image added
  * as a QEMU block node, the hooks, the VM gone, and the guest agent's
  * freeze and thaw. Below both,
- * so that vmbackup.c does not use vmcbw.c. See include/cb_vmcbw.h. */
+ * so that vmbackup.c does not use copy_before_write.c. See include/cb_vmcbw.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "cb_json.h"
-#include "cb_qmpsess.h"
+#include "cb_qmp_session.h"
 #include "cb_util.h"
 #include "cb_vmcbw.h"
 #include "vmcbw_int.h"
@@ -26,7 +26,7 @@ int cb_vmcbw_add_image(struct cb_vmcbw *v, int dfd, const char *name, const char
 	if (fd < 0 || ftruncate(fd, (off_t)size) < 0)
 		cb_error_errno("image '%s'", path);
 	else
-		rc = cb_qmps_execf(&v->s, NULL, "blockdev-add",
+		rc = cb_qmp_session_execf(&v->s, NULL, "blockdev-add",
 				   "{\"driver\":\"raw\",\"node-name\":\"" PREFIX "%s%zu\","
 				   "\"file\":{\"driver\":\"file\",\"filename\":%s}}", kind, i, q);
 	if (fd >= 0)
@@ -89,7 +89,7 @@ int cb_vmcbw_hook(struct cb_vmcbw *v, const char *phase)
 int cb_vmcbw_vm_gone(struct cb_vmcbw *v, const char *what)
 {
 	if (!v->s.lost)
-		cb_qmps_drain(&v->s, 200);
+		cb_qmp_session_drain(&v->s, 200);
 	if (v->s.shutdown_seen || v->s.lost)
 		return cb_error("the VM shut down or QEMU quit during the backup (%s): %s not "
 				"complete", v->s.shutdown_seen ? "SHUTDOWN event" : "QMP connection "

@@ -18,7 +18,7 @@
 #include "cb_json.h"
 #include "cb_nbdread.h"
 #include "cb_private.h"
-#include "cb_qmpsess.h"
+#include "cb_qmp_session.h"
 #include "cb_rmtree.h"
 #include "cb_vmcbw.h"
 #include "vmcbw_int.h"
@@ -60,13 +60,13 @@ static char *file_child(const struct cb_json *graph, const char *name)
 
 /* Every device whose medium is a cbackup filter goes back on the node
  * under it. */
-static int restore_devices(struct cb_qmps *s, int *count)
+static int restore_devices(struct cb_qmp_session *s, int *count)
 {
 	struct cb_json *blocks = NULL, *graph = NULL;
 	const struct cb_json *list;
 	int rc = 0;
 
-	if (cb_qmps_exec(s, "query-block", NULL, &blocks) < 0)
+	if (cb_qmp_session_exec(s, "query-block", NULL, &blocks) < 0)
 		return -1;
 	list = cb_json_get(blocks, "return");
 	for (size_t i = 0; list && i < list->n; i++) {
@@ -75,7 +75,7 @@ static int restore_devices(struct cb_qmps *s, int *count)
 		char *orig, *q1, *q2;
 		if (!has_prefix(node, "cbw") || !qdev)
 			continue;
-		if (!graph && cb_qmps_exec(s, "x-debug-query-block-graph", NULL, &graph) < 0) {
+		if (!graph && cb_qmp_session_exec(s, "x-debug-query-block-graph", NULL, &graph) < 0) {
 			rc = -1;
 			break;
 		}
@@ -85,7 +85,7 @@ static int restore_devices(struct cb_qmps *s, int *count)
 		}
 		q1 = cb_json_quote(qdev);
 		q2 = cb_json_quote(orig);
-		if (cb_qmps_execf(s, NULL, "qom-set", "{\"path\":%s,\"property\":\"drive\",\"value\":%s}",
+		if (cb_qmp_session_execf(s, NULL, "qom-set", "{\"path\":%s,\"property\":\"drive\",\"value\":%s}",
 				  q1, q2) < 0)
 			rc = -1;
 		else
@@ -101,20 +101,20 @@ static int restore_devices(struct cb_qmps *s, int *count)
 
 /* blockdev-del of every node named cbackup-KIND*; an export still
  * closing holds its node a moment: retried for up to 5 s. */
-static int del_nodes(struct cb_qmps *s, const char *kind, int *count)
+static int del_nodes(struct cb_qmp_session *s, const char *kind, int *count)
 {
 	for (int tries = 0;; tries++) {
 		struct cb_json *nodes = NULL;
 		const struct cb_json *list;
 		int rc = 0, busy = 0;
-		if (cb_qmps_execf(s, &nodes, "query-named-block-nodes", "{\"flat\":true}") < 0)
+		if (cb_qmp_session_execf(s, &nodes, "query-named-block-nodes", "{\"flat\":true}") < 0)
 			return -1;
 		list = cb_json_get(nodes, "return");
 		for (size_t i = 0; list && i < list->n; i++) {
 			const char *name = cb_json_str(list->items[i], "node-name");
 			if (!has_prefix(name, kind))
 				continue;
-			if (cb_qmps_execf(s, NULL, "blockdev-del", "{\"node-name\":\"%s\"}", name) == 0)
+			if (cb_qmp_session_execf(s, NULL, "blockdev-del", "{\"node-name\":\"%s\"}", name) == 0)
 				(*count)++;
 			else
 				busy = rc = -1;
@@ -122,20 +122,20 @@ static int del_nodes(struct cb_qmps *s, const char *kind, int *count)
 		cb_json_free(nodes);
 		if (!busy || tries >= 50)
 			return rc;
-		cb_qmps_drain(s, 100);
+		cb_qmp_session_drain(s, 100);
 	}
 }
 
 /* Every job named cbackup-job* (blockdev-backup) cancelled and dismissed;
  * cancelling one of a grouped transaction cancels all: waited for up to
  * 5 s, the jobs hold their target nodes. */
-static int end_jobs(struct cb_qmps *s, int *count)
+static int end_jobs(struct cb_qmp_session *s, int *count)
 {
 	for (int tries = 0;; tries++) {
 		struct cb_json *jobs = NULL;
 		const struct cb_json *list;
 		int left = 0;
-		if (cb_qmps_exec(s, "query-jobs", NULL, &jobs) < 0)
+		if (cb_qmp_session_exec(s, "query-jobs", NULL, &jobs) < 0)
 			return -1;
 		list = cb_json_get(jobs, "return");
 		for (size_t i = 0; list && i < list->n; i++) {
@@ -146,12 +146,12 @@ static int end_jobs(struct cb_qmps *s, int *count)
 				continue;
 			q = cb_json_quote(id);
 			if (st && !strcmp(st, "concluded")) {
-				if (cb_qmps_execf(s, NULL, "job-dismiss", "{\"id\":%s}", q) == 0)
+				if (cb_qmp_session_execf(s, NULL, "job-dismiss", "{\"id\":%s}", q) == 0)
 					(*count)++;
 			} else {
 				left++;
 				if (st && strcmp(st, "aborting"))
-					cb_qmps_execf(s, NULL, "job-cancel", "{\"id\":%s}", q);
+					cb_qmp_session_execf(s, NULL, "job-cancel", "{\"id\":%s}", q);
 			}
 			free(q);
 		}
@@ -161,18 +161,18 @@ static int end_jobs(struct cb_qmps *s, int *count)
 		if (tries >= 50)
 			return cb_error("blockdev-backup job(s) " PREFIX "job* still running after "
 					"job-cancel");
-		cb_qmps_drain(s, 100);
+		cb_qmp_session_drain(s, 100);
 	}
 }
 
 /* NBD: the NBD server is cbackup's (started by this run), exports or not. */
-static int del_exports(struct cb_qmps *s, int nbd, int *count)
+static int del_exports(struct cb_qmp_session *s, int nbd, int *count)
 {
 	struct cb_json *ex = NULL;
 	const struct cb_json *list;
 	int rc = 0, found = 0;
 
-	if (cb_qmps_exec(s, "query-block-exports", NULL, &ex) < 0)
+	if (cb_qmp_session_exec(s, "query-block-exports", NULL, &ex) < 0)
 		return -1;
 	list = cb_json_get(ex, "return");
 	for (size_t i = 0; list && i < list->n; i++) {
@@ -180,7 +180,7 @@ static int del_exports(struct cb_qmps *s, int nbd, int *count)
 		if (!has_prefix(id, "exp"))
 			continue;
 		found = 1;
-		if (cb_qmps_execf(s, NULL, "block-export-del", "{\"id\":\"%s\",\"mode\":\"hard\"}", id) < 0)
+		if (cb_qmp_session_execf(s, NULL, "block-export-del", "{\"id\":\"%s\",\"mode\":\"hard\"}", id) < 0)
 			rc = -1;
 		else
 			(*count)++;
@@ -188,7 +188,7 @@ static int del_exports(struct cb_qmps *s, int nbd, int *count)
 	cb_json_free(ex);
 	/* the NBD server of a run that had exports was cbackup's own */
 	if (found || nbd)
-		cb_qmps_exec(s, "nbd-server-stop", NULL, NULL);
+		cb_qmp_session_exec(s, "nbd-server-stop", NULL, NULL);
 	return rc;
 }
 
@@ -198,7 +198,7 @@ static int del_exports(struct cb_qmps *s, int nbd, int *count)
  * fleecing nodes, backup targets; snapshot bitmaps named BITMAP* (may be
  * NULL). Goes on after an error (each step
  * undoes what it can); the first error is kept. */
-static int sweep(struct cb_qmps *s, const char *bitmap, int nbd, int *count)
+static int sweep(struct cb_qmp_session *s, const char *bitmap, int nbd, int *count)
 {
 	char first[1024] = "";
 	int rc = 0;
@@ -243,7 +243,7 @@ static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_
 	int qfd = v->s.fd, paused = 0, fired = 0, nbd = 0, lo = qfd < cmd_fd ? qfd : cmd_fd;
 	int hi = qfd ^ cmd_fd ^ lo;
 	double deadline = 0;
-	struct cb_qmps s;
+	struct cb_qmp_session s;
 	int count;
 
 	signal(SIGINT, SIG_IGN);
@@ -255,7 +255,7 @@ static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_
 	close_range(0, (unsigned)lo - 1, 0);
 	close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
 	close_range((unsigned)hi + 1, ~0U, 0);
-	cb_qmps_adopt(&s, qfd, "wd", 10000);
+	cb_qmp_session_adopt(&s, qfd, "wd", 10000);
 	for (;;) {
 		struct pollfd p = { cmd_fd, POLLIN, 0 };
 		int ms = paused ? (int)((deadline - cb_now()) * 1000) : -1;
@@ -293,7 +293,7 @@ static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_
 			break;
 	}
 	if (paused)
-		cb_qmps_exec(&s, "cont", NULL, NULL);
+		cb_qmp_session_exec(&s, "cont", NULL, NULL);
 	sweep(&s, v->bitmap, nbd, &count);
 	_exit(0);
 }
@@ -461,7 +461,7 @@ static int map_disks(struct cb_vmcbw *v)
 	struct cb_json *blocks = NULL;
 	int rc = 0;
 
-	if (cb_qmps_exec(&v->s, "query-block", NULL, &blocks) < 0)
+	if (cb_qmp_session_exec(&v->s, "query-block", NULL, &blocks) < 0)
 		return -1;
 	v->n = v->o->disks->n;
 	v->d = cb_xcalloc(v->n, sizeof(*v->d));
@@ -484,8 +484,8 @@ static int query_version(struct cb_vmcbw *v)
 	struct cb_json *ver = NULL, *st = NULL;
 	const char *status;
 
-	if (cb_qmps_exec(&v->s, "query-version", NULL, &ver) < 0 ||
-	    cb_qmps_exec(&v->s, "query-status", NULL, &st) < 0) {
+	if (cb_qmp_session_exec(&v->s, "query-version", NULL, &ver) < 0 ||
+	    cb_qmp_session_exec(&v->s, "query-status", NULL, &st) < 0) {
 		cb_json_free(ver);
 		return -1;
 	}
@@ -543,7 +543,7 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 	}
 	v->bitmap = o->keep_staging ? cb_xasprintf(PREFIX "%s", o->id) : NULL;
 	cb_vmbm_new_gen(v->gen);
-	if (cb_qmps_open(&v->s, o->qmp, QMP_TIMEOUT_MS) < 0 || query_version(v) < 0)
+	if (cb_qmp_session_open(&v->s, o->qmp, QMP_TIMEOUT_MS) < 0 || query_version(v) < 0)
 		goto fail;
 	v->path = cb_vm_path_choose(o->method, v->major, v->minor);
 	if (v->path == CB_VMPATH_STAGE) {
@@ -551,7 +551,7 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 			"later) nor blockdev-backup jobs in a transaction (4.2 or later): the disk "
 			"images are staged with the VM paused for the final sync",
 			v->major, v->minor, v->micro);
-		cb_qmps_close(&v->s);
+		cb_qmp_session_close(&v->s);
 		free(v->bitmap);
 		free(v);
 		return 1;
@@ -575,7 +575,7 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 	return 0;
 fail:
 	free_disks(v);
-	cb_qmps_close(&v->s);
+	cb_qmp_session_close(&v->s);
 	free(v->bitmap);
 	free(v);
 	return -1;
@@ -641,14 +641,14 @@ static int add_fleecing(struct cb_vmcbw *v, size_t i)
 static int insert_filter(struct cb_vmcbw *v, size_t i)
 {
 	char *node = cb_json_quote(v->d[i].node), *qdev = cb_json_quote(v->d[i].qdev);
-	int rc = cb_qmps_execf(&v->s, NULL, "blockdev-add",
+	int rc = cb_qmp_session_execf(&v->s, NULL, "blockdev-add",
 			       "{\"driver\":\"copy-before-write\",\"node-name\":\"" PREFIX "cbw%zu\","
 			       "\"file\":%s,\"target\":\"" PREFIX "fl%zu\","
 			       "\"on-cbw-error\":\"break-snapshot\",\"cbw-timeout\":%d}",
 			       i, node, i, v->o->cbw_timeout);
 
 	if (rc == 0)
-		rc = cb_qmps_execf(&v->s, NULL, "qom-set",
+		rc = cb_qmp_session_execf(&v->s, NULL, "qom-set",
 				   "{\"path\":%s,\"property\":\"drive\",\"value\":\"" PREFIX "cbw%zu\"}",
 				   qdev, i);
 	free(node);
@@ -679,7 +679,7 @@ static int resume(struct cb_vmcbw *v)
 		return cb_error("max-freeze (%d s) exceeded while the copy-before-write filters went "
 				"in: the watchdog resumed the VM, the disks would not be of one "
 				"instant", v->o->max_freeze);
-	rc = cb_qmps_exec(&v->s, "cont", NULL, NULL);
+	rc = cb_qmp_session_exec(&v->s, "cont", NULL, NULL);
 	if (answer == 'r')
 		return rc;
 	watchdog_reap(v, 1);
@@ -703,7 +703,7 @@ static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 			return cb_error("the VM watchdog (pid %d) %s: the VM was not paused",
 					(int)v->wd_pid, watchdog_lost(answer));
 		}
-		if (cb_qmps_exec(&v->s, "stop", NULL, NULL) < 0) {
+		if (cb_qmp_session_exec(&v->s, "stop", NULL, NULL) < 0) {
 			resume(v);
 			return -1;
 		}
@@ -725,7 +725,7 @@ static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 	if (resume(v) < 0)   /* its error outweighs a filter's */
 		return -1;
 	for (int t = 0; t < 20 && !v->s.resume_ts; t++)
-		cb_qmps_drain(&v->s, 50);
+		cb_qmp_session_drain(&v->s, 50);
 	*pause_s = v->s.resume_ts && v->s.stop_ts ? v->s.resume_ts - v->s.stop_ts : -1;
 	return rc;
 }
@@ -740,7 +740,7 @@ static int export_disks(struct cb_vmcbw *v, char **sock)
 		return cb_error("NBD socket path '%s' too long for a unix socket: use a shorter "
 				"tmpdir", *sock);
 	for (size_t i = 0; i < v->n; i++)
-		if (cb_qmps_execf(&v->s, NULL, "blockdev-add",
+		if (cb_qmp_session_execf(&v->s, NULL, "blockdev-add",
 				  "{\"driver\":\"snapshot-access\",\"node-name\":\"" PREFIX "acc%zu\","
 				  "\"file\":\"" PREFIX "cbw%zu\"}", i, i) < 0)
 			return -1;
@@ -749,7 +749,7 @@ static int export_disks(struct cb_vmcbw *v, char **sock)
 	 * start (another's runs) is not */
 	watchdog_note(v, 'N');
 	q = cb_json_quote(*sock);
-	rc = cb_qmps_execf(&v->s, NULL, "nbd-server-start",
+	rc = cb_qmp_session_execf(&v->s, NULL, "nbd-server-start",
 			   "{\"addr\":{\"type\":\"unix\",\"data\":{\"path\":%s}}}", q);
 	free(q);
 	v->nbd_on = rc == 0;
@@ -761,7 +761,7 @@ static int export_disks(struct cb_vmcbw *v, char **sock)
 			qs = cb_json_quote(v->d[i].snap_bm);
 			bm = cb_xasprintf(",\"bitmaps\":[{\"node\":%s,\"name\":%s}]", qn, qs);
 		}
-		rc = cb_qmps_execf(&v->s, NULL, "block-export-add",
+		rc = cb_qmp_session_execf(&v->s, NULL, "block-export-add",
 				   "{\"type\":\"nbd\",\"id\":\"" PREFIX "exp%zu\",\"node-name\":\""
 				   PREFIX "acc%zu\",\"name\":\"" PREFIX "%zu\",\"writable\":false%s}",
 				   i, i, i, bm ? bm : "");
@@ -913,7 +913,7 @@ int cb_vmcbw_close(struct cb_vmcbw *v)
 		clean_work_dir(v->work_dir);
 	else if (v->work_dir && cb_remove_tree(v->work_dir) < 0 && rc == 0)
 		rc = -1;
-	cb_qmps_close(&v->s);
+	cb_qmp_session_close(&v->s);
 	free_disks(v);
 	free(v->work_dir);
 	free(v->bitmap);

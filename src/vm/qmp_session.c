@@ -1,4 +1,4 @@
-/* cb_qmpsess: a QMP session held for a whole VM backup. See include/cb_qmpsess.h. */
+/* cb_qmp_session: a QMP session held for a whole VM backup. See include/cb_qmp_session.h. */
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -9,14 +9,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "cb_qmpsess.h"
+#include "cb_qmp_session.h"
 #include "cb_util.h"
 
 /* QMP messages are one JSON object a line; query-block of many disks is
  * tens of KiB, so the buffer grows to this and no further */
 #define QMPS_MAX_LINE (16u << 20)
 
-void cb_qmps_adopt(struct cb_qmps *s, int fd, const char *id_prefix, int timeout_ms)
+void cb_qmp_session_adopt(struct cb_qmp_session *s, int fd, const char *id_prefix, int timeout_ms)
 {
 	memset(s, 0, sizeof(*s));
 	s->fd = fd;
@@ -24,7 +24,7 @@ void cb_qmps_adopt(struct cb_qmps *s, int fd, const char *id_prefix, int timeout
 	s->timeout_ms = timeout_ms;
 }
 
-void cb_qmps_close(struct cb_qmps *s)
+void cb_qmp_session_close(struct cb_qmp_session *s)
 {
 	if (s->fd >= 0)
 		close(s->fd);
@@ -35,7 +35,7 @@ void cb_qmps_close(struct cb_qmps *s)
 }
 
 /* The next whole line, parsed, or NULL (cb_error set) after ms_left. */
-static struct cb_json *read_msg(struct cb_qmps *s, double deadline)
+static struct cb_json *read_msg(struct cb_qmp_session *s, double deadline)
 {
 	for (;;) {
 		char *nl = s->buf ? memchr(s->buf, '\n', s->len) : NULL;
@@ -71,7 +71,7 @@ static struct cb_json *read_msg(struct cb_qmps *s, double deadline)
 	}
 }
 
-static void note_event(struct cb_qmps *s, const struct cb_json *m)
+static void note_event(struct cb_qmp_session *s, const struct cb_json *m)
 {
 	const char *ev = cb_json_str(m, "event");
 	double ts = (double)cb_json_int(m, "timestamp.seconds", 0) +
@@ -90,37 +90,37 @@ static void note_event(struct cb_qmps *s, const struct cb_json *m)
 		s->migration_seen = 1;
 }
 
-int cb_qmps_open(struct cb_qmps *s, const char *path, int timeout_ms)
+int cb_qmp_session_open(struct cb_qmp_session *s, const char *path, int timeout_ms)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct cb_json *greeting;
 
-	cb_qmps_adopt(s, -1, "cb", timeout_ms);
+	cb_qmp_session_adopt(s, -1, "cb", timeout_ms);
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return cb_error("QMP socket path '%s' too long", path);
 	memcpy(sa.sun_path, path, strlen(path));
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s->fd < 0 || connect(s->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		cb_error_errno("cannot connect to QMP socket '%s'", path);
-		cb_qmps_close(s);
+		cb_qmp_session_close(s);
 		return -1;
 	}
 	greeting = read_msg(s, cb_now() + timeout_ms / 1000.0);
 	if (!greeting || !cb_json_get(greeting, "QMP")) {
 		cb_json_free(greeting);
-		cb_qmps_close(s);
+		cb_qmp_session_close(s);
 		return cb_error("'%s' is not a QMP monitor (or another client holds it)", path);
 	}
 	cb_json_free(greeting);
-	if (cb_qmps_exec(s, "qmp_capabilities", NULL, NULL) < 0) {
-		cb_qmps_close(s);
+	if (cb_qmp_session_exec(s, "qmp_capabilities", NULL, NULL) < 0) {
+		cb_qmp_session_close(s);
 		return -1;
 	}
 	return 0;
 }
 
 /* Wait for the reply with id ID; events are noted, other ids skipped. */
-static int wait_reply(struct cb_qmps *s, const char *cmd, const char *id, struct cb_json **ret)
+static int wait_reply(struct cb_qmp_session *s, const char *cmd, const char *id, struct cb_json **ret)
 {
 	double deadline = cb_now() + s->timeout_ms / 1000.0;
 
@@ -148,7 +148,7 @@ static int wait_reply(struct cb_qmps *s, const char *cmd, const char *id, struct
 	}
 }
 
-int cb_qmps_exec(struct cb_qmps *s, const char *cmd, const char *args, struct cb_json **ret)
+int cb_qmp_session_exec(struct cb_qmp_session *s, const char *cmd, const char *args, struct cb_json **ret)
 {
 	char id[32];
 	char *line;
@@ -168,7 +168,7 @@ int cb_qmps_exec(struct cb_qmps *s, const char *cmd, const char *args, struct cb
 	return wait_reply(s, cmd, id, ret);
 }
 
-int cb_qmps_execf(struct cb_qmps *s, struct cb_json **ret, const char *cmd, const char *fmt, ...)
+int cb_qmp_session_execf(struct cb_qmp_session *s, struct cb_json **ret, const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 	char *args;
@@ -178,12 +178,12 @@ int cb_qmps_execf(struct cb_qmps *s, struct cb_json **ret, const char *cmd, cons
 	if (vasprintf(&args, fmt, ap) < 0)
 		abort();
 	va_end(ap);
-	rc = cb_qmps_exec(s, cmd, args, ret);
+	rc = cb_qmp_session_exec(s, cmd, args, ret);
 	free(args);
 	return rc;
 }
 
-void cb_qmps_drain(struct cb_qmps *s, int ms)
+void cb_qmp_session_drain(struct cb_qmp_session *s, int ms)
 {
 	double deadline = cb_now() + ms / 1000.0;
 

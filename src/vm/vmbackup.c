@@ -74,7 +74,7 @@ static int start_jobs(struct cb_vmcbw *v)
 		free(q);
 		acts = next;
 	}
-	rc = cb_qmps_execf(&v->s, NULL, "transaction",
+	rc = cb_qmp_session_execf(&v->s, NULL, "transaction",
 			   "{\"actions\":[%s],\"properties\":{\"completion-mode\":\"grouped\"}}", acts);
 	free(acts);
 	return rc;
@@ -107,7 +107,7 @@ static int wait_jobs(struct cb_vmcbw *v)
 		size_t concluded = 0;
 		const char *err = NULL;
 		if (cb_vmcbw_vm_gone(v, "blockdev-backup") < 0 ||
-		    cb_qmps_exec(&v->s, "query-jobs", NULL, &jobs) < 0) {
+		    cb_qmp_session_exec(&v->s, "query-jobs", NULL, &jobs) < 0) {
 			cb_progress_end(v->o->progress);
 			return v->s.lost ? cb_vmcbw_vm_gone(v, "blockdev-backup") : -1;
 		}
@@ -129,7 +129,7 @@ static int wait_jobs(struct cb_vmcbw *v)
 			return rc;
 		}
 		cb_json_free(jobs);
-		cb_qmps_drain(&v->s, JOB_POLL_MS);
+		cb_qmp_session_drain(&v->s, JOB_POLL_MS);
 	}
 }
 

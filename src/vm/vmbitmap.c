@@ -71,10 +71,10 @@ static int bitmap_state(const struct cb_json *inserted, const char *name)
 	return BM_NONE;
 }
 
-static int remove_bitmap(struct cb_qmps *s, const char *node, const char *name)
+static int remove_bitmap(struct cb_qmp_session *s, const char *node, const char *name)
 {
 	char *qn = cb_json_quote(node), *qb = cb_json_quote(name);
-	int rc = cb_qmps_execf(s, NULL, "block-dirty-bitmap-remove", "{\"node\":%s,\"name\":%s}",
+	int rc = cb_qmp_session_execf(s, NULL, "block-dirty-bitmap-remove", "{\"node\":%s,\"name\":%s}",
 			       qn, qb);
 
 	free(qn);
@@ -85,7 +85,7 @@ static int remove_bitmap(struct cb_qmps *s, const char *node, const char *name)
 /* Every bitmap of this guest that does not record (a snapshot bitmap of a
  * run that did not finish: its kept image was not recorded complete, the
  * next run reads the disks in full) goes, on every node. */
-int cb_vmbm_sweep(struct cb_qmps *s, const char *prefix, int *count)
+int cb_vmbm_sweep(struct cb_qmp_session *s, const char *prefix, int *count)
 {
 	struct cb_json *blocks = NULL;
 	const struct cb_json *list;
@@ -93,7 +93,7 @@ int cb_vmbm_sweep(struct cb_qmps *s, const char *prefix, int *count)
 
 	if (!prefix)
 		return 0;
-	if (cb_qmps_exec(s, "query-block", NULL, &blocks) < 0)
+	if (cb_qmp_session_exec(s, "query-block", NULL, &blocks) < 0)
 		return -1;
 	list = cb_json_get(blocks, "return");
 	for (size_t i = 0; list && i < list->n; i++) {
@@ -265,7 +265,7 @@ int cb_vmbm_choose(struct cb_vmcbw *v, int dfd, int reused)
 
 	if (!v->bitmap)
 		return 0;
-	if (cb_qmps_exec(&v->s, "query-block", NULL, &blocks) < 0)
+	if (cb_qmp_session_exec(&v->s, "query-block", NULL, &blocks) < 0)
 		return -1;
 	wfd = open(v->work_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	for (size_t i = 0; i < v->n && rc == 0; i++)
@@ -286,13 +286,13 @@ int cb_vmbm_at_pause(struct cb_vmcbw *v, const struct vmdisk *d)
 	int rc;
 
 	if (qs)
-		rc = cb_qmps_execf(&v->s, NULL, "transaction", "{\"actions\":["
+		rc = cb_qmp_session_execf(&v->s, NULL, "transaction", "{\"actions\":["
 			"{\"type\":\"block-dirty-bitmap-add\",\"data\":{\"node\":%s,\"name\":%s,"
 			"\"persistent\":%s}},"
 			"{\"type\":\"block-dirty-bitmap-disable\",\"data\":{\"node\":%s,\"name\":%s}}]}",
 			qn, qb, persistent, qn, qs);
 	else
-		rc = cb_qmps_execf(&v->s, NULL, "block-dirty-bitmap-add",
+		rc = cb_qmp_session_execf(&v->s, NULL, "block-dirty-bitmap-add",
 				   "{\"node\":%s,\"name\":%s,\"persistent\":%s}", qn, qb, persistent);
 	free(qn);
 	free(name);

@@ -1,4 +1,4 @@
-/* Internals shared by the two QEMU paths of cb_vmcbw: vmcbw.c (the
+/* Internals shared by the two QEMU paths of cb_vmcbw: copy_before_write.c (the
  * session, the graph, copy-before-write) and vmbackup.c (blockdev-backup
  * jobs, QEMU 4.2 to 7.0). */
 #ifndef CB_VMCBW_INT_H
@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "cb_qga.h"
-#include "cb_qmpsess.h"
+#include "cb_qmp_session.h"
 #include "cb_vmcbw.h"
 
 #define PREFIX "cbackup-"
@@ -29,7 +29,7 @@ struct vmdisk {
 
 struct cb_vmcbw {
 	const struct cb_vmcbw_opts *o;
-	struct cb_qmps s;
+	struct cb_qmp_session s;
 	struct vmdisk *d;
 	size_t n;
 	int major, minor, micro;
@@ -45,7 +45,7 @@ struct cb_vmcbw {
 	int nbd_on;                 /* cbackup's NBD server runs in QEMU */
 };
 
-/* vmcbw.c */
+/* copy_before_write.c */
 /* A new sparse file NAME in DFD (a private directory; O_EXCL) of SIZE bytes,
  * PATH by name, as raw node cbackup-KIND<I> in QEMU. */
 int cb_vmcbw_add_image(struct cb_vmcbw *v, int dfd, const char *name, const char *path,
@@ -61,7 +61,7 @@ int cb_vmcbw_vm_gone(struct cb_vmcbw *v, const char *what);
 void cb_vmbm_new_gen(char gen[VM_GEN_LEN + 1]);
 /* Bitmaps named PREFIX... that do not record (a snapshot of an unfinished
  * run) removed from every node; PREFIX NULL: nothing. */
-int cb_vmbm_sweep(struct cb_qmps *s, const char *prefix, int *count);
+int cb_vmbm_sweep(struct cb_qmp_session *s, const char *prefix, int *count);
 /* Before the pause: each disk incremental (snap_bm set) or read in full,
  * with a line saying why when a kept image was there (REUSED); this
  * guest's other bitmaps removed. */

@@ -746,7 +746,7 @@ static void test_pve_volumes(void **state)
 	assert_int_equal(cb_pve_volume_path("tank:subvol-102-disk-0", &vol), 0);
 	assert_string_equal(vol, "/rpool/data/subvol-102-disk-0");
 	free(vol);
-	/* block storages: the device Proxmox's plugin names (cb_ctvol reaches it) */
+	/* block storages: the device Proxmox's plugin names (cb_ct_volume reaches it) */
 	assert_int_equal(cb_pve_volume_path("tank:vm-103-disk-0", &vol), 0);
 	assert_string_equal(vol, "/dev/zvol/rpool/data/vm-103-disk-0");
 	free(vol);

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "cb_cleanup.h"
-#include "cb_ctvol.h"
+#include "cb_ct_volumes.h"
 #include "cb_guest.h"
 #include "cb_opts.h"
 #include "cb_rmtree.h"
@@ -563,11 +563,11 @@ static void test_ct_init_identity(void **state)
 	skip_without_cgroup(fx);
 	g = start_ns_init(fx);
 	setenv("PATH", "/nonexistent", 1);   /* no lxc-info: the cgroup is read */
-	assert_int_equal(cb_ctvol_find_init("1", fx->dir, &init), 0);
+	assert_int_equal(cb_ct_volume_find_init("1", fx->dir, &init), 0);
 	assert_int_equal(init.pid, g);
 	assert_string_equal(init.source, "cgroup");
-	assert_int_equal(cb_ctvol_check_init(&init), 0);
-	fd = cb_ctvol_open_root(&init);
+	assert_int_equal(cb_ct_volume_check_init(&init), 0);
+	fd = cb_ct_volume_open_root(&init);
 	assert_true(fd >= 0);
 	assert_int_equal(fstat(fd, &a), 0);
 	assert_int_equal(stat("/", &b), 0);
@@ -576,25 +576,25 @@ static void test_ct_init_identity(void **state)
 	/* the PID now names a process started at another time: recycled */
 	bad = init;
 	bad.start = init.start + 1;
-	assert_int_equal(cb_ctvol_check_init(&bad), -1);
+	assert_int_equal(cb_ct_volume_check_init(&bad), -1);
 	assert_non_null(strstr(cb_last_error(), "start time changed"));
-	assert_int_equal(cb_ctvol_open_root(&bad), -1);
+	assert_int_equal(cb_ct_volume_open_root(&bad), -1);
 	/* the container's other process (C: in the cgroup, not an init) */
 	bad.pid = fx->child;
 	bad.start = start_of(fx->child);
-	assert_int_equal(cb_ctvol_check_init(&bad), -1);
+	assert_int_equal(cb_ct_volume_check_init(&bad), -1);
 	assert_non_null(strstr(cb_last_error(), "is not the container's init"));
 	/* the host's process (this one): not in the cgroup */
 	bad.pid = getpid();
 	bad.start = start_of(getpid());
-	assert_int_equal(cb_ctvol_check_init(&bad), -1);
+	assert_int_equal(cb_ct_volume_check_init(&bad), -1);
 	assert_non_null(strstr(cb_last_error(), "is not in the container's cgroup"));
 	kill(g, SIGKILL);
 	waitpid(fx->child, NULL, 0);
 	fx->child = 0;
 	fx->ns_init = 0;
 	/* gone: refused */
-	assert_int_equal(cb_ctvol_check_init(&init), -1);
+	assert_int_equal(cb_ct_volume_check_init(&init), -1);
 	cb_ctinit_release(&init);
 	if (old_path)
 		setenv("PATH", old_path, 1);

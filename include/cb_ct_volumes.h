@@ -1,5 +1,5 @@
 /*
- * cb_ctvol: a container volume that is no directory of the host, reached
+ * cb_ct_volume: a container volume that is no directory of the host, reached
  * as vzdump reaches it. Proxmox's default container rootfs is a raw disk
  * image (local:100/vm-100-disk-0.raw on a dir, NFS or CIFS storage) or a
  * block device (local-lvm:vm-100-disk-0, an LVM-thin or LVM volume):
@@ -28,8 +28,8 @@
  * /proc/self/fd/N, which resolves through this process's fd, never through
  * the PID again.
  */
-#ifndef CB_CTVOL_H
-#define CB_CTVOL_H
+#ifndef CB_CT_VOLUMES_H
+#define CB_CT_VOLUMES_H
 
 #include <stddef.h>
 #include <sys/types.h>
@@ -38,7 +38,7 @@
 
 /* 1: PATH is a disk image or a block device (a volume to reach), 0: not
  * (a directory, or nothing there: the usual checks say so). */
-int cb_ctvol_is_image(const char *path);
+int cb_ct_volume_is_image(const char *path);
 
 /* A container's init, as found: its PID and start time (/proc/PID/stat
  * field 22) and the cgroup directory it was found in. */
@@ -52,44 +52,44 @@ struct cb_ctinit {
 /* Find the init of container ID whose cgroup is CGROUP (freeze-cgroup's
  * value: relative to the cgroup mount, or absolute). 0, or -1 with the
  * error set. */
-int cb_ctvol_find_init(const char *id, const char *cgroup, struct cb_ctinit *init);
+int cb_ct_volume_find_init(const char *id, const char *cgroup, struct cb_ctinit *init);
 void cb_ctinit_release(struct cb_ctinit *init);
 
 /* 0 when INIT is still what it was found to be (start time, cgroup, pid 1
  * of its namespace), else -1 with the error set. */
-int cb_ctvol_check_init(const struct cb_ctinit *init);
+int cb_ct_volume_check_init(const struct cb_ctinit *init);
 
 /* /proc/PID/root opened (O_RDONLY|O_DIRECTORY), checked after the open
- * with cb_ctvol_check_init: the fd, or -1 with the error set. */
-int cb_ctvol_open_root(const struct cb_ctinit *init);
+ * with cb_ct_volume_check_init: the fd, or -1 with the error set. */
+int cb_ct_volume_open_root(const struct cb_ctinit *init);
 
 /* The directory TARGET ("/srv/data") below ROOT_FD, resolved as in that
  * root (RESOLVE_IN_ROOT, no magic links): an fd, or -1. */
-int cb_ctvol_open_in(int root_fd, const char *target);
+int cb_ct_volume_open_in(int root_fd, const char *target);
 
 /* IMAGE (a file or block device) mounted read-only and detached: the fd of
  * its root directory, or -1 with the error set. how (len bytes) says
  * "ext4 on /dev/loop3 (read-only loop of IMAGE)". */
-int cb_ctvol_mount_ro(const char *image, char *how, size_t len);
+int cb_ct_volume_mount_ro(const char *image, char *how, size_t len);
 
 /*
  * A container's volumes: v[0] its root, v[1..n) its mount points (src: the
  * configured source, target: where the guest has it, "./srv/data"). Each
- * that is an image (cb_ctvol_is_image) is reached (running: through the
+ * that is an image (cb_ct_volume_is_image) is reached (running: through the
  * init's root, stopped: mounted) and gets fd and path "/proc/self/fd/N";
  * the others keep fd -1, path NULL. Says in the log how each was reached.
  */
-struct cb_ctvol {
+struct cb_ct_volume {
 	const char *src, *target;
 	int fd;
 	char *path;
 };
 
 /* 1 when one of the n volumes is an image. */
-int cb_ctvol_any(const struct cb_ctvol *v, size_t n);
-int cb_ctvol_attach(struct cb_ctvol *v, size_t n, const char *id, const char *cgroup,
+int cb_ct_volume_any(const struct cb_ct_volume *v, size_t n);
+int cb_ct_volume_attach(struct cb_ct_volume *v, size_t n, const char *id, const char *cgroup,
 		    int running, struct cb_log *log);
 /* Close them: a detached mount goes with its fd, its loop device with it. */
-void cb_ctvol_detach(struct cb_ctvol *v, size_t n);
+void cb_ct_volume_detach(struct cb_ct_volume *v, size_t n);
 
 #endif
