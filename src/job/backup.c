@@ -26,19 +26,57 @@ char *cb_backup_archive_name(enum cb_guest_type type, const char *id, time_t whe
 			    cb_compress_ext(compress));
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* vzdump's wording of a rule set: "keep-daily=7, keep-last=3" (its keys
+ * sorted, joined by ", "), whatever order the config gave. */
+static char *keep_rules_text(const char *rules)
+{
+	char *copy = cb_xstrdup(rules), *save = NULL, *out;
+	struct cb_strvec v = CB_STRVEC_INIT;
+	size_t len = 1;
+
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		t += strspn(t, " ");
+		if (*t)
+			cb_strvec_push(&v, t);
+	}
+	if (v.n)
+		qsort(v.v, v.n, sizeof(*v.v), cmp_str);
+	for (size_t i = 0; i < v.n; i++)
+		len += strlen(v.v[i]) + 2;
+	out = cb_xmalloc(len);
+	out[0] = '\0';
+	for (size_t i = 0; i < v.n; i++) {
+		if (i)
+			strcat(out, ", ");
+		strcat(out, v.v[i]);
+	}
+	cb_strvec_clear(&v);
+	free(copy);
+	return out;
+}
+
 /* After a successful backup (remove = 1): retention. A failure here is a
  * warning: the new backup is good. */
 static void prune_old(struct guest_run *r)
 {
 	unsigned removed = 0;
+	char *keep;
 
 	if (!r->opts.remove || !r->opts.prune_backups || r->opts.to_stdout)
 		return;
-	cb_info(r->log, "prune older backups with retention: %s", r->opts.prune_backups);
+	keep = keep_rules_text(r->opts.prune_backups);
+	cb_info(r->log, "prune older backups with retention: %s", keep);
+	free(keep);
 	if (cb_prune_guest(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.prune_backups,
 			   strrchr(r->archive_path, '/') + 1, 0, r->log, &removed) < 0)
 		cb_warn(r->log, "prune: %s", cb_last_error());
-	cb_info(r->log, "pruned %u backup(s)", removed);
+	cb_info(r->log, "pruned %u backup(s)%s", removed,
+		removed ? " not covered by keep-retention policy" : "");
 }
 
 /* NAME (ARCHIVE.notes, ARCHIVE.protected) beside the archive, created as
@@ -66,6 +104,7 @@ static int mark_archive(struct guest_run *r)
 	if (r->opts.to_stdout)
 		return 0;
 	if (r->opts.notes_template) {
+		cb_info(r->log, "adding notes to backup");
 		cb_node_name(node, sizeof(node));
 		struct cb_notes_vars v = { node, r->hostname, node, r->opts.id,
 					   cb_guest_type_name(r->opts.type) };
@@ -74,10 +113,10 @@ static int mark_archive(struct guest_run *r)
 			cb_warn(r->log, "notes: %s", cb_last_error());
 		free(text);
 	}
+	if (r->opts.protected_)
+		cb_info(r->log, "marking backup as protected");
 	if (r->opts.protected_ && create_beside(r, ".protected", "") < 0)
 		return cb_error_prefix("protected");
-	if (r->opts.protected_)
-		cb_info(r->log, "marked protected: '%s.protected'", r->archive_path);
 	return 0;
 }
 
@@ -410,7 +449,20 @@ static int log_status(struct guest_run *r)
 		cb_info(r->log, "status = stopped (%s)", why);
 	else
 		cb_info(r->log, "status = running");
+	if (r->opts.type == CB_GUEST_CT && r->hostname_configured)
+		cb_info(r->log, "CT Name: %s", r->hostname);
 	return 0;
+}
+
+/* vzdump's "Backup started at 2026-12-06 03:00:01" (local time) */
+static void log_clock(struct guest_run *r, const char *what)
+{
+	char when[32];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	strftime(when, sizeof(when), "%F %H:%M:%S", localtime_r(&now, &tm));
+	cb_info(r->log, "%s %s", what, when);
 }
 
 /* vzdump's guest type in its summary lines: lxc or qemu */
@@ -424,6 +476,7 @@ static int start_guest_log(struct guest_run *r)
 	reserve_name(r);
 	/* vzdump's words, which alert rules match: every guest is a "VM" */
 	cb_info(r->log, "Starting Backup of VM %s (%s)", r->opts.id, vz_type(r));
+	log_clock(r, "Backup started at");
 	if (log_status(r) < 0)
 		return -1;
 	backup_choose_mode(r);
@@ -452,6 +505,7 @@ static void log_failure(struct guest_run *r)
 		cb_err(r->log, "Backup of VM %s failed - %s", r->opts.id, cb_last_error());
 		cb_log_syslog(LOG_ERR, "Backup of VM %s (%s) failed - %s", r->opts.id, vz_type(r),
 			      cb_last_error());
+		log_clock(r, "Failed at");
 	}
 	end_hook(r, "backup-abort");
 }
@@ -504,6 +558,7 @@ int cb_backup_guest(struct cb_opts *resolved, const char *config_error, struct c
 		cb_info(log, "Finished Backup of VM %s (%s)", r.opts.id, hms);
 		cb_log_syslog(LOG_INFO, "Finished Backup of VM %s (%s) (%s): %s", r.opts.id, vz_type(&r),
 			      hms, r.archive_path);
+		log_clock(&r, "Backup finished at");
 	}
 	cb_log_detach(log);
 	end_hook(&r, "log-end");

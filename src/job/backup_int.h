@@ -84,6 +84,7 @@ struct guest_run {
 	int drop_kept;               /* auto: the kept copy is used, then removed */
 	struct cb_progress progress; /* TTY progress of pass 1 and the archive */
 	char hostname[256];          /* the guest's, for hooks */
+	int hostname_configured;     /* hostname is its config's (vzdump's "CT Name:") */
 	uint64_t estimate;           /* bytes the staging copy needs */
 	int estimate_after_sync;     /* keep-staging: measured by the first sync */
 	uint64_t first_bytes;        /* the first sync's tree: file bytes + a header each */

@@ -52,8 +52,10 @@ static void first_word(const char *file, char *out, size_t len)
  * container's /etc/hostname, else "CT101" / "VM200". */
 void backup_find_hostname(struct guest_run *r)
 {
-	if (hostname_from_config(r->opts.guest_config, r->hostname, sizeof(r->hostname)))
+	if (hostname_from_config(r->opts.guest_config, r->hostname, sizeof(r->hostname))) {
+		r->hostname_configured = 1;
 		return;
+	}
 	if (r->opts.root) {
 		char *etc = cb_xasprintf("%s/etc/hostname", r->opts.root);
 		first_word(etc, r->hostname, sizeof(r->hostname));

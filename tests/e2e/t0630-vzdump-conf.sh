@@ -104,7 +104,7 @@ test_expect_success 'its prune-backups prunes after the next backup' '
 	sleep 1.1
 	cbackup_run 0 backup --root "$SCRATCH/ct101" --id 101 --config vzdump.conf \
 		--dumpdir "$D" --freeze-cmd true --thaw-cmd true --sendmail sendmail
-	test_has "$CB_ERR" "^INFO: prune older backups with retention: keep-last=1,keep-weekly=2\$"
+	test_has "$CB_ERR" "^INFO: prune older backups with retention: keep-last=1, keep-weekly=2\$"
 	test "$(ls "$D"/vzdump-lxc-101-*.tar.zst | wc -l)" = 1
 '
 

@@ -96,4 +96,30 @@ test_expect_success 'old and new names are one series: list, prune keep-last, re
 	test "$(grep -c "^101 " "$CB_OUT")" = 2
 '
 
+test_expect_success 'vzdump'"'"'s log lines (pve-manager PVE/VZDump.pm exec_backup_task, pve-container src/PVE/VZDump/LXC.pm prepare): started at, CT Name, notes, protected, retention, pruned, finished at' '
+	rm -f "$D"/*
+	mkdir -p "$SCRATCH/cfg"
+	printf "arch: amd64\nhostname: web-101\nostype: debian\n" >"$SCRATCH/cfg/101.conf"
+	cbackup_run 0 backup --root "$SCRATCH/src" --id 101 --dumpdir "$D" --tmpdir "$T"
+	sleep 1.1   # the next archive gets a name of its own
+	cbackup_run 0 backup --root "$SCRATCH/src" --id 101 --dumpdir "$D" --tmpdir "$T" \
+		--guest-config "$SCRATCH/cfg/101.conf" --notes-template "{{guestname}}" \
+		--prune-backups keep-last=1,keep-daily=1
+	cat "$CB_ERR"
+	D8="[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}"
+	test_has "$CB_ERR" "^INFO: Starting Backup of VM 101 \(lxc\)$"
+	test_has "$CB_ERR" "^INFO: Backup started at $D8$"
+	test_has "$CB_ERR" "^INFO: CT Name: web-101$"
+	test_has "$CB_ERR" "^INFO: adding notes to backup$"
+	test_has "$CB_ERR" "^INFO: prune older backups with retention: keep-daily=1, keep-last=1$"
+	test_has "$CB_ERR" "^INFO: pruned 1 backup\(s\) not covered by keep-retention policy$"
+	test_has "$CB_ERR" "^INFO: Backup finished at $D8$"
+	a=$(ls "$D" | grep "\.tar\.zst$")
+	test_has "$D/${a%.tar.zst}.log" "^${TS}INFO: CT Name: web-101$"
+	sleep 1.1
+	cbackup_run 0 backup --root "$SCRATCH/src" --id 101 --dumpdir "$D" --tmpdir "$T" \
+		--protected 1 --remove 0
+	test_has "$CB_ERR" "^INFO: marking backup as protected$"
+'
+
 test_done
