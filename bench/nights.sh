@@ -15,6 +15,8 @@
 #   file system sees the same changes.
 # Each night every tool backs up the same tree, the order turned each night:
 #   cbackup  backup --keep-staging 1 --compress zstd (reuse 1, the default)
+#   cbdef    cbackup as installed: backup --compress zstd, every other
+#            setting its default (keep-staging auto)
 #   borg     1.2, repository -e none, create --compression zstd,3
 #   restic   0.14 (always encrypted), backup
 #   vzdump   rsync -aHAX twice, tar | zstd -T0, the copy removed
@@ -23,7 +25,9 @@
 # directory grew by per night (mean of nights 2..N), its storage after N
 # nights (btrfs: exclusive + shared extents counted once; ext4: du), and
 # what the tool keeps between nights outside the dump directory (cbackup's
-# staging copy with its index, borg's and restic's caches).
+# staging copy with its index, borg's and restic's caches); night 1's wall
+# time and peak RSS; and after the last night a full restore of it (cbackup
+# restore, borg extract, restic restore, zstd -dc | tar -x), wall and CPU.
 # Environment: NIGHTS=7 ROUNDS=3 FS="btrfs ext4" DISTROOT=/work/distroot
 #   BENCH_TMP=/var/tmp (scratch, removed at exit: ~2x the root + 2 images
 #   of IMG_SIZE=16G, sparse).
@@ -37,7 +41,7 @@ ROUNDS=${ROUNDS:-3}
 FS=${FS:-btrfs ext4}
 DISTROOT=${DISTROOT:-/work/distroot}
 IMG_SIZE=${IMG_SIZE:-16G}
-TOOLS="cbackup borg restic vzdump"
+TOOLS="cbackup cbdef borg restic vzdump"
 . bench/lib.sh
 
 for t in borg restic rsync zstd btrfs mkfs.ext4 /usr/bin/time; do
@@ -136,6 +140,10 @@ run_tool() {
 		"$CB" backup --root "$SRC" --id 100 --type ct --tmpdir "$keep" --dumpdir "$dump" \
 			--compress zstd --keep-staging 1 --freeze-cmd true --thaw-cmd true \
 			2>>"$work/cbackup.log" ;;
+	cbdef)
+		mkdir -p "$dump"
+		"$CB" backup --root "$SRC" --id 100 --type ct --tmpdir "$keep" --dumpdir "$dump" \
+			--compress zstd --freeze-cmd true --thaw-cmd true 2>>"$work/cbackup.log" ;;
 	borg)
 		[ -d "$dump" ] || BORG_BASE_DIR=$keep borg init -e none "$dump"
 		BORG_BASE_DIR=$keep borg create --compression zstd,3 "$dump::n$4" "$SRC" ;;
@@ -150,7 +158,23 @@ run_tool() {
 		rm -rf "$keep/vz" ;;
 	esac
 }
-export -f run_tool
+# restore_tool TOOL DUMP DEST: the last night back, whole, into DEST
+restore_tool() {
+	local dump=$2/$1
+	mkdir -p "$3"
+	case $1 in
+	cbackup|cbdef)
+		"$CB" restore "$(ls -t "$dump"/*.tar.zst | head -n 1)" "$3" --force 2>>"$work/cbackup.log" ;;
+	borg)
+		(cd "$3" && borg extract "$dump::n$NIGHTS") ;;
+	restic)
+		restic -q -r "$dump" restore latest --target "$3" >/dev/null ;;
+	vzdump)
+		zstd -dc "$dump/n$NIGHTS.tar.zst" | tar --numeric-owner --xattrs --acls -xpf - -C "$3" ;;
+	esac
+}
+export -f run_tool restore_tool
+export NIGHTS
 export CB SRC work
 
 # stored FSTYPE DIR: bytes the directory holds on its file system
@@ -172,11 +196,15 @@ timed_night() {
 	local fs=$1 tool=$2 before after
 	before=$(stored "$fs" "$3/$tool")
 	sync
-	/usr/bin/time -f "%e %U %S" -o "$work/time" bash -c 'set -e; run_tool "$@"' _ "$tool" "$3" "$4" "$5" ||
+	/usr/bin/time -f "%e %U %S %M" -o "$work/time" bash -c 'set -e; run_tool "$@"' _ "$tool" "$3" "$4" "$5" ||
 		{ echo "$tool failed on night $5" >&2; tail -5 "$work/cbackup.log" >&2; exit 1; }
 	after=$(stored "$fs" "$3/$tool")
-	read -r wall user sys <"$work/time"
-	[ "$5" = 1 ] && return 0
+	read -r wall user sys rss <"$work/time"
+	if [ "$5" = 1 ]; then
+		echo "$wall" >"$work/n.$tool.night1"
+		echo "$((rss * 1024))" >"$work/n.$tool.rss1"
+		return 0
+	fi
 	echo "$wall" >>"$work/n.$tool.wall"
 	awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }' >>"$work/n.$tool.cpu"
 	echo $((after - before)) >>"$work/n.$tool.added"
@@ -196,13 +224,26 @@ round() {
 		[ "$n" = 1 ] || change "$n"
 		# the order turned each night (and each round)
 		set -- $TOOLS
-		for i in $(seq 1 $(((n + r) % 4))); do set -- "$@" "$1"; shift; done
+		for i in $(seq 1 $(((n + r) % 5))); do set -- "$@" "$1"; shift; done
 		order="$*"
 		for t in $order; do timed_night "$fs" "$t" "$mnt" "$keep" "$n"; done
 		echo "   night $n done ($order), load $(cut -d' ' -f1-3 /proc/loadavg)"
 		cut -d' ' -f1 /proc/loadavg >>"$work/load.$fs"
 	done
+	# the last night back, whole, each tool in turn into a tree of its own
+	# (the trees removed only at the end: ext4 slows file creation right
+	# after a big removal)
 	for t in $TOOLS; do
+		/usr/bin/time -f "%e %U %S" -o "$work/time" bash -c 'set -e; restore_tool "$@"' _ \
+			"$t" "$mnt" "$work/rst-$t" || { echo "$t restore failed" >&2; exit 1; }
+		read -r wall user sys <"$work/time"
+		rec "$fs" "$t.rwall" "$wall"
+		rec "$fs" "$t.rcpu" "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')"
+	done
+	rm -rf "$work"/rst-*
+	for t in $TOOLS; do
+		rec "$fs" "$t.night1" "$(cat "$work/n.$t.night1")"
+		rec "$fs" "$t.rss1" "$(cat "$work/n.$t.rss1")"
 		rec "$fs" "$t.wall" "$(sum "$work/n.$t.wall")"
 		rec "$fs" "$t.cpu" "$(sum "$work/n.$t.cpu")"
 		rec "$fs" "$t.added" "$(mean "$work/n.$t.added")"
@@ -219,11 +260,15 @@ table() {
 	local fs=$1 t k
 	echo
 	echo "dump dir on $fs: nights 2-$NIGHTS, medians of $(wc -l <"$work/r.$fs.cbackup.wall") round(s), load average (1 min) during the nights: $(median "$work/load.$fs") median, $(sort -n "$work/load.$fs" | head -n 1)-$(sort -n "$work/load.$fs" | tail -n 1)"
-	echo "| nights 2-$NIGHTS | cbackup | borg | restic | vzdump's way |"
-	echo "|---|---|---|---|---|"
-	for k in wall cpu added storage kept; do
+	echo "| | cbackup keep-staging 1 | cbackup as installed | borg | restic | vzdump's way |"
+	echo "|---|---|---|---|---|---|"
+	for k in night1 rss1 wall cpu added storage kept rwall rcpu; do
 		case $k in
-		wall) printf '| wall, total |' ;;
+		night1) printf '| night 1 wall |' ;;
+		rss1) printf '| night 1 peak RSS |' ;;
+		rwall) printf '| full restore of night %s, wall |' "$NIGHTS" ;;
+		rcpu) printf '| full restore, CPU |' ;;
+		wall) printf '| nights 2-%s wall, total |' "$NIGHTS" ;;
 		cpu) printf '| CPU (user+sys), total |' ;;
 		added) printf '| bytes added per night |' ;;
 		storage) printf "| storage after $NIGHTS nights |" ;;
@@ -232,15 +277,21 @@ table() {
 		for t in $TOOLS; do
 			v=$(median "$work/r.$fs.$t.$k")
 			case $k in
-			wall|cpu) printf ' %.1f s |' "$v" ;;
+			wall|cpu|night1|rwall|rcpu) printf ' %.1f s |' "$v" ;;
 			*) printf ' %s |' "$(mb "$v")" ;;
 			esac
 		done
 		echo
 	done
-	for k in wall cpu storage; do
-		awk -v c="$(median "$work/r.$fs.cbackup.$k")" -v b="$(median "$work/r.$fs.borg.$k")" -v k="$k" \
-			'BEGIN { printf "cbackup/borg %s: %.2fx\n", k, (b > 0 ? c / b : 0) }'
+	for k in wall cpu storage night1 rss1; do
+		for c in cbackup cbdef; do
+			awk -v c="$(median "$work/r.$fs.$c.$k")" -v b="$(median "$work/r.$fs.borg.$k")" -v k="$k" \
+				-v n="$c" 'BEGIN { printf "%s/borg %s: %.2fx\n", n, k, (b > 0 ? c / b : 0) }'
+		done
+	done
+	for k in rwall rcpu; do
+		awk -v c="$(median "$work/r.$fs.cbdef.$k")" -v b="$(median "$work/r.$fs.vzdump.$k")" -v k="$k" \
+			'BEGIN { printf "cbackup restore / zstd -dc | tar -x %s: %.2fx\n", k, (b > 0 ? c / b : 0) }'
 	done
 }
 
