@@ -3,8 +3,12 @@
  * the calling thread in submission order (pigz's scheme, without its
  * dictionary chaining: a codec that wants history copies it into the job).
  *
- * A fixed ring of 2 * threads + 2 jobs bounds the memory: the caller blocks
- * in cb_pool_acquire() until the oldest job is done and written. With one
+ * A fixed ring of threads + 2 jobs bounds the memory (a job holds a chunk
+ * in and its output, about 8 MiB at 4 MiB units): one running on each
+ * thread, one being filled, one being written; the caller blocks in
+ * cb_pool_acquire() until the oldest job is done and written. Twice the
+ * threads bought no throughput (a 642 MB root, zstd on 2 cores: 2.52 s
+ * against 2.14 s, medians of 3) and cost 18 MB of peak RSS. With one
  * thread jobs run inline, so the bytes never depend on the thread count;
  * stored chunks, which need only their checksums, run inline too when
  * nothing is in flight.
@@ -82,7 +86,7 @@ struct cb_pool *cb_pool_new_sized(int threads, size_t in_cap, size_t out_cap, si
 	p->ops = ops;
 	p->ctx = ctx;
 	p->threads = threads < 1 ? 1 : threads;
-	p->njobs = p->threads == 1 ? 1 : 2 * (size_t)p->threads + 2;
+	p->njobs = p->threads == 1 ? 1 : (size_t)p->threads + 2;
 	p->jobs = cb_xcalloc(p->njobs, sizeof(*p->jobs));
 	p->done = cb_xcalloc(p->njobs, 1);
 	/* two regions, so that huge pages back them (see cb_xmalloc_huge) */
