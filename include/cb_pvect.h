@@ -31,6 +31,9 @@ struct cb_idmap {
 /* The container's view of host ID (type 'u' or 'g') in *ct: 0, or -1 when
  * the map has no place for it. */
 int cb_idmap_back(const struct cb_idmap *m, char type, unsigned long host, unsigned long *ct);
+/* The host's ID of the container's ID ct: 0, or -1 when the map has no
+ * place for it (restore --map-ids). */
+int cb_idmap_forward(const struct cb_idmap *m, char type, unsigned long ct, unsigned long *host);
 
 struct cb_pvect_conf {
 	char *text;       /* the stripped config (malloc'ed) */

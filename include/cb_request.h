@@ -25,6 +25,7 @@ struct cb_cli {
 	int ignore_checksum;          /* restore --ignore-checksum */
 	int keep_old;                 /* restore --keep-old */
 	int salvage;                  /* restore --salvage */
+	char *map_ids;                /* restore --map-ids FILE */
 	struct cb_strvec paths;       /* restore --path P (repeatable) */
 	int json;                     /* ls --json */
 	int dry_run;                  /* --dry-run (also in kv, for the commands with a config) */

@@ -26,6 +26,8 @@ struct cb_restore_opts {
 	int dry_run;          /* check and say what would be restored; write nothing */
 	int salvage;          /* damaged units cost only their members (restore_salvage.c) */
 	int progress;         /* a progress line on stderr when it is a terminal (cb_progress) */
+	const char *map_ids;  /* --map-ids: an unprivileged container's config whose ID map
+			       * shifts owners, ACLs and capabilities to the host's IDs */
 };
 
 /* A member restore --salvage could not restore: a byte of it (or of the
@@ -45,6 +47,9 @@ struct cb_restore_stats {
 	size_t n_lost;
 };
 
+/* --map-ids FILE names an unprivileged container's config with an ID map:
+ * 0, else -1 with the error set (a usage error: nothing restored). */
+int cb_restore_check_map_ids(const char *file);
 /* 0 when the restore finished (with --salvage: members may be lost, each
  * said as an ERROR line when found), -1 with the error set. st is filled
  * either way; release it with cb_restore_stats_release. */

@@ -13,7 +13,7 @@
 
 /* Options that are not config keys. */
 enum cli_only { OPT_CONFIG, OPT_ALL, OPT_EXCLUDE, OPT_FORCE, OPT_KEEP_OLD, OPT_PATH, OPT_JSON, OPT_HELP, OPT_VERSION,
-	       OPT_IGNORE_CHECKSUM, OPT_SALVAGE, OPT_NONE };
+	       OPT_IGNORE_CHECKSUM, OPT_SALVAGE, OPT_MAP_IDS, OPT_NONE };
 static const struct {
 	const char *name;
 	enum cli_only id;
@@ -34,6 +34,8 @@ static const struct {
 	{ "salvage", OPT_SALVAGE, 0,
 	  "restore: every member outside damaged units; each member lost is named, exit status 1",
 	  NULL },
+	{ "map-ids", OPT_MAP_IDS, 1, "restore: shift owners, ACLs and capabilities to the host's IDs "
+	  "by this unprivileged container's config (its lxc.idmap)", "FILE" },
 	{ "json", OPT_JSON, 0, "ls: one JSON object per entry", NULL },
 	{ "help", OPT_HELP, 0, "show this help (after a command: that command's)", NULL },
 	{ "version", OPT_VERSION, 0, "show the version", NULL },
@@ -121,9 +123,10 @@ static const struct {
 		    "Back up guests: a staging copy, the guest frozen only for the final sync, then a\n"
 		    "compressed, seekable archive in dumpdir.", NULL },
 	{ "restore", "cbackup restore ARCHIVE DESTDIR [--force] [--path PATH...] [--dry-run]\n"
-		     "                [--ignore-checksum] [--salvage] [--output-format json]\n"
+		     "                [--ignore-checksum] [--salvage] [--map-ids FILE]\n"
+		     "                [--output-format json]\n"
 		     "Unpack an archive (or some of its paths) into DESTDIR.",
-	  (const char *const[]){ "force", "keep-old", "path", "ignore-checksum", "salvage",
+	  (const char *const[]){ "force", "keep-old", "path", "ignore-checksum", "salvage", "map-ids",
 				 "output-format", "dry-run", "help", NULL } },
 	{ "ls", "cbackup ls ARCHIVE [PATH...] [--json]\nList an archive's entries from its catalog.",
 	  (const char *const[]){ "json", "help", NULL } },
@@ -197,7 +200,7 @@ int cb_cli_command_usage(FILE *out, const char *name)
  * of restore, ls and prune alone. */
 static void all_options(FILE *out, int width, int backup_only)
 {
-	static const char not_backup[] = " force keep-old path json staging salvage ";
+	static const char not_backup[] = " force keep-old path json staging salvage map-ids ";
 	char word[64];
 
 	for (size_t i = 0; i < N_CLI_ONLY; i++) {
@@ -219,6 +222,7 @@ void cb_cli_usage(FILE *out)
 	      "       cbackup backup --disk FILE [--disk FILE...] --id ID --type vm [options]\n"
 	      "       cbackup restore ARCHIVE DESTDIR [--force [--keep-old]] [--path PATH...] [--dry-run]\n"
 	      "                       [--ignore-checksum] [--salvage]\n"
+	      "                       [--map-ids FILE]\n"
 	      "       cbackup ls ARCHIVE [PATH...] [--json]\n"
 	      "       cbackup index ARCHIVE [--dry-run]\n"
 	      "       cbackup mount ARCHIVE MOUNTPOINT\n"
@@ -260,6 +264,10 @@ static int apply_cli_only(struct cb_cli *cli, enum cli_only id, const char *valu
 	case OPT_FORCE: cli->force = 1; break;
 	case OPT_IGNORE_CHECKSUM: cli->ignore_checksum = 1; break;
 	case OPT_SALVAGE: cli->salvage = 1; break;
+	case OPT_MAP_IDS:
+		free(cli->map_ids);
+		cli->map_ids = cb_xstrdup(value);
+		break;
 	case OPT_KEEP_OLD: cli->keep_old = 1; break;
 	case OPT_PATH: cb_strvec_push(&cli->paths, value); break;
 	case OPT_JSON: cli->json = 1; break;
@@ -277,11 +285,13 @@ static int apply_cli_only(struct cb_cli *cli, enum cli_only id, const char *valu
 	return 0;
 }
 
-static enum cli_only find_cli_only(const char *name)
+static enum cli_only find_cli_only(const char *name, int *takes_value)
 {
 	for (size_t i = 0; i < N_CLI_ONLY; i++)
-		if (!strcmp(cli_only_opts[i].name, name))
+		if (!strcmp(cli_only_opts[i].name, name)) {
+			*takes_value = cli_only_opts[i].takes_value;
 			return cli_only_opts[i].id;
+		}
 	return OPT_NONE;
 }
 
@@ -295,13 +305,15 @@ static int parse_option(struct cb_cli *cli, int argc, char **argv, int *i, struc
 
 	if (value)
 		*value++ = '\0';
-	co = find_cli_only(name);
+	co = find_cli_only(name, &takes_value);
 	s = co == OPT_NONE ? cb_opt_find(name) : NULL;
 	if (co == OPT_NONE && (!s || !(s->where & CB_WHERE_CLI))) {
 		cb_error("unknown option '--%s' (see cbackup --help)", name);
 		goto out;
 	}
-	takes_value = s ? s->type != CB_OPT_BOOL : cli_only_opts[co].takes_value;
+	/* (the table is not in the enum's order: the entry's own flag) */
+	if (s)
+		takes_value = s->type != CB_OPT_BOOL;
 	if (!value && s && s->type == CB_OPT_BOOL)
 		value = (*i + 1 < argc && is_bool_word(s, argv[*i + 1])) ? argv[++*i] : "1";
 	if (!value && takes_value) {
@@ -391,6 +403,8 @@ int cb_cli_parse(struct cb_cli *cli, int argc, char **argv)
 		ret = cb_error("option '--path' is only for restore (a storage's path is a config key)");
 	if (ret == 0 && cli->salvage && cli->command != CB_CMD_RESTORE)
 		ret = cb_error("option '--salvage' is only for restore");
+	if (ret == 0 && cli->map_ids && cli->command != CB_CMD_RESTORE)
+		ret = cb_error("option '--map-ids' is only for restore");
 	if (ret == 0 && cli->json && cli->command != CB_CMD_LS)
 		ret = cb_error("option '--json' is only for ls (see --output-format)");
 	if (ret == 0 && !cli->help && !cli->version)

@@ -92,12 +92,17 @@ int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct
 				      .force = cli->force, .keep_old = cli->keep_old,
 				      .paths = cli->paths.v, .n_paths = cli->paths.n,
 				      .dry_run = cli->dry_run, .ignore_checksum = cli->ignore_checksum,
-				      .salvage = cli->salvage, .progress = !cli_quiet(cli) };
+				      .salvage = cli->salvage, .progress = !cli_quiet(cli),
+				      .map_ids = cli->map_ids };
 	struct cb_restore_stats st = { 0 };
 	const char *format = cb_cli_get(cli, "output-format");
 	int failed, status = CB_EXIT_OK;
 
 	(void)cfg;   /* restore reads no configuration */
+	if (ro.map_ids && cb_restore_check_map_ids(ro.map_ids) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		return CB_EXIT_USAGE;
+	}
 	failed = cb_restore_run(&ro, log, &st) < 0;
 	if (failed || st.n_lost) {
 		cb_err(log, "restore of '%s' %s - %s", ro.archive, failed ? "failed" : "incomplete",

@@ -43,6 +43,18 @@ int cb_idmap_back(const struct cb_idmap *m, char type, unsigned long host, unsig
 	return -1;
 }
 
+int cb_idmap_forward(const struct cb_idmap *m, char type, unsigned long ct, unsigned long *host)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		const struct cb_idmap_range *r = &m->v[i];
+		if (r->type == type && ct >= r->ct && ct - r->ct < r->len) {
+			*host = r->host + (ct - r->ct);
+			return 0;
+		}
+	}
+	return -1;
+}
+
 static void map_add(struct cb_idmap *m, char type, unsigned long ct, unsigned long host,
 		    unsigned long len)
 {

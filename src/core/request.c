@@ -31,6 +31,7 @@ void cb_cli_release(struct cb_cli *cli)
 	cb_strvec_clear(&cli->paths);
 	free(cli->config_path);
 	free(cli->cmdline);
+	free(cli->map_ids);
 	memset(cli, 0, sizeof(*cli));
 }
 

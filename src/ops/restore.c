@@ -30,6 +30,7 @@
 #include "cb_tarread.h"
 #include "cb_cleanup.h"
 #include "cb_util.h"
+#include "cb_pvect.h"
 #include "restore_int.h"
 
 static int dir_is_empty(const char *path)
@@ -227,6 +228,29 @@ static int by_catalog(const struct cb_restore_opts *o)
 	return o->n_paths > 0 || o->salvage;
 }
 
+/* --map-ids FILE: an unprivileged Proxmox VE container's config, whose
+ * lxc.idmap lines (or PVE's default map) give the host's IDs */
+static int load_id_map(const char *file, struct cb_pvect_conf *c)
+{
+	int pve = cb_pvect_load(file, "0", c);
+
+	if (pve < 0)
+		return cb_error_prefix("--map-ids");
+	if (!pve || !c->map.n)
+		return cb_error("--map-ids '%s': not the config of an unprivileged container (no "
+				"ID map: 'unprivileged: 1' or lxc.idmap lines)", file);
+	return 0;
+}
+
+int cb_restore_check_map_ids(const char *file)
+{
+	struct cb_pvect_conf c = { 0 };
+	int ret = load_id_map(file, &c);
+
+	cb_pvect_release(&c);
+	return ret;
+}
+
 int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct cb_restore_stats *st)
 {
 	struct rst r = { .log = log, .st = st, .tr = { .fd = -1, .file_fd = -1 }, .parent_fd = -1,
@@ -234,9 +258,13 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 	/* the archive by its absolute name: the working directory changes */
 	char *archive = realpath(o->archive, NULL), size[32];
 	struct cb_restore_opts ao = *o;
+	struct cb_pvect_conf ids = { 0 };
 	int ret = -1;
 
 	memset(st, 0, sizeof(*st));
+	if (o->map_ids && load_id_map(o->map_ids, &ids) < 0)
+		goto out;
+	r.idmap = o->map_ids ? &ids.map : NULL;
 	if (open_disk(&r) < 0)
 		goto out;
 	if (o->dry_run) {
@@ -270,6 +298,7 @@ out:
 			 o->dry_run ? "would be lost" : "lost", st->n_bad_units,
 			 o->dry_run ? "restorable" : "restored");
 	cb_rst_release(&r);
+	cb_pvect_release(&ids);
 	free(archive);
 	return ret;
 }

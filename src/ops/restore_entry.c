@@ -311,6 +311,8 @@ int cb_rst_entry(struct rst *r, struct archive_entry *e)
 	if (check_names(e, name) < 0)
 		goto out;
 	fix_entry(r, e);
+	if (cb_rst_map_ids(r, e, name) < 0)
+		goto out;
 	if (is_root_name(name)) {
 		ret = keep_root(r, e);
 		goto out;

@@ -47,8 +47,11 @@ void cb_rst_dirs_release(struct rst_dirs *d);
 
 struct rst_fast;
 
+struct cb_idmap;
+
 struct rst {
 	struct cb_tarread tr;       /* tar reader over the codec */
+	const struct cb_idmap *idmap;  /* --map-ids: container IDs to the host's (restore_idmap.c) */
 	struct archive *out;        /* disk writer */
 	struct cb_log *log;
 	struct cb_restore_stats *st;
@@ -148,5 +151,10 @@ int cb_rst_need_from_catalog(const char *archive, uint64_t bs, struct cb_rst_nee
 /* statvfs(DESTDIR) against n: 0 if it fits; else -1 with the error naming
  * both, or with --force a WARN and 0 (files replaced in place free space). */
 int cb_rst_space_check(struct rst *r, const struct cb_restore_opts *o, const struct cb_rst_need *n);
+
+/* restore_idmap.c: the entry's owner, raw ACLs (acl[2], as fix_entry took
+ * them) and file capability shifted to the host's IDs by r->idmap; -1 with
+ * the error naming the entry when an ID has no place in the map. */
+int cb_rst_map_ids(struct rst *r, struct archive_entry *e, const char *name);
 
 #endif

@@ -74,6 +74,23 @@ test_expect_success ROOT,SETCAP,ACL 'owners, ACLs and the capability come out as
 	compare_trees --no-root-mtime "$VIEW" "$SCRATCH/out"
 '
 
+test_expect_success ROOT,SETCAP,ACL 'cbackup restore --map-ids CONFIG: the host'"'"'s IDs again, as pct restore gives them (owners, ACLs, the namespaced capability)' '
+	a=$(find_archive "$D" ct 643 .zst)
+	cbackup_run 0 restore "$a" "$SCRATCH/back" --map-ids "$H/pve/lxc/643.conf"
+	test "$(stat -c %u:%g "$SCRATCH/back/owned")" = 101234:105678
+	touch -r "$SUBVOL/etc" "$SCRATCH/back/etc"
+	compare_trees --no-root-mtime "$SUBVOL" "$SCRATCH/back"
+	getfattr --absolute-names -e hex -n security.capability "$SCRATCH/back/capable" >caps
+	test_has caps "=0x0100000300200000000000000000000000000000a0860100$"
+	# a map without room for an ID: the restore fails naming the entry
+	printf "%s\n" "unprivileged: 1" "rootfs: local:1/x,size=1G" "lxc.idmap: u 0 100000 1000" \
+		"lxc.idmap: g 0 100000 65536" >"$SCRATCH/small.conf"
+	cbackup_run 1 restore "$a" "$SCRATCH/back2" --map-ids "$SCRATCH/small.conf"
+	test_has "$CB_ERR" " 1234 is outside the ID map of --map-ids"
+	cbackup_run 2 restore "$a" "$SCRATCH/back3" --map-ids "$SCRATCH/c.conf"
+	test_has "$CB_ERR" "not the config of an unprivileged container"
+'
+
 test_expect_success ROOT 'an ID outside the map: an error naming the file, no archive' '
 	rm -f "$D"/*
 	touch "$SUBVOL/outside"
