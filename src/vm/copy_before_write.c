@@ -23,373 +23,6 @@
 #include "cb_vmcbw.h"
 #include "vmcbw_int.h"
 
-/* ---- the block graph: leftovers and teardown -------------------------- */
-
-static int has_prefix(const char *s, const char *what)
-{
-	char p[32];
-
-	snprintf(p, sizeof(p), PREFIX "%s", what);
-	return s && !strncmp(s, p, strlen(p));
-}
-
-/* The node name of the "file" child of node NAME, from the graph. */
-static char *file_child(const struct cb_json *graph, const char *name)
-{
-	const struct cb_json *nodes = cb_json_get(graph, "return.nodes");
-	const struct cb_json *edges = cb_json_get(graph, "return.edges");
-	long long id = -1;
-
-	for (size_t i = 0; nodes && i < nodes->n && id < 0; i++)
-		if (cb_json_str(nodes->items[i], "name") &&
-		    !strcmp(cb_json_str(nodes->items[i], "name"), name))
-			id = cb_json_int(nodes->items[i], "id", -1);
-	for (size_t i = 0; edges && id >= 0 && i < edges->n; i++) {
-		const struct cb_json *e = edges->items[i];
-		const char *en = cb_json_str(e, "name");
-		if (cb_json_int(e, "parent", -2) != id || !en || strcmp(en, "file"))
-			continue;
-		long long child = cb_json_int(e, "child", -1);
-		for (size_t k = 0; k < nodes->n; k++)
-			if (cb_json_int(nodes->items[k], "id", -3) == child)
-				return cb_json_str(nodes->items[k], "name")
-					       ? cb_xstrdup(cb_json_str(nodes->items[k], "name")) : NULL;
-	}
-	return NULL;
-}
-
-/* Every device whose medium is a cbackup filter goes back on the node
- * under it. */
-static int restore_devices(struct cb_qmp_session *s, int *count)
-{
-	struct cb_json *blocks = NULL, *graph = NULL;
-	const struct cb_json *list;
-	int rc = 0;
-
-	if (cb_qmp_session_exec(s, "query-block", NULL, &blocks) < 0)
-		return -1;
-	list = cb_json_get(blocks, "return");
-	for (size_t i = 0; list && i < list->n; i++) {
-		const char *node = cb_json_str(list->items[i], "inserted.node-name");
-		const char *qdev = cb_json_str(list->items[i], "qdev");
-		char *orig, *q1, *q2;
-		if (!has_prefix(node, "cbw") || !qdev)
-			continue;
-		if (!graph && cb_qmp_session_exec(s, "x-debug-query-block-graph", NULL, &graph) < 0) {
-			rc = -1;
-			break;
-		}
-		if (!(orig = file_child(graph, node))) {
-			rc = cb_error("no node under filter '%s'", node);
-			continue;
-		}
-		q1 = cb_json_quote(qdev);
-		q2 = cb_json_quote(orig);
-		if (cb_qmp_session_execf(s, NULL, "qom-set", "{\"path\":%s,\"property\":\"drive\",\"value\":%s}",
-				  q1, q2) < 0)
-			rc = -1;
-		else
-			(*count)++;
-		free(q1);
-		free(q2);
-		free(orig);
-	}
-	cb_json_free(blocks);
-	cb_json_free(graph);
-	return rc;
-}
-
-/* blockdev-del of every node named cbackup-KIND*; an export still
- * closing holds its node a moment: retried for up to 5 s. */
-static int del_nodes(struct cb_qmp_session *s, const char *kind, int *count)
-{
-	for (int tries = 0;; tries++) {
-		struct cb_json *nodes = NULL;
-		const struct cb_json *list;
-		int rc = 0, busy = 0;
-		if (cb_qmp_session_execf(s, &nodes, "query-named-block-nodes", "{\"flat\":true}") < 0)
-			return -1;
-		list = cb_json_get(nodes, "return");
-		for (size_t i = 0; list && i < list->n; i++) {
-			const char *name = cb_json_str(list->items[i], "node-name");
-			if (!has_prefix(name, kind))
-				continue;
-			if (cb_qmp_session_execf(s, NULL, "blockdev-del", "{\"node-name\":\"%s\"}", name) == 0)
-				(*count)++;
-			else
-				busy = rc = -1;
-		}
-		cb_json_free(nodes);
-		if (!busy || tries >= 50)
-			return rc;
-		cb_qmp_session_drain(s, 100);
-	}
-}
-
-/* Every job named cbackup-job* (blockdev-backup) cancelled and dismissed;
- * cancelling one of a grouped transaction cancels all: waited for up to
- * 5 s, the jobs hold their target nodes. */
-static int end_jobs(struct cb_qmp_session *s, int *count)
-{
-	for (int tries = 0;; tries++) {
-		struct cb_json *jobs = NULL;
-		const struct cb_json *list;
-		int left = 0;
-		if (cb_qmp_session_exec(s, "query-jobs", NULL, &jobs) < 0)
-			return -1;
-		list = cb_json_get(jobs, "return");
-		for (size_t i = 0; list && i < list->n; i++) {
-			const char *id = cb_json_str(list->items[i], "id");
-			const char *st = cb_json_str(list->items[i], "status");
-			char *q;
-			if (!has_prefix(id, "job"))
-				continue;
-			q = cb_json_quote(id);
-			if (st && !strcmp(st, "concluded")) {
-				if (cb_qmp_session_execf(s, NULL, "job-dismiss", "{\"id\":%s}", q) == 0)
-					(*count)++;
-			} else {
-				left++;
-				if (st && strcmp(st, "aborting"))
-					cb_qmp_session_execf(s, NULL, "job-cancel", "{\"id\":%s}", q);
-			}
-			free(q);
-		}
-		cb_json_free(jobs);
-		if (!left)
-			return 0;
-		if (tries >= 50)
-			return cb_error("blockdev-backup job(s) " PREFIX "job* still running after "
-					"job-cancel");
-		cb_qmp_session_drain(s, 100);
-	}
-}
-
-/* NBD: the NBD server is cbackup's (started by this run), exports or not. */
-static int del_exports(struct cb_qmp_session *s, int nbd, int *count)
-{
-	struct cb_json *ex = NULL;
-	const struct cb_json *list;
-	int rc = 0, found = 0;
-
-	if (cb_qmp_session_exec(s, "query-block-exports", NULL, &ex) < 0)
-		return -1;
-	list = cb_json_get(ex, "return");
-	for (size_t i = 0; list && i < list->n; i++) {
-		const char *id = cb_json_str(list->items[i], "id");
-		if (!has_prefix(id, "exp"))
-			continue;
-		found = 1;
-		if (cb_qmp_session_execf(s, NULL, "block-export-del", "{\"id\":\"%s\",\"mode\":\"hard\"}", id) < 0)
-			rc = -1;
-		else
-			(*count)++;
-	}
-	cb_json_free(ex);
-	/* the NBD server of a run that had exports was cbackup's own */
-	if (found || nbd)
-		cb_qmp_session_exec(s, "nbd-server-stop", NULL, NULL);
-	return rc;
-}
-
-/* Everything named cbackup-* in QEMU's graph goes, in the order that frees
- * each thing before what it uses: blockdev-backup jobs, exports,
- * snapshot-access nodes, devices back on their format nodes, filters,
- * fleecing nodes, backup targets; snapshot bitmaps named BITMAP* (may be
- * NULL). Goes on after an error (each step
- * undoes what it can); the first error is kept. */
-static int sweep(struct cb_qmp_session *s, const char *bitmap, int nbd, int *count)
-{
-	char first[1024] = "";
-	int rc = 0;
-
-	*count = 0;
-	if (end_jobs(s, count) < 0 && !rc++)
-		snprintf(first, sizeof(first), "%s", cb_last_error());
-	if (del_exports(s, nbd, count) < 0 && !rc++)
-		snprintf(first, sizeof(first), "%s", cb_last_error());
-	if (del_nodes(s, "acc", count) < 0 && !rc++)
-		snprintf(first, sizeof(first), "%s", cb_last_error());
-	if (restore_devices(s, count) < 0 && !rc++)
-		snprintf(first, sizeof(first), "%s", cb_last_error());
-	if (del_nodes(s, "cbw", count) < 0 && !rc++)
-		snprintf(first, sizeof(first), "%s", cb_last_error());
-	if (del_nodes(s, "fl", count) < 0 && !rc++)
-		snprintf(first, sizeof(first), "%s", cb_last_error());
-	if (del_nodes(s, "tgt", count) < 0 && !rc++)
-		snprintf(first, sizeof(first), "%s", cb_last_error());
-	if (cb_vmbm_sweep(s, bitmap, count) < 0 && !rc++)
-		snprintf(first, sizeof(first), "%s", cb_last_error());
-	return rc ? cb_error("%s", first) : 0;
-}
-
-/* ---- the watchdog ------------------------------------------------------ */
-
-/* How long cbackup waits for the watchdog's answer: a process blocked in
- * poll answers in microseconds; one that does not is stopped or hung. */
-#define WD_ANSWER_MS 1000
-
-/* Requests on the socket, each answered with one byte: 'P' the VM is
- * about to be paused by cbackup (the watchdog resumes it at max-freeze),
- * answer 'p'; 'R' cbackup resumes it now, answer 'r', or 'f' when the
- * deadline passed and the watchdog resumed it already; notes without an
- * answer: 'N' the NBD server cbackup starts next is its own, 'n' it is not
- * (it did not start); 'D' done, the graph
- * is cbackup's again: it exits (the socket's EOF is the answer). EOF
- * without 'D' (cbackup died, even by SIGKILL): resume the VM and sweep the
- * graph. */
-static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_fd)
-{
-	int qfd = v->s.fd, paused = 0, fired = 0, nbd = 0, lo = qfd < cmd_fd ? qfd : cmd_fd;
-	int hi = qfd ^ cmd_fd ^ lo;
-	double deadline = 0;
-	struct cb_qmp_session s;
-	int count;
-
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGPIPE, SIG_IGN);
-	setsid();
-	prctl(PR_SET_NAME, "cbackup-vmwdog", 0, 0, 0);
-	close_range(0, (unsigned)lo - 1, 0);
-	close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
-	close_range((unsigned)hi + 1, ~0U, 0);
-	cb_qmp_session_adopt(&s, qfd, "wd", 10000);
-	for (;;) {
-		struct pollfd p = { cmd_fd, POLLIN, 0 };
-		int ms = paused ? (int)((deadline - cb_now()) * 1000) : -1;
-		char c, answer = 0;
-		if (paused && ms <= 0) {
-			/* fire and forget: cbackup reads the replies while alive */
-			static const char cont[] = "{\"execute\":\"cont\",\"id\":\"wd-cont\"}\n";
-			if (write(qfd, cont, sizeof(cont) - 1) < 0)
-				break;
-			paused = 0;
-			fired = 1;
-			continue;
-		}
-		if (poll(&p, 1, ms < 0 ? -1 : ms) == 0)
-			continue;
-		ssize_t r = read(cmd_fd, &c, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			break;
-		if (c == 'P') {
-			paused = 1;
-			fired = 0;
-			deadline = cb_now() + (v->o->max_freeze > 0 ? v->o->max_freeze : 1e9);
-			answer = 'p';
-		} else if (c == 'R') {
-			answer = fired ? 'f' : 'r';
-			paused = fired = 0;
-		} else if (c == 'N' || c == 'n') {
-			nbd = c == 'N';
-		} else if (c == 'D') {
-			_exit(0);
-		}
-		if (answer && write(cmd_fd, &answer, 1) < 0)
-			break;
-	}
-	if (paused)
-		cb_qmp_session_exec(&s, "cont", NULL, NULL);
-	sweep(&s, v->bitmap, nbd, &count);
-	_exit(0);
-}
-
-static int watchdog_start(struct cb_vmcbw *v)
-{
-	int p[2];
-
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
-		return cb_error_errno("watchdog socket");
-	v->wd_pid = fork();
-	if (v->wd_pid == 0) {
-		close(p[1]);
-		watchdog_main(v, p[0]);
-	}
-	close(p[0]);
-	if (v->wd_pid < 0) {
-		close(p[1]);
-		return cb_error_errno("cannot fork the VM watchdog");
-	}
-	v->wd_fd = p[1];
-	return 0;
-}
-
-/* Until the watchdog's socket is readable (an answer or its EOF), at most
- * WD_ANSWER_MS: 1 readable, 0 not. */
-static int watchdog_wait(const struct cb_vmcbw *v)
-{
-	double until = cb_now() + WD_ANSWER_MS / 1000.0;
-
-	for (;;) {
-		struct pollfd p = { v->wd_fd, POLLIN, 0 };
-		int ms = (int)((until - cb_now()) * 1000), n;
-		if (ms < 0)
-			ms = 0;
-		n = poll(&p, 1, ms);
-		if (n > 0)
-			return 1;
-		if (n == 0 || errno != EINTR)
-			return 0;
-	}
-}
-
-/* Request C and its answer; 0: no answer in time (stopped, hung), -1:
- * the watchdog is gone. */
-static int watchdog_ask(struct cb_vmcbw *v, char c)
-{
-	char answer;
-
-	if (v->wd_fd < 0 || send(v->wd_fd, &c, 1, MSG_NOSIGNAL) != 1)
-		return -1;
-	if (!watchdog_wait(v))
-		return 0;
-	return read(v->wd_fd, &answer, 1) == 1 ? answer : -1;
-}
-
-static void watchdog_note(struct cb_vmcbw *v, char c)
-{
-	if (v->wd_fd >= 0)
-		send(v->wd_fd, &c, 1, MSG_NOSIGNAL);
-}
-
-static const char *watchdog_lost(int answer)
-{
-	return answer < 0 ? "ended (killed?)" : "did not answer for 1 s (stopped?)";
-}
-
-/* The watchdog reaped; KILL_IT: killed first, whatever state it is in (it
- * cannot be trusted to resume the VM or tear the graph down any more). */
-static void watchdog_reap(struct cb_vmcbw *v, int kill_it)
-{
-	if (v->wd_fd < 0)
-		return;
-	if (kill_it)
-		kill(v->wd_pid, SIGKILL);
-	close(v->wd_fd);
-	v->wd_fd = -1;
-	while (waitpid(v->wd_pid, NULL, 0) < 0 && errno == EINTR)
-		;
-}
-
-/* 'D' and the watchdog's exit (its EOF); one that does not go in time is
- * killed, with a WARN: the backup itself is complete. */
-static void watchdog_stop(struct cb_vmcbw *v)
-{
-	int late;
-
-	if (v->wd_fd < 0)
-		return;
-	late = send(v->wd_fd, "D", 1, MSG_NOSIGNAL) == 1 && !watchdog_wait(v);
-	if (late)
-		cb_warn(v->o->log, "the VM watchdog (pid %d) did not end in 1 s (stopped?): killed",
-			(int)v->wd_pid);
-	watchdog_reap(v, late);
-}
-
 /* ---- open: version, disks, leftovers ---------------------------------- */
 
 char *cb_vmcbw_archive_name(const char *disk)
@@ -564,12 +197,12 @@ int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
 			"directory (%s)", v->major, v->minor, v->micro, o->disks->n,
 			o->method == CB_VM_BACKUP ? "vm-method blockdev-backup"
 						  : "copy-before-write snapshots need QEMU 7.1");
-	if (sweep(&v->s, v->bitmap, 0, &count) < 0)
+	if (cbw_sweep(&v->s, v->bitmap, 0, &count) < 0)
 		goto fail;
 	if (count)
 		cb_warn(o->log, "removed %d leftover(s) named " PREFIX "* of an earlier run from "
 			"the VM's block graph", count);
-	if (map_disks(v) < 0 || watchdog_start(v) < 0)
+	if (map_disks(v) < 0 || cbw_watchdog_start(v) < 0)
 		goto fail;
 	*out = v;
 	return 0;
@@ -663,7 +296,7 @@ static int hand_over(struct cb_vmcbw *v)
 	int count, nbd = v->nbd_on;
 
 	v->nbd_on = 0;
-	return del_exports(&v->s, nbd, &count) < 0 ? -1 : cb_vmbm_hand_over(v);
+	return cbw_del_exports(&v->s, nbd, &count) < 0 ? -1 : cb_vmbm_hand_over(v);
 }
 
 /* The VM runs again. Past max-freeze the watchdog has resumed it already,
@@ -673,7 +306,7 @@ static int hand_over(struct cb_vmcbw *v)
  * rest of the run). */
 static int resume(struct cb_vmcbw *v)
 {
-	int answer = watchdog_ask(v, 'R'), rc;
+	int answer = cbw_watchdog_ask(v, 'R'), rc;
 
 	if (answer == 'f')
 		return cb_error("max-freeze (%d s) exceeded while the copy-before-write filters went "
@@ -682,9 +315,9 @@ static int resume(struct cb_vmcbw *v)
 	rc = cb_qmp_session_exec(&v->s, "cont", NULL, NULL);
 	if (answer == 'r')
 		return rc;
-	watchdog_reap(v, 1);
+	cbw_watchdog_reap(v, 1);
 	return cb_error("the VM watchdog (pid %d) %s: cbackup resumed the VM itself%s%s",
-			(int)v->wd_pid, watchdog_lost(answer), rc < 0 ? " and failed: " : "",
+			(int)v->wd_pid, cbw_watchdog_lost(answer), rc < 0 ? " and failed: " : "",
 			rc < 0 ? cb_last_error() : "");
 }
 
@@ -697,11 +330,11 @@ static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 
 	v->s.stop_ts = v->s.resume_ts = 0;
 	if (!v->was_paused) {
-		int answer = watchdog_ask(v, 'P');
+		int answer = cbw_watchdog_ask(v, 'P');
 		if (answer != 'p') {
-			watchdog_reap(v, 1);
+			cbw_watchdog_reap(v, 1);
 			return cb_error("the VM watchdog (pid %d) %s: the VM was not paused",
-					(int)v->wd_pid, watchdog_lost(answer));
+					(int)v->wd_pid, cbw_watchdog_lost(answer));
 		}
 		if (cb_qmp_session_exec(&v->s, "stop", NULL, NULL) < 0) {
 			resume(v);
@@ -715,7 +348,7 @@ static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 	if (rc < 0) {
 		char why[1024];
 		snprintf(why, sizeof(why), "%s", cb_last_error());
-		sweep(&v->s, v->bitmap, 0, &count);
+		cbw_sweep(&v->s, v->bitmap, 0, &count);
 		cb_error("%s", why);
 	}
 	if (v->was_paused) {
@@ -747,14 +380,14 @@ static int export_disks(struct cb_vmcbw *v, char **sock)
 	/* told first: killed between this and the first export, cbackup would
 	 * leave a server that no export marks as its own; one that would not
 	 * start (another's runs) is not */
-	watchdog_note(v, 'N');
+	cbw_watchdog_note(v, 'N');
 	q = cb_json_quote(*sock);
 	rc = cb_qmp_session_execf(&v->s, NULL, "nbd-server-start",
 			   "{\"addr\":{\"type\":\"unix\",\"data\":{\"path\":%s}}}", q);
 	free(q);
 	v->nbd_on = rc == 0;
 	if (rc < 0)
-		watchdog_note(v, 'n');
+		cbw_watchdog_note(v, 'n');
 	for (size_t i = 0; i < v->n && rc == 0; i++) {
 		char *bm = NULL, *qn = cb_json_quote(v->d[i].node), *qs = NULL;
 		if (v->d[i].snap_bm) {
@@ -906,9 +539,9 @@ int cb_vmcbw_close(struct cb_vmcbw *v)
 	if (!v)
 		return 0;
 	cb_vmcbw_fs_thaw(v);
-	if (v->s.fd >= 0 && !v->s.lost && sweep(&v->s, v->bitmap, v->nbd_on, &count) < 0)
+	if (v->s.fd >= 0 && !v->s.lost && cbw_sweep(&v->s, v->bitmap, v->nbd_on, &count) < 0)
 		rc = cb_error_prefix("restoring the VM's block graph");
-	watchdog_stop(v);
+	cbw_watchdog_stop(v);
 	if (v->work_dir && v->bitmap)
 		clean_work_dir(v->work_dir);
 	else if (v->work_dir && cb_remove_tree(v->work_dir) < 0 && rc == 0)

@@ -75,4 +75,16 @@ int cb_vmbm_hand_over(struct cb_vmcbw *v);
 /* vmbackup.c: the blockdev-backup jobs into STAGE_DIR (dfd). */
 int cb_vmcbw_backup_run(struct cb_vmcbw *v, const char *stage_dir, int dfd);
 
+/* cbw_sweep.c: the graph's cbackup-* leftovers taken out */
+int cbw_del_exports(struct cb_qmp_session *s, int nbd, int *count);
+int cbw_sweep(struct cb_qmp_session *s, const char *bitmap, int nbd, int *count);
+
+/* cbw_watchdog.c: the VM watchdog */
+int cbw_watchdog_start(struct cb_vmcbw *v);
+int cbw_watchdog_ask(struct cb_vmcbw *v, char c);
+void cbw_watchdog_note(struct cb_vmcbw *v, char c);
+const char *cbw_watchdog_lost(int answer);
+void cbw_watchdog_reap(struct cb_vmcbw *v, int kill_it);
+void cbw_watchdog_stop(struct cb_vmcbw *v);
+
 #endif
