@@ -1,10 +1,18 @@
 /* Private to src/archive/: the hardlink map (linkmap.c), the tar header
- * rewrite (paxfix.c), an entry's xattrs and ACLs (entry_xattr.c). */
+ * rewrite (paxfix.c), an entry's xattrs and ACLs (entry_xattr.c), and the
+ * archive being written (struct arch) that the walk (archive.c) and the
+ * writing of one member (archive_member.c) share. */
 #ifndef CB_ARCHIVE_INT_H
 #define CB_ARCHIVE_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
+#include <archive.h>
+#include <archive_entry.h>
+#include "cb_archive.h"
+#include "cb_codec.h"
+#include "cb_fdpath.h"
 
 struct lm_slot {
 	uint64_t dev, ino;
@@ -69,5 +77,54 @@ struct cb_idmap;
 int idshift_owner(const struct cb_idmap *m, struct archive_entry *e, const char *arcname);
 int idshift_acl(const struct cb_idmap *m, unsigned char *v, size_t n, const char *arcname);
 int idshift_caps(const struct cb_idmap *m, unsigned char *v, size_t *n, const char *arcname);
+
+/* archive.c and archive_member.c: one archive being written */
+#define DATA_BUF (1024 * 1024)
+
+struct arch {
+	struct archive *a;            /* pax writer */
+	struct archive *disk;         /* metadata reader for the tree */
+	struct archive *disk_dense;   /* the same for files without holes */
+	struct archive *disk_plain;   /* for extras: no xattrs/ACLs of the host */
+	struct linkmap links;         /* staged inodes with names still to come */
+	struct cb_codec_writer *codec;
+	struct cb_log *log;
+	struct cb_archive_stats *st;
+	unsigned char *buf, *zeros;
+	dev_t root_dev;
+	struct entry_xattrs xa;       /* its side_fd: the staging engine's big-xattr store */
+	const struct cb_archive_graft *grafts;
+	size_t n_grafts;
+	unsigned char *grafted;       /* per graft: archived already */
+	int codec_failed;             /* the message is in cb_last_error() */
+	/* bytes read in place into the codec's chunk, on their way through
+	 * libarchive (see out_cb) */
+	const unsigned char *pend;
+	size_t pend_len;
+	int pend_saved;               /* copied to buf: foreign bytes came first */
+	/* an entry's header, held back to be rewritten (paxfix.c) */
+	int capture;
+	unsigned char *hdr;
+	size_t hdr_len, hdr_cap;
+	struct paxfix fix;
+	struct cb_fdpath fp;          /* the walk's directories, bounded fds */
+	/* tokens (cb_codec_piece): the tree walked is a staging copy; the
+	 * archive's start by the clock file times come from; the regular
+	 * file being written has a token */
+	int staged;
+	struct timespec start;
+	int has_tok;
+	unsigned char tok[CB_TOKEN_LEN];
+};
+
+
+/* archive_member.c: one member */
+la_ssize_t member_out_cb(struct archive *a, void *cd, const void *buf, size_t len);
+int member_la_fail(struct arch *c, struct archive *a, const char *name);
+int member_put_entry(struct arch *c, struct archive_entry *e, int fd, const char *src);
+int member_read_meta(struct arch *c, struct archive *disk, struct archive_entry *e, int fd,
+		     const struct stat *st, const char *src);
+int member_add_tree_entry(struct arch *c, int dfd, const char *name, const char *arcname, int fd,
+			  const struct stat *st);
 
 #endif
