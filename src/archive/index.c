@@ -32,32 +32,23 @@
 #include "index_int.h"
 
 static const unsigned char MAGIC[8] = { 'C', 'B', 'I', 'D', 'X', 0, 0, 1 };
-#define VERSION 2
-#define HDR 64
-#define ENT 64
-#define UNIT 24       /* version 2 */
-#define UNIT_V1 16
-#define DIGEST 32
-#define SEG 96
-#define FLAG_KEYS 1u
-#define PATH_MAX_IDX 65535
-
-/* entry fields */
-enum { ENT_HDR = 0, ENT_SIZE = 8, ENT_MTIME = 16, ENT_NSEC = 24, ENT_MODE = 28, ENT_UID = 32,
-       ENT_GID = 36, ENT_PATH = 40, ENT_LINK = 44, ENT_HLEN = 48, ENT_PLEN = 52, ENT_LLEN = 54,
-       ENT_DEV = 56, ENT_FLAGS = 60 };
 
 static void put16(unsigned char *p, uint32_t v) { p[0] = v & 0xff; p[1] = (v >> 8) & 0xff; }
+
 static void put32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (v >> (8 * i)) & 0xff; }
+
 static void put64(unsigned char *p, uint64_t v) { for (int i = 0; i < 8; i++) p[i] = (v >> (8 * i)) & 0xff; }
+
 static uint32_t get16(const unsigned char *p) { return p[0] | (uint32_t)p[1] << 8; }
-static uint32_t get32(const unsigned char *p)
+
+uint32_t idx_get32(const unsigned char *p)
 {
 	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
-static uint64_t get64(const unsigned char *p)
+
+uint64_t idx_get64(const unsigned char *p)
 {
-	return get32(p) | (uint64_t)get32(p + 4) << 32;
+	return idx_get32(p) | (uint64_t)idx_get32(p + 4) << 32;
 }
 
 /* ---- the list the scanner fills ---- */
@@ -144,7 +135,7 @@ const char *cb_idx_key(const char *path, size_t *len)
 	return path;
 }
 
-static int key_cmp(const char *a, size_t al, const char *b, size_t bl)
+int idx_key_cmp(const char *a, size_t al, const char *b, size_t bl)
 {
 	size_t n = al < bl ? al : bl;
 
@@ -166,13 +157,13 @@ static int order_cmp(const void *a, const void *b, void *ctx)
 	const unsigned char *ea = l->ent + (uint64_t)*(const uint32_t *)a * ENT;
 	const unsigned char *eb = l->ent + (uint64_t)*(const uint32_t *)b * ENT;
 	size_t al, bl;
-	const char *ka = cb_idx_key(l->str + get32(ea + ENT_PATH), &al);
-	const char *kb = cb_idx_key(l->str + get32(eb + ENT_PATH), &bl);
-	int c = key_cmp(ka, al, kb, bl);
+	const char *ka = cb_idx_key(l->str + idx_get32(ea + ENT_PATH), &al);
+	const char *kb = cb_idx_key(l->str + idx_get32(eb + ENT_PATH), &bl);
+	int c = idx_key_cmp(ka, al, kb, bl);
 
 	/* equal keys (a name twice): archive order, so the sort is stable */
 	if (c == 0) {
-		uint64_t ha = get64(ea + ENT_HDR), hb = get64(eb + ENT_HDR);
+		uint64_t ha = idx_get64(ea + ENT_HDR), hb = idx_get64(eb + ENT_HDR);
 
 		c = ha < hb ? -1 : ha > hb;
 	}
@@ -185,7 +176,7 @@ static int check_list(const struct cb_idx_list *l)
 		return cb_error("catalog: too many entries or names for the .idx format");
 	if (l->too_long)
 		return cb_error("catalog: entry '%s' too long for the .idx format",
-				l->str + get32(l->ent + (l->too_long - 1) * ENT + ENT_PATH));
+				l->str + idx_get32(l->ent + (l->too_long - 1) * ENT + ENT_PATH));
 	return 0;
 }
 
@@ -405,16 +396,16 @@ static int check_sizes(struct cb_idx *x)
 
 	if (x->size < HDR + DIGEST || memcmp(x->map, MAGIC, 8) != 0)
 		return bad("not a cbackup .idx (magic)");
-	x->version = get32(x->map + 8);
+	x->version = idx_get32(x->map + 8);
 	if (x->version != VERSION && x->version != 1)
 		return bad("unknown version");
 	x->unit_len = x->version == 1 ? UNIT_V1 : UNIT;
-	x->codec = (enum cb_compress)get32(x->map + 12);
-	x->n_entries = get64(x->map + 16);
-	x->n_units = get64(x->map + 24);
-	x->strtab_len = get64(x->map + 32);
-	x->tar_size = get64(x->map + 40);
-	x->flags = get64(x->map + 56);
+	x->codec = (enum cb_compress)idx_get32(x->map + 12);
+	x->n_entries = idx_get64(x->map + 16);
+	x->n_units = idx_get64(x->map + 24);
+	x->strtab_len = idx_get64(x->map + 32);
+	x->tar_size = idx_get64(x->map + 40);
+	x->flags = idx_get64(x->map + 56);
 	rest = x->size - HDR - DIGEST;
 	if (x->flags & ~(uint64_t)FLAG_KEYS)
 		return bad("unknown flags");
@@ -426,7 +417,7 @@ static int check_sizes(struct cb_idx *x)
 	if (x->flags & FLAG_KEYS) {
 		if (need > rest || rest - need < 8)
 			return bad("counts exceed the file");
-		x->n_segs = get64(x->map + HDR + need);
+		x->n_segs = idx_get64(x->map + HDR + need);
 		if (x->n_segs > (rest - need - 8) / SEG)
 			return bad("counts exceed the file");
 		x->segs = x->map + HDR + need + 8;
@@ -453,7 +444,7 @@ static int check_str(const struct cb_idx *x, uint32_t off, uint32_t len)
  * by its map); a hardlink has no data of its own. */
 static int size_fits(const struct cb_idx *x, const unsigned char *e, uint64_t data_off)
 {
-	uint64_t size = get64(e + ENT_SIZE), flags = get32(e + ENT_FLAGS);
+	uint64_t size = idx_get64(e + ENT_SIZE), flags = idx_get32(e + ENT_FLAGS);
 
 	if (flags & (CB_IDX_SPARSE | CB_IDX_HARDLINK))
 		return !(flags & CB_IDX_HARDLINK) || size == 0;
@@ -466,13 +457,13 @@ static int check_entries(const struct cb_idx *x)
 
 	for (uint64_t i = 0; i < x->n_entries; i++) {
 		const unsigned char *e = x->entries + i * ENT;
-		uint64_t h = get64(e + ENT_HDR), hl = get32(e + ENT_HLEN);
+		uint64_t h = idx_get64(e + ENT_HDR), hl = idx_get32(e + ENT_HLEN);
 
-		if (!check_str(x, get32(e + ENT_PATH), get16(e + ENT_PLEN)) || get16(e + ENT_PLEN) == 0 ||
-		    !check_str(x, get32(e + ENT_LINK), get16(e + ENT_LLEN)))
+		if (!check_str(x, idx_get32(e + ENT_PATH), get16(e + ENT_PLEN)) || get16(e + ENT_PLEN) == 0 ||
+		    !check_str(x, idx_get32(e + ENT_LINK), get16(e + ENT_LLEN)))
 			return bad("entry name outside the string table");
 		if ((i > 0 && h <= prev) || h > x->tar_size || hl < 512 || hl > x->tar_size - h ||
-		    get32(e + ENT_NSEC) >= 1000000000u)
+		    idx_get32(e + ENT_NSEC) >= 1000000000u)
 			return bad("entry offsets out of order or beyond the archive");
 		if (!size_fits(x, e, h + hl))
 			return bad("entry data runs past the tar stream");
@@ -489,7 +480,7 @@ static int check_order(const struct cb_idx *x)
 	const char *prev = NULL, *k;
 
 	for (uint64_t i = 0; i < x->n_entries && ret == 0; i++) {
-		uint32_t v = get32(x->order + 4 * i);
+		uint32_t v = idx_get32(x->order + 4 * i);
 		struct cb_idx_entry e;
 
 		if (v >= x->n_entries || (seen[v / 8] & (1u << (v % 8)))) {
@@ -499,7 +490,7 @@ static int check_order(const struct cb_idx *x)
 		seen[v / 8] |= 1u << (v % 8);
 		cb_idx_entry(x, v, &e);
 		k = cb_idx_key(e.path, &kl);
-		if (prev && key_cmp(prev, pl, k, kl) > 0)
+		if (prev && idx_key_cmp(prev, pl, k, kl) > 0)
 			ret = bad("path order is not sorted");
 		prev = k;
 		pl = kl;
@@ -512,13 +503,13 @@ static int check_units(const struct cb_idx *x)
 {
 	for (uint64_t i = 0; i < x->n_units; i++) {
 		const unsigned char *u = x->units + i * x->unit_len;
-		uint64_t uo = get64(u), co = get64(u + 8);
+		uint64_t uo = idx_get64(u), co = idx_get64(u + 8);
 
 		if ((i == 0 && uo != 0) || uo >= x->tar_size || co >= x->archive_size)
 			return bad("unit offset beyond the archive");
-		if (x->version > 1 && get32(u + 20) != 0)
+		if (x->version > 1 && idx_get32(u + 20) != 0)
 			return bad("reserved unit field set");
-		if (i > 0 && (uo <= get64(u - x->unit_len) || co <= get64(u - x->unit_len + 8)))
+		if (i > 0 && (uo <= idx_get64(u - x->unit_len) || co <= idx_get64(u - x->unit_len + 8)))
 			return bad("unit table out of order");
 	}
 	return 0;
@@ -549,7 +540,7 @@ static int check_all(struct cb_idx *x, uint64_t archive_size)
 {
 	if (check_sizes(x) < 0)
 		return -1;
-	x->archive_size = get64(x->map + 48);
+	x->archive_size = idx_get64(x->map + 48);
 	if (archive_size && x->archive_size != archive_size)
 		return cb_error("catalog is of another archive (it says %llu bytes, the archive has %llu)",
 				(unsigned long long)x->archive_size, (unsigned long long)archive_size);
@@ -596,10 +587,10 @@ void cb_idx_seg(const struct cb_idx *x, uint64_t i, struct cb_codec_seg *g)
 {
 	const unsigned char *r = x->segs + i * SEG;
 
-	g->u_off = get64(r);
-	g->u_len = get64(r + 8);
-	g->c_off = get64(r + 16);
-	g->c_len = get64(r + 24);
+	g->u_off = idx_get64(r);
+	g->u_len = idx_get64(r + 8);
+	g->c_off = idx_get64(r + 16);
+	g->c_len = idx_get64(r + 24);
 	memcpy(g->key, r + 32, 32);
 	memcpy(g->cdig, r + 64, 32);
 }
@@ -626,192 +617,19 @@ void cb_idx_close(struct cb_idx *x)
 void cb_idx_entry(const struct cb_idx *x, uint64_t i, struct cb_idx_entry *e)
 {
 	const unsigned char *p = x->entries + i * ENT;
-	uint32_t dev = get32(p + ENT_DEV);
+	uint32_t dev = idx_get32(p + ENT_DEV);
 
-	e->path = (const char *)x->strtab + get32(p + ENT_PATH);
-	e->link = (const char *)x->strtab + get32(p + ENT_LINK);
-	e->hdr_off = get64(p + ENT_HDR);
-	e->data_off = e->hdr_off + get32(p + ENT_HLEN);
-	e->size = get64(p + ENT_SIZE);
-	e->mtime = (int64_t)get64(p + ENT_MTIME);
-	e->mtime_nsec = get32(p + ENT_NSEC);
-	e->mode = get32(p + ENT_MODE);
-	e->uid = get32(p + ENT_UID);
-	e->gid = get32(p + ENT_GID);
+	e->path = (const char *)x->strtab + idx_get32(p + ENT_PATH);
+	e->link = (const char *)x->strtab + idx_get32(p + ENT_LINK);
+	e->hdr_off = idx_get64(p + ENT_HDR);
+	e->data_off = e->hdr_off + idx_get32(p + ENT_HLEN);
+	e->size = idx_get64(p + ENT_SIZE);
+	e->mtime = (int64_t)idx_get64(p + ENT_MTIME);
+	e->mtime_nsec = idx_get32(p + ENT_NSEC);
+	e->mode = idx_get32(p + ENT_MODE);
+	e->uid = idx_get32(p + ENT_UID);
+	e->gid = idx_get32(p + ENT_GID);
 	e->dev_major = dev >> 20;
 	e->dev_minor = dev & 0xfffff;
-	e->flags = get32(p + ENT_FLAGS);
-}
-
-/* Where key k would go in the path order: the first position not below it. */
-static uint64_t lower_bound(const struct cb_idx *x, const char *k, size_t kl)
-{
-	uint64_t lo = 0, hi = x->n_entries;
-
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		struct cb_idx_entry e;
-		size_t el;
-		const char *ek;
-
-		cb_idx_entry(x, get32(x->order + 4 * mid), &e);
-		ek = cb_idx_key(e.path, &el);
-		if (key_cmp(ek, el, k, kl) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* k itself or below it ("a" covers "a/b", not "ab"); "" covers all */
-static int covers(const char *k, size_t kl, const char *ek, size_t el)
-{
-	if (kl == 0)
-		return 1;
-	return el >= kl && memcmp(ek, k, kl) == 0 && (el == kl || ek[kl] == '/');
-}
-
-uint64_t cb_idx_order_at(const struct cb_idx *x, uint64_t pos)
-{
-	return get32(x->order + 4 * pos);
-}
-
-uint64_t cb_idx_range(const struct cb_idx *x, const char *path, uint64_t *first)
-{
-	size_t kl;
-	const char *k = cb_idx_key(path, &kl);
-	uint64_t i = lower_bound(x, k, kl);
-
-	*first = i;
-	for (; i < x->n_entries; i++) {
-		struct cb_idx_entry e;
-		size_t el;
-		const char *ek;
-
-		cb_idx_entry(x, cb_idx_order_at(x, i), &e);
-		ek = cb_idx_key(e.path, &el);
-		if (!covers(k, kl, ek, el))
-			break;
-	}
-	return i - *first;
-}
-
-int64_t cb_idx_find(const struct cb_idx *x, const char *path)
-{
-	size_t kl;
-	const char *k = cb_idx_key(path, &kl);
-	int64_t found = -1;
-
-	for (uint64_t i = lower_bound(x, k, kl); i < x->n_entries; i++) {
-		struct cb_idx_entry e;
-		size_t el;
-		const char *ek;
-
-		cb_idx_entry(x, cb_idx_order_at(x, i), &e);
-		ek = cb_idx_key(e.path, &el);
-		if (el != kl || memcmp(ek, k, kl))
-			break;
-		found = (int64_t)cb_idx_order_at(x, i);
-	}
-	return found;
-}
-
-uint64_t cb_idx_select(const struct cb_idx *x, const char *path, uint64_t **out)
-{
-	uint64_t first, n = cb_idx_range(x, path, &first);
-	uint64_t *v = cb_xmalloc((n ? n : 1) * sizeof(*v));
-
-	for (uint64_t i = 0; i < n; i++)
-		v[i] = cb_idx_order_at(x, first + i);
-	qsort(v, n, sizeof(*v), u64_cmp);
-	*out = v;
-	return n;
-}
-
-uint64_t cb_idx_unit_for(const struct cb_idx *x, uint64_t off, uint64_t *u_off, uint64_t *c_off)
-{
-	uint64_t lo = 0, hi = x->n_units;
-
-	*u_off = *c_off = 0;
-	if (x->n_units == 0)
-		return 0;
-	/* the last unit starting at or before off */
-	while (hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2;
-
-		if (get64(x->units + mid * x->unit_len) <= off)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	*u_off = get64(x->units + lo * x->unit_len);
-	*c_off = get64(x->units + lo * x->unit_len + 8);
-	return lo;
-}
-
-void cb_idx_unit(const struct cb_idx *x, uint64_t u, struct cb_codec_unit *out)
-{
-	const unsigned char *p = x->units + u * x->unit_len;
-
-	out->u_off = get64(p);
-	out->c_off = get64(p + 8);
-	out->crc = x->version > 1 ? get32(p + 16) : 0;
-	out->len = 0;
-}
-
-uint64_t cb_idx_units(const struct cb_idx *x, struct cb_codec_units *u)
-{
-	uint64_t n = x->version > 1 ? x->n_units : 0;
-
-	memset(u, 0, sizeof(*u));
-	u->v = cb_xcalloc(n ? n : 1, sizeof(*u->v));
-	for (uint64_t i = 0; i < n; i++)
-		cb_idx_unit(x, i, &u->v[i]);
-	u->n = u->cap = n;
-	return n;
-}
-
-/* A member takes the tar bytes from its first header to the next one's. */
-uint64_t cb_idx_members_in(const struct cb_idx *x, uint64_t from, uint64_t to, uint64_t **out)
-{
-	uint64_t lo = 0, hi = x->n_entries, n = 0;
-	uint64_t *v = NULL;
-
-	/* the first member whose successor starts after from */
-	while (lo < hi) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		uint64_t end = mid + 1 < x->n_entries ? get64(x->entries + (mid + 1) * ENT + ENT_HDR)
-						      : x->tar_size;
-
-		if (end <= from)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	for (uint64_t i = lo; i < x->n_entries && get64(x->entries + i * ENT + ENT_HDR) < to; i++) {
-		v = cb_xrealloc(v, (n + 1) * sizeof(*v));
-		v[n++] = i;
-	}
-	*out = v;
-	return n;
-}
-
-uint64_t cb_idx_unit_start(const struct cb_idx *x, uint64_t u)
-{
-	return u < x->n_units ? get64(x->units + u * x->unit_len) : x->tar_size;
-}
-
-void cb_idx_seek_for(const struct cb_idx *x, uint64_t off, uint64_t *u_off, uint64_t *c_off)
-{
-	cb_idx_unit_for(x, off, u_off, c_off);
-	if (x->codec == CB_COMPRESS_NONE)
-		*u_off = *c_off = off;
+	e->flags = idx_get32(p + ENT_FLAGS);
 }

@@ -39,4 +39,28 @@ int cb_idx_write_list(const char *idx_path, const struct cb_idx_list *l, uint64_
 		      const struct cb_codec_units *units, const struct cb_codec_segs *segs,
 		      enum cb_compress type, uint64_t archive_size, char *sha256);
 
+/* The file's layout (cbackup-idx(5)): index.c loads and builds it,
+ * index_query.c reads it */
+#define VERSION 2
+#define HDR 64
+#define ENT 64
+#define UNIT 24       /* version 2 */
+#define UNIT_V1 16
+#define DIGEST 32
+#define SEG 96
+#define FLAG_KEYS 1u
+#define PATH_MAX_IDX 65535
+
+/* entry fields */
+enum { ENT_HDR = 0, ENT_SIZE = 8, ENT_MTIME = 16, ENT_NSEC = 24, ENT_MODE = 28, ENT_UID = 32,
+       ENT_GID = 36, ENT_PATH = 40, ENT_LINK = 44, ENT_HLEN = 48, ENT_PLEN = 52, ENT_LLEN = 54,
+       ENT_DEV = 56, ENT_FLAGS = 60 };
+
+/* index.c: shared with index_query.c */
+uint32_t idx_get32(const unsigned char *p);
+uint64_t idx_get64(const unsigned char *p);
+const char *cb_idx_key(const char *path, size_t *len);
+int idx_key_cmp(const char *a, size_t al, const char *b, size_t bl);
+void cb_idx_entry(const struct cb_idx *x, uint64_t i, struct cb_idx_entry *e);
+
 #endif
