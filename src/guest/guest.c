@@ -291,31 +291,6 @@ int cb_guest_status(const struct cb_opts *o, char *why, size_t len)
 
 /* ---- freeze / thaw ---------------------------------------------------- */
 
-static int freeze_cmd(struct cb_guest *g, int wait_ms)
-{
-	char what[512];
-	struct cb_run run = { .what = what, .timeout_ms = wait_ms };
-
-	snprintf(what, sizeof(what), "freeze-cmd '%s'", g->freeze_cmd);
-	return cb_run_sh(&run, g->freeze_cmd);
-}
-
-static int freeze_request(struct cb_guest *g, int wait_ms)
-{
-	switch (g->kind) {
-	case CB_FREEZER_CGROUP2:
-	case CB_FREEZER_CGROUP1:
-	case CB_FREEZER_PID:
-		return freezer_kernel_request(g, 1);
-	case CB_FREEZER_CMD:
-		return freeze_cmd(g, wait_ms);
-	case CB_FREEZER_QMP:
-		return freezer_qmp_run(g, "stop");
-	default:
-		return cb_error("cannot freeze: backend %s", cb_guest_kind_name(g->kind));
-	}
-}
-
 /* "pid 12 (cat) state D in request_wait_answer" for each task of the
  * cgroup that is not parked in the freezer (wchan __refrigerator in v1;
  * do_freezer_trap, seen as get_signal, in v2). */
@@ -412,7 +387,7 @@ int cb_guest_freeze(struct cb_guest *g, int wait_ms, int max_ms)
 		cb_error("cleanup stack full, cannot protect the frozen guest");
 		return freeze_failed(g);
 	}
-	if (freeze_request(g, wait_ms) < 0 || freeze_wait(g, wait_ms) < 0 ||
+	if (freezer_freeze(g, wait_ms) < 0 || freeze_wait(g, wait_ms) < 0 ||
 	    cb_check_interrupt() < 0)
 		return freeze_failed(g);
 	watchdog_send(g, 'F');

@@ -24,15 +24,30 @@
 #define PING_MS 200
 #define ANSWER_MS 1000
 
-/* freezer.c: the freezers' requests and state (async-signal-safe: the
- * watchdog child calls them) */
+/* A freezer: one file each (freezer_cgroup.c, freezer_pid.c, freezer_cmd.c,
+ * freezer_qmp.c), chosen by the guest's kind (freezer_of). */
+struct freezer_ops {
+	const char *name;                                   /* "cgroup2", as logged */
+	/* the request to freeze; wait_ms bounds a command (the caller then
+	 * waits for the state) */
+	int (*freeze)(const struct cb_guest *g, int wait_ms);
+	/* the request to thaw, async-signal-safe (the watchdog child) */
+	int (*thaw)(const struct cb_guest *g);
+	int (*is_frozen)(const struct cb_guest *g);          /* 1, 0, -1: cannot tell */
+	const char *notify_file;  /* in the guest's path: POLLPRI when the state changes */
+};
+extern const struct freezer_ops freezer_cgroup2, freezer_cgroup1, freezer_pid, freezer_cmd,
+	freezer_qmp;
+
+/* freezer.c: the table, and what the freezers share */
+const struct freezer_ops *freezer_of(enum cb_freezer_kind k);
+int freezer_freeze(const struct cb_guest *g, int wait_ms);
 int guest_thaw_request(const struct cb_guest *g);
 char guest_proc_state(pid_t pid);
 int guest_wait_state(const struct cb_guest *g, int want, int timeout_ms, int stop_on_signal);
-int freezer_cgroup_gone(const struct cb_guest *g);
-int freezer_kernel_request(const struct cb_guest *g, int freeze);
-int freezer_qmp_run(const struct cb_guest *g, const char *cmd);
 int freezer_read_small(const char *dir, const char *name, char *buf, size_t len);
+/* freezer_cgroup.c */
+int freezer_cgroup_gone(const struct cb_guest *g);
 
 /* watchdog.c */
 int watchdog_thaw_once(const struct cb_guest *g);
