@@ -26,6 +26,7 @@
 #include "cb_qmp.h"
 #include "cb_run.h"
 #include "cb_util.h"
+#include "cb_child.h"
 #include "guest_int.h"
 
 /* ---- the watchdog (child side) ---------------------------------------- */
@@ -152,29 +153,7 @@ static void wdog_loop(struct wdog *w)
 static void __attribute__((noreturn))
 watchdog_main(struct wdog *w)
 {
-	struct sigaction sa;
-	int low, high;
-
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	sigaction(SIGPIPE, &sa, NULL);
-	sa.sa_handler = SIG_DFL;
-	sigaction(SIGCHLD, &sa, NULL);
-	setsid();
-	prctl(PR_SET_NAME, "cbackup-wdog", 0, 0, 0);
-	low = w->cmd_fd < w->rep_fd ? w->cmd_fd : w->rep_fd;
-	high = w->cmd_fd < w->rep_fd ? w->rep_fd : w->cmd_fd;
-	close_range(0, (unsigned)low - 1, 0);
-	close_range((unsigned)low + 1, (unsigned)high - 1, 0);
-	close_range((unsigned)high + 1, ~0U, 0);
-	/* 0, 1, 2 are free now (both pipes are above 2): harmless ones for
-	 * the thaw-cmd */
-	for (int i = 0; i < 3; i++)
-		if (open("/dev/null", O_RDWR) < 0)
-			break;
+	cb_child_detach("cbackup-wdog", w->cmd_fd, w->rep_fd);
 	report(w, 'R', NULL);
 	wdog_loop(w);
 	_exit(0);
@@ -276,9 +255,7 @@ void watchdog_dismiss(struct cb_guest *g)
 {
 	watchdog_send(g, 'D');
 	watchdog_close_fds(g);
-	if (g->watchdog > 0)
-		while (waitpid(g->watchdog, NULL, 0) < 0 && errno == EINTR)
-			;
+	cb_child_reap(g->watchdog, 0);
 	g->watchdog = 0;
 }
 

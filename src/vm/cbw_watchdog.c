@@ -25,6 +25,7 @@
 #include "cb_qmp_session.h"
 #include "cb_rmtree.h"
 #include "cb_vmcbw.h"
+#include "cb_child.h"
 #include "vmcbw_int.h"
 
 /* ---- the watchdog ------------------------------------------------------ */
@@ -44,21 +45,12 @@
  * graph. */
 static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_fd)
 {
-	int qfd = v->s.fd, paused = 0, fired = 0, nbd = 0, lo = qfd < cmd_fd ? qfd : cmd_fd;
-	int hi = qfd ^ cmd_fd ^ lo;
+	int qfd = v->s.fd, paused = 0, fired = 0, nbd = 0;
 	double deadline = 0;
 	struct cb_qmp_session s;
 	int count;
 
-	signal(SIGINT, SIG_IGN);
-	signal(SIGTERM, SIG_IGN);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGPIPE, SIG_IGN);
-	setsid();
-	prctl(PR_SET_NAME, "cbackup-vmwdog", 0, 0, 0);
-	close_range(0, (unsigned)lo - 1, 0);
-	close_range((unsigned)lo + 1, (unsigned)hi - 1, 0);
-	close_range((unsigned)hi + 1, ~0U, 0);
+	cb_child_detach("cbackup-vmwdog", qfd, cmd_fd);
 	cb_qmp_session_adopt(&s, qfd, "wd", 10000);
 	for (;;) {
 		struct pollfd p = { cmd_fd, POLLIN, 0 };
@@ -175,8 +167,7 @@ void cbw_watchdog_reap(struct cb_vmcbw *v, int kill_it)
 		kill(v->wd_pid, SIGKILL);
 	close(v->wd_fd);
 	v->wd_fd = -1;
-	while (waitpid(v->wd_pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	cb_child_reap(v->wd_pid, 0);
 }
 
 /* 'D' and the watchdog's exit (its EOF); one that does not go in time is
