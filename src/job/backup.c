@@ -288,7 +288,7 @@ static void remove_stage(struct guest_run *r)
 static void cleanup_run(struct guest_run *r)
 {
 	cb_guest_release(&r->guest);   /* thaws if an error left it frozen */
-	if (cb_vmcbw_close(r->vm) < 0)   /* the VM's graph as it was */
+	if (cb_vmsnap_close(r->vm) < 0)   /* the VM's graph as it was */
 		cb_warn(r->log, "%s", cb_last_error());
 	r->vm = NULL;
 	backup_remove_snapshots(r);

@@ -51,7 +51,7 @@
 #include "cb_snapshot.h"
 #include "cb_stage.h"
 #include "cb_track.h"
-#include "cb_vmcbw.h"
+#include "cb_vmsnap.h"
 
 /* A container's extra volume (key mp): host SOURCE at TARGET in the guest. */
 struct mount_point {
@@ -77,8 +77,8 @@ struct guest_run {
 	struct timespec track_end;    /* ct: where tracking's view ended (cb_audit.h) */
 	int fullsync_pending;         /* ct: the last audit found a miss (cb_fullsync.h) */
 	struct cb_imgstage *images;   /* vm: the disk images */
-	struct cb_vmcbw *vm;          /* vm: QEMU's copy-before-write snapshot */
-	struct cb_vmcbw_opts vm_opts;
+	struct cb_vmsnap *vm;          /* vm: QEMU's copy-before-write snapshot */
+	struct cb_vmsnap_opts vm_opts;
 	int stage_created;
 	int keep;                    /* keep-staging as decided for this run (auto resolved) */
 	int drop_kept;               /* auto: the kept copy is used, then removed */

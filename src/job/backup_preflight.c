@@ -139,7 +139,7 @@ static int check_dir(const char *what, const char *path, int need_write)
 
 /* Snapshot mode of a container reads its volumes' snapshots, nothing is
  * staged; a VM's snapshot mode is QEMU's live backup into the staging
- * directory (cb_vmcbw.h). */
+ * directory (cb_vmsnap.h). */
 int backup_reads_snapshots(const struct guest_run *r)
 {
 	return r->mode == CB_MODE_SNAPSHOT && r->opts.type != CB_GUEST_VM;

@@ -401,7 +401,7 @@ static int vm_hook(void *arg, const char *phase)
 	return backup_guest_hook(arg, phase);
 }
 
-/* VM disks read from QEMU's copy-before-write snapshot (cb_vmcbw.h). 1:
+/* VM disks read from QEMU's copy-before-write snapshot (cb_vmsnap.h). 1:
  * not so (no qmp, mode stop, vm-method stage, QEMU older than 7.1). */
 static int stage_vm_cbw(struct guest_run *r)
 {
@@ -410,7 +410,7 @@ static int stage_vm_cbw(struct guest_run *r)
 	if (r->opts.type != CB_GUEST_VM || !r->opts.qmp || r->mode == CB_MODE_STOP ||
 	    r->opts.vm_method == CB_VM_STAGE)
 		return 1;
-	r->vm_opts = (struct cb_vmcbw_opts){
+	r->vm_opts = (struct cb_vmsnap_opts){
 		.qmp = r->opts.qmp, .qga = r->opts.qga, .method = r->opts.vm_method,
 		.id = r->opts.id, .disks = &r->opts.disks,
 		.max_freeze = r->opts.max_freeze, .cbw_timeout = 60, .bwlimit = r->opts.bwlimit,
@@ -418,15 +418,15 @@ static int stage_vm_cbw(struct guest_run *r)
 		.show_progress = !r->opts.quiet, .log = r->log,
 		.hook = vm_hook, .hook_arg = r,
 	};
-	if ((rc = cb_vmcbw_open(&r->vm, &r->vm_opts)) != 0)
+	if ((rc = cb_vmsnap_open(&r->vm, &r->vm_opts)) != 0)
 		return rc;
 	if (cb_stage_dir_prepare(r->opts.tmpdir, r->opts.id, r->keep, &r->stage_dir,
 				 &reused) < 0)
 		return -1;
 	r->stage_created = 1;
-	if (cb_vmcbw_run(r->vm, r->stage_dir, reused, &r->res->freeze) < 0)
+	if (cb_vmsnap_run(r->vm, r->stage_dir, reused, &r->res->freeze) < 0)
 		return -1;
-	rc = cb_vmcbw_close(r->vm);
+	rc = cb_vmsnap_close(r->vm);
 	r->vm = NULL;
 	return rc;
 }

@@ -52,7 +52,7 @@ static int dir_is_empty(const char *path)
 
 /* A dry run creates no DESTDIR: its space is that of the nearest
  * directory above it that exists. */
-static int dry_dest(struct rst *r, const char *destdir)
+static int dry_dest(struct restore_job *r, const char *destdir)
 {
 	char *p = cb_xstrdup(destdir), *slash;
 
@@ -65,7 +65,7 @@ static int dry_dest(struct rst *r, const char *destdir)
 }
 
 /* --dry-run: the checks restore_dest.c makes on DESTDIR, and nothing made. */
-static int dry_prepare_dest(struct rst *r, const struct cb_restore_opts *o)
+static int dry_prepare_dest(struct restore_job *r, const struct cb_restore_opts *o)
 {
 	struct stat st;
 	int empty;
@@ -108,7 +108,7 @@ static int is_guest_config(struct archive_entry *e)
 	return 0;
 }
 
-static int restore_all(struct rst *r)
+static int restore_all(struct restore_job *r)
 {
 	struct archive_entry *e;
 	int rc;
@@ -130,7 +130,7 @@ static int restore_all(struct rst *r)
 			cb_warn(r->log, "%s", archive_error_string(r->tr.a));
 		if (is_guest_config(e))
 			continue;
-		if (cb_rst_entry(r, e) < 0)
+		if (restore_entry(r, e) < 0)
 			return -1;
 	}
 }
@@ -157,7 +157,7 @@ static uint64_t entry_blocks(struct archive_entry *e, uint64_t bsize)
 	return data ? (data + bsize - 1) / bsize : 1;
 }
 
-static int count_archive(const char *archive, uint64_t bsize, struct cb_rst_need *n)
+static int count_archive(const char *archive, uint64_t bsize, struct restore_need *n)
 {
 	struct cb_tarread t;
 	struct archive_entry *e;
@@ -181,28 +181,28 @@ out:
 	return ret;
 }
 
-static int check_space(struct rst *r, const struct cb_restore_opts *o)
+static int check_space(struct restore_job *r, const struct cb_restore_opts *o)
 {
 	struct statvfs vfs;
-	struct cb_rst_need n = { 0, 0, 0 };
+	struct restore_need n = { 0, 0, 0 };
 	uint64_t bs;
 
-	if (cb_rst_statvfs(r, &vfs) < 0)
+	if (restore_statvfs(r, &vfs) < 0)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
 	bs = vfs.f_frsize ? vfs.f_frsize : 4096;
 	/* the catalog's word saves decoding the whole archive once more */
-	if (cb_rst_need_from_catalog(o->archive, bs, &n) < 0) {
-		n = (struct cb_rst_need){ 0, 0, 0 };
+	if (restore_need_from_catalog(o->archive, bs, &n) < 0) {
+		n = (struct restore_need){ 0, 0, 0 };
 		if (count_archive(o->archive, bs, &n) < 0)
 			return -1;
 	}
 	/* the tar stream's size (the catalog's, or the counting pass's) is
 	 * the progress total */
 	cb_progress_start(&r->progress, o->progress, "restore", n.tar);
-	return cb_rst_space_check(r, o, &n);
+	return restore_space_check(r, o, &n);
 }
 
-static int open_disk(struct rst *r)
+static int open_disk(struct restore_job *r)
 {
 	r->out = archive_write_disk_new();
 	if (!r->out)
@@ -213,11 +213,11 @@ static int open_disk(struct rst *r)
 	return 0;
 }
 
-void cb_rst_release(struct rst *r)
+void restore_release(struct restore_job *r)
 {
 	cb_tarread_close(&r->tr);
-	cb_rst_disk_release(r);
-	cb_rst_dest_release(r);
+	restore_disk_release(r);
+	restore_dest_release(r);
 	free(r->dest);
 }
 
@@ -253,7 +253,7 @@ int cb_restore_check_map_ids(const char *file)
 
 int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct cb_restore_stats *st)
 {
-	struct rst r = { .log = log, .st = st, .tr = { .fd = -1, .file_fd = -1 }, .parent_fd = -1,
+	struct restore_job r = { .log = log, .st = st, .tr = { .fd = -1, .file_fd = -1 }, .parent_fd = -1,
 			 .dest_fd = -1, .stage_fd = -1, .stage_dir_fd = -1, .cwd_fd = -1 };
 	/* the archive by its absolute name: the working directory changes */
 	char *archive = realpath(o->archive, NULL), size[32];
@@ -279,7 +279,7 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 	}
 	ao.archive = archive;
 	if ((!by_catalog(o) && cb_tarread_open_checked(&r.tr, archive, o->ignore_checksum) < 0) ||
-	    cb_rst_dest_open(&r, &ao) < 0)
+	    restore_dest_open(&r, &ao) < 0)
 		goto out;
 	ret = by_catalog(o) ? cb_restore_paths(&r, &ao)
 			    : check_space(&r, &ao) < 0 || restore_all(&r) < 0 ? -1 : 0;
@@ -287,7 +287,7 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 	if (ret < 0)
 		goto out;
 	ret = -1;
-	if (cb_rst_close(&r) < 0 || cb_rst_dest_finish(&r, &ao) < 0)
+	if (restore_close(&r) < 0 || restore_dest_finish(&r, &ao) < 0)
 		goto out;
 	cb_fmt_bytes(size, sizeof(size), st->bytes);
 	cb_info(log, "restored %llu entries, %s", (unsigned long long)st->entries, size);
@@ -297,7 +297,7 @@ out:
 		cb_error("%zu member(s) %s in %zu damaged unit(s), the others %s", st->n_lost,
 			 o->dry_run ? "would be lost" : "lost", st->n_bad_units,
 			 o->dry_run ? "restorable" : "restored");
-	cb_rst_release(&r);
+	restore_release(&r);
 	cb_pvect_release(&ids);
 	free(archive);
 	return ret;

@@ -116,7 +116,7 @@ static int fresh_dir(int dfd, const char *prefix, char *name, size_t len, const 
 }
 
 /* DESTDIR's parent (created if missing) and DESTDIR's name in it. */
-static int open_parent(struct rst *r, const char *destdir)
+static int open_parent(struct restore_job *r, const char *destdir)
 {
 	char *d = cb_xstrdup(destdir), *slash, *parent, *rp;
 	size_t n = strlen(d);
@@ -152,7 +152,7 @@ out:
 
 /* The private directory: beside DESTDIR, or inside it when DESTDIR is a
  * mount point or its parent is not ours to write (a restore as a user). */
-static int make_stage(struct rst *r, const struct cb_restore_opts *o)
+static int make_stage(struct restore_job *r, const struct cb_restore_opts *o)
 {
 	char prefix[64];
 
@@ -175,7 +175,7 @@ static int make_stage(struct rst *r, const struct cb_restore_opts *o)
 	return 0;
 }
 
-int cb_rst_dest_open(struct rst *r, const struct cb_restore_opts *o)
+int restore_dest_open(struct restore_job *r, const struct cb_restore_opts *o)
 {
 	/* the admin's path is resolved once (it may lead through symlinks);
 	 * from there on only fds and single names */
@@ -257,7 +257,7 @@ static int move_entries(int from, int to, const char *skip, const char *skip2, c
 /* DESTDIR is a mount point: its entries aside, the new ones up, the old
  * ones and the empty private directories removed, and then the root
  * entry (its times last). */
-static int swap_inside(struct rst *r)
+static int swap_inside(struct restore_job *r)
 {
 	char old[64];
 	int old_fd = -1, ret = -1;
@@ -278,7 +278,7 @@ static int swap_inside(struct rst *r)
 			strerror(errno));
 	if (unlinkat(r->dest_fd, r->stage_name, AT_REMOVEDIR) == 0)
 		r->stage_name[0] = '\0';
-	ret = cb_rst_apply_root(r, r->dest_fd);
+	ret = restore_apply_root(r, r->dest_fd);
 out:
 	if (old_fd >= 0) {
 		close(old_fd);
@@ -288,7 +288,7 @@ out:
 }
 
 /* The old tree, now under the stage's name: removed, or kept. */
-static void drop_old(struct rst *r, const struct cb_restore_opts *o)
+static void drop_old(struct restore_job *r, const struct cb_restore_opts *o)
 {
 	char kept[512];
 
@@ -308,9 +308,9 @@ static void drop_old(struct rst *r, const struct cb_restore_opts *o)
 }
 
 /* The new tree takes DESTDIR's place in one exchange of names. */
-static int swap_beside(struct rst *r, const struct cb_restore_opts *o)
+static int swap_beside(struct restore_job *r, const struct cb_restore_opts *o)
 {
-	if (cb_rst_apply_root(r, r->stage_fd) < 0)
+	if (restore_apply_root(r, r->stage_fd) < 0)
 		return -1;
 	if (r->dest_fd < 0) {
 		if (renameat2(r->parent_fd, r->stage_name, r->parent_fd, r->dest_name,
@@ -328,7 +328,7 @@ static int swap_beside(struct rst *r, const struct cb_restore_opts *o)
 
 /* One chosen path into a non-empty DESTDIR: its parents walked (and made
  * like the restored ones) one component at a time, then exchanged. */
-static int install_path(struct rst *r, const char *path)
+static int install_path(struct restore_job *r, const char *path)
 {
 	char *p = cb_xstrdup(path), *save = NULL, *c, *next;
 	int sfd = dup(r->stage_fd), dfd = dup(r->dest_fd), ret = -1;
@@ -383,23 +383,23 @@ out:
 	return ret;
 }
 
-int cb_rst_dest_finish(struct rst *r, const struct cb_restore_opts *o)
+int restore_dest_finish(struct restore_job *r, const struct cb_restore_opts *o)
 {
 	if (o->n_paths > 0 && !r->dest_empty) {
 		for (size_t i = 0; i < o->n_paths; i++)
 			if (install_path(r, o->paths[i]) < 0)
 				return -1;
-		return cb_rst_apply_root(r, r->dest_fd);
+		return restore_apply_root(r, r->dest_fd);
 	}
 	return r->in_dest ? swap_inside(r) : swap_beside(r, o);
 }
 
-int cb_rst_statvfs(struct rst *r, struct statvfs *v)
+int restore_statvfs(struct restore_job *r, struct statvfs *v)
 {
 	return r->stage_fd >= 0 ? fstatvfs(r->stage_fd, v) : statvfs(r->dest, v);
 }
 
-void cb_rst_dest_release(struct rst *r)
+void restore_dest_release(struct restore_job *r)
 {
 	if (r->cwd_fd >= 0 && fchdir(r->cwd_fd) < 0)
 		(void)chdir("/");
@@ -423,13 +423,13 @@ void cb_rst_dest_release(struct rst *r)
  * and in inodes. With --force a shortfall is only a warning (the estimate
  * is rough; the old tree stays until the new one is complete).
  */
-int cb_rst_space_check(struct rst *r, const struct cb_restore_opts *o, const struct cb_rst_need *n)
+int restore_space_check(struct restore_job *r, const struct cb_restore_opts *o, const struct restore_need *n)
 {
 	struct statvfs vfs;
 	char need_s[32], avail_s[32];
 	uint64_t avail;
 
-	if (cb_rst_statvfs(r, &vfs) < 0)
+	if (restore_statvfs(r, &vfs) < 0)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
 	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	cb_fmt_bytes(need_s, sizeof(need_s), n->bytes);

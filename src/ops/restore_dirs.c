@@ -30,7 +30,7 @@
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
-void cb_rst_dirs_init(struct rst_dirs *d, int root)
+void restore_dirs_init(struct rst_dirs *d, int root)
 {
 	memset(d, 0, sizeof(*d));
 	d->root = root;
@@ -46,16 +46,16 @@ static void drop_level(struct rst_dirs *d, size_t i)
 }
 
 /* Forget every level (after a directory on the path was removed). */
-void cb_rst_dirs_flush(struct rst_dirs *d)
+void restore_dirs_flush(struct rst_dirs *d)
 {
 	while (d->n > 0)
 		drop_level(d, --d->n);
 	d->len = 0;
 }
 
-void cb_rst_dirs_release(struct rst_dirs *d)
+void restore_dirs_release(struct rst_dirs *d)
 {
-	cb_rst_dirs_flush(d);
+	restore_dirs_flush(d);
 	free(d->lv);
 	free(d->path);
 	memset(d, 0, sizeof(*d));
@@ -168,13 +168,13 @@ static int open_levels(struct rst_dirs *d, long a, size_t b, int create)
 	return d->lv[b].fd;
 }
 
-int cb_rst_dirs_get(struct rst_dirs *d, const char *dir, size_t dlen, int create)
+int restore_dirs_get(struct rst_dirs *d, const char *dir, size_t dlen, int create)
 {
 	size_t k;
 	long a;
 
 	if (dlen == 0) {
-		cb_rst_dirs_flush(d);
+		restore_dirs_flush(d);
 		return d->root;
 	}
 	k = common_levels(d, dir, dlen);

@@ -6,7 +6,7 @@
  * canonical DESTDIR, so libarchive's NOABSOLUTEPATHS check cannot be used,
  * but its NODOTDOT and SYMLINKS checks still guard the full path. Then its
  * data, its xattrs and ACLs (directories' ACLs after their modes), and the
- * root entry's metadata last (cb_rst_apply_root, from restore_dest.c).
+ * root entry's metadata last (restore_apply_root, from restore_dest.c).
  * Most entries are written by restore_fast.c instead, relative to their
  * directory's fd (libarchive would check every name from the top).
  */
@@ -79,7 +79,7 @@ static int check_names(struct archive_entry *e, const char *name)
 
 /* The file and the cause: libarchive's message does not always carry
  * the errno text (a full disk says only "Write failed"). */
-static int la_fail(struct rst *r, struct archive *a, const char *name)
+static int la_fail(struct restore_job *r, struct archive *a, const char *name)
 {
 	const char *msg = archive_error_string(a);
 	int e = archive_errno(a);
@@ -93,7 +93,7 @@ static int la_fail(struct rst *r, struct archive *a, const char *name)
 }
 
 /* libarchive WARN: reported, extraction goes on (e.g. no ACL support). */
-static int la_check(struct rst *r, struct archive *a, int rc, const char *name)
+static int la_check(struct restore_job *r, struct archive *a, int rc, const char *name)
 {
 	if (rc < ARCHIVE_WARN)
 		return la_fail(r, a, name);
@@ -104,7 +104,7 @@ static int la_check(struct rst *r, struct archive *a, int rc, const char *name)
 
 /* Into the disk writer (fd < 0) or into fd, at the archive's offsets:
  * what they leave out stays a hole; *end: where the last block ended. */
-static int copy_data(struct rst *r, const char *name, int fd, la_int64_t *end)
+static int copy_data(struct restore_job *r, const char *name, int fd, la_int64_t *end)
 {
 	const void *buf;
 	size_t size;
@@ -134,7 +134,7 @@ static int copy_data(struct rst *r, const char *name, int fd, la_int64_t *end)
 /* libarchive sets an existing directory's times at once (not at close as
  * for the directories it creates), so later entries would bump DESTDIR's
  * mtime: keep the root entry and apply it after all the others. */
-static int keep_root(struct rst *r, struct archive_entry *e)
+static int keep_root(struct restore_job *r, struct archive_entry *e)
 {
 	if (archive_entry_filetype(e) != AE_IFDIR)
 		return cb_error("archive root entry '%s' is not a directory", archive_entry_pathname(e));
@@ -146,7 +146,7 @@ static int keep_root(struct rst *r, struct archive_entry *e)
 
 /* The root entry on directory dirfd, through a disk writer of its own
  * (closed at once: nothing of it is left for later). */
-int cb_rst_apply_root(struct rst *r, int dirfd)
+int restore_apply_root(struct restore_job *r, int dirfd)
 {
 	struct archive *w;
 	int ret = -1;
@@ -200,7 +200,7 @@ static char *xattr_name(const char *n)
  * parsed ACL is dropped; a time before 1970 with a fraction ("-1.25" read
  * as -1 + 0.25): made the decimal number the archive says.
  */
-static void fix_entry(struct rst *r, struct archive_entry *e)
+static void fix_entry(struct restore_job *r, struct archive_entry *e)
 {
 	size_t n = 0, i = 0, len;
 	const char *name;
@@ -258,7 +258,7 @@ static int put_acls(const char *path, void *const acl[2], const size_t len[2])
 
 /* The raw ACLs fix_entry() kept, on the entry just written (directories:
  * once the disk writer is closed). */
-static int set_acls(struct rst *r, struct archive_entry *e)
+static int set_acls(struct restore_job *r, struct archive_entry *e)
 {
 	struct dir_acl *d;
 	int ret;
@@ -284,7 +284,7 @@ static int set_acls(struct rst *r, struct archive_entry *e)
 	return 0;
 }
 
-static int set_dir_acls(struct rst *r)
+static int set_dir_acls(struct restore_job *r)
 {
 	int ret = 0;
 
@@ -302,7 +302,7 @@ static int set_dir_acls(struct rst *r)
 	return ret;
 }
 
-int cb_rst_entry(struct rst *r, struct archive_entry *e)
+int restore_entry(struct restore_job *r, struct archive_entry *e)
 {
 	char *name = cb_xstrdup(archive_entry_pathname(e) ? archive_entry_pathname(e) : "");
 	la_int64_t end = 0;
@@ -311,13 +311,13 @@ int cb_rst_entry(struct rst *r, struct archive_entry *e)
 	if (check_names(e, name) < 0)
 		goto out;
 	fix_entry(r, e);
-	if (cb_rst_map_ids(r, e, name) < 0)
+	if (restore_map_ids(r, e, name) < 0)
 		goto out;
 	if (is_root_name(name)) {
 		ret = keep_root(r, e);
 		goto out;
 	}
-	ret = cb_rst_fast_entry(r, e, name, copy_data);
+	ret = restore_fast_entry(r, e, name, copy_data);
 	if (ret != 0) {
 		if (ret > 0)
 			r->st->entries++;
@@ -345,7 +345,7 @@ out:
 }
 
 /* Directory modes and times are applied when the disk writer closes. */
-int cb_rst_close(struct rst *r)
+int restore_close(struct restore_job *r)
 {
 	int rc = archive_write_close(r->out);
 
@@ -355,14 +355,14 @@ int cb_rst_close(struct rst *r)
 		cb_warn(r->log, "%s", archive_error_string(r->out));
 	if (set_dir_acls(r) < 0)
 		return -1;
-	return cb_rst_fast_finish(r);
+	return restore_fast_finish(r);
 }
 
-void cb_rst_disk_release(struct rst *r)
+void restore_disk_release(struct restore_job *r)
 {
 	if (r->out)
 		archive_write_free(r->out);
 	archive_entry_free(r->root);
 	set_dir_acls(r);
-	cb_rst_fast_release(r);
+	restore_fast_release(r);
 }

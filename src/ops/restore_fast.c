@@ -11,7 +11,7 @@
  * is unlinked in a tree cbackup is making from empty.
  *
  * Directories get their owner and xattrs at once, and their mode, ACLs and
- * times at the end (cb_rst_fast_finish), deepest first, on an fd opened
+ * times at the end (restore_fast_finish), deepest first, on an fd opened
  * the same race-free way: entries created in them would change their
  * times, a mode without write or search permission would stop the
  * restore, and a path of any length is reached by fds, not by name.
@@ -44,7 +44,7 @@ struct fixdir {
 	size_t acl_len[2];
 };
 
-struct rst_fast {
+struct restore_fast_state {
 	int off;                    /* not root: libarchive writes everything */
 	mode_t umask;
 	struct rst_dirs dirs;
@@ -56,16 +56,16 @@ struct rst_fast {
 
 static const char *const acl_names[2] = { "system.posix_acl_access", "system.posix_acl_default" };
 
-static struct rst_fast *fast_get(struct rst *r)
+static struct restore_fast_state *fast_get(struct restore_job *r)
 {
-	struct rst_fast *f = r->fast;
+	struct restore_fast_state *f = r->fast;
 
 	if (f)
 		return f;
 	f = r->fast = cb_xcalloc(1, sizeof(*f));
 	f->off = geteuid() != 0 || r->stage_fd < 0;
 	umask(f->umask = umask(0));
-	cb_rst_dirs_init(&f->dirs, r->stage_fd);
+	restore_dirs_init(&f->dirs, r->stage_fd);
 	return f;
 }
 
@@ -88,7 +88,7 @@ static int is_fast(struct archive_entry *e)
 
 /* name without empty and "." components and trailing slashes, into f->rel;
  * its length, and where the last component starts */
-static size_t normalize(struct rst_fast *f, const char *name, size_t *base)
+static size_t normalize(struct restore_fast_state *f, const char *name, size_t *base)
 {
 	size_t n = 0, len = strlen(name);
 	const char *p = name;
@@ -123,7 +123,7 @@ static void entry_times(struct archive_entry *e, struct timespec ts[2])
 
 /* The entry's xattrs (ACLs apart, fix_entry took them) on fd: a failure is
  * a warning, as libarchive's disk writer makes it. */
-static void set_xattrs(struct rst *r, struct archive_entry *e, int fd, const char *name)
+static void set_xattrs(struct restore_job *r, struct archive_entry *e, int fd, const char *name)
 {
 	const char *xname;
 	const void *val;
@@ -160,7 +160,7 @@ static int make_room(int pfd, const char *base, int new_dir, const char *name)
 	return 0;
 }
 
-static int file_meta(struct rst *r, struct archive_entry *e, int fd, const char *name)
+static int file_meta(struct restore_job *r, struct archive_entry *e, int fd, const char *name)
 {
 	mode_t mode = archive_entry_mode(e) & 07777;
 	struct timespec ts[2];
@@ -179,8 +179,8 @@ static int file_meta(struct rst *r, struct archive_entry *e, int fd, const char 
 	return 0;
 }
 
-static int put_file(struct rst *r, struct archive_entry *e, int pfd, const char *base,
-		    const char *name, cb_rst_data_fn data)
+static int put_file(struct restore_job *r, struct archive_entry *e, int pfd, const char *base,
+		    const char *name, restore_data_fn data)
 {
 	int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, ret = -1;
 	mode_t mode = archive_entry_mode(e) & 0777;
@@ -210,7 +210,7 @@ out:
 /* Symlinks, fifos and devices have no fd to write through: their xattrs
  * go through /proc/self/fd of an O_PATH fd (the node itself, not where a
  * symlink points, and a device is never opened). */
-static void node_xattrs(struct rst *r, struct archive_entry *e, int pfd, const char *base,
+static void node_xattrs(struct restore_job *r, struct archive_entry *e, int pfd, const char *base,
 			const char *name)
 {
 	const char *xname;
@@ -242,7 +242,7 @@ static int make_node(struct archive_entry *e, int pfd, const char *base)
 		       (archive_entry_mode(e) & 0777), archive_entry_rdev(e));
 }
 
-static int put_node(struct rst *r, struct archive_entry *e, int pfd, const char *base,
+static int put_node(struct restore_job *r, struct archive_entry *e, int pfd, const char *base,
 		    const char *name)
 {
 	mode_t mode = archive_entry_mode(e) & 07777;
@@ -271,21 +271,21 @@ static int put_node(struct rst *r, struct archive_entry *e, int pfd, const char 
 
 /* A hardlink to target (checked, relative to the top like every name):
  * linked between the two directories' fds, never through a symlink. */
-static int put_link(struct rst *r, struct archive_entry *e, size_t base, const char *name)
+static int put_link(struct restore_job *r, struct archive_entry *e, size_t base, const char *name)
 {
-	struct rst_fast *f = r->fast;
+	struct restore_fast_state *f = r->fast;
 	char *rel = cb_xstrdup(f->rel), *target;
 	size_t tbase, tlen;
 	int tfd, pfd, ret = -1;
 
 	tlen = normalize(f, archive_entry_hardlink(e), &tbase);
 	target = cb_xstrdup(f->rel);
-	tfd = cb_rst_dirs_get(&f->dirs, target, tbase ? tbase - 1 : 0, 0);
+	tfd = restore_dirs_get(&f->dirs, target, tbase ? tbase - 1 : 0, 0);
 	if (tfd < 0 || (tfd = dup(tfd)) < 0 || !tlen) {
 		cb_error_errno("cannot restore '%s': cannot open the directory of its target", name);
 		goto out;
 	}
-	pfd = cb_rst_dirs_get(&f->dirs, rel, base ? base - 1 : 0, 1);
+	pfd = restore_dirs_get(&f->dirs, rel, base ? base - 1 : 0, 1);
 	if (pfd < 0) {
 		cb_error_errno("cannot restore '%s': cannot open the directory it is in", name);
 		goto out;
@@ -306,7 +306,7 @@ out:
 
 /* The directory's record for the end: a new one, or (a name the archive
  * holds twice) the one it had, so that the last entry counts. */
-static struct fixdir *fixdir_for(struct rst_fast *f, const char *rel, int clash)
+static struct fixdir *fixdir_for(struct restore_fast_state *f, const char *rel, int clash)
 {
 	struct fixdir *d;
 
@@ -326,10 +326,10 @@ static struct fixdir *fixdir_for(struct rst_fast *f, const char *rel, int clash)
 	return d;
 }
 
-static int put_dir(struct rst *r, struct archive_entry *e, int pfd, const char *base,
+static int put_dir(struct restore_job *r, struct archive_entry *e, int pfd, const char *base,
 		   size_t len, const char *name)
 {
-	struct rst_fast *f = r->fast;
+	struct restore_fast_state *f = r->fast;
 	struct fixdir *d;
 	int clash = 0, keep, fd;
 
@@ -343,7 +343,7 @@ static int put_dir(struct rst *r, struct archive_entry *e, int pfd, const char *
 			return cb_error_errno("cannot restore '%s'", name);
 	}
 	/* held as the current directory: its entries come next */
-	fd = cb_rst_dirs_get(&f->dirs, f->rel, len, 0);
+	fd = restore_dirs_get(&f->dirs, f->rel, len, 0);
 	if (fd < 0)
 		return cb_error_errno("cannot restore '%s'", name);
 	if (fchown(fd, archive_entry_uid(e), archive_entry_gid(e)) < 0)
@@ -360,10 +360,10 @@ static int put_dir(struct rst *r, struct archive_entry *e, int pfd, const char *
 	return 0;
 }
 
-int cb_rst_fast_entry(struct rst *r, struct archive_entry *e, const char *name,
-		      cb_rst_data_fn data)
+int restore_fast_entry(struct restore_job *r, struct archive_entry *e, const char *name,
+		      restore_data_fn data)
 {
-	struct rst_fast *f = fast_get(r);
+	struct restore_fast_state *f = fast_get(r);
 	size_t base, len;
 	int pfd, ret;
 
@@ -371,13 +371,13 @@ int cb_rst_fast_entry(struct rst *r, struct archive_entry *e, const char *name,
 		return 0;
 	if (!is_fast(e)) {
 		/* libarchive may remove or replace a directory held here */
-		cb_rst_dirs_flush(&f->dirs);
+		restore_dirs_flush(&f->dirs);
 		return 0;
 	}
 	len = normalize(f, name, &base);
 	if (archive_entry_hardlink(e))
 		return put_link(r, e, base, name) < 0 ? -1 : 1;
-	pfd = cb_rst_dirs_get(&f->dirs, f->rel, base ? base - 1 : 0, 1);
+	pfd = restore_dirs_get(&f->dirs, f->rel, base ? base - 1 : 0, 1);
 	if (pfd < 0)
 		return cb_error_errno("cannot restore '%s': cannot open the directory it is in (a "
 				      "symlink is not followed)", name);
@@ -400,16 +400,16 @@ int cb_rst_fast_entry(struct rst *r, struct archive_entry *e, const char *name,
  * nothing of it, and their fds are reached before its mode may close it).
  * A directory that is no longer one (a later entry replaced it by a
  * symlink or a file, or removed it) is left. */
-int cb_rst_fast_finish(struct rst *r)
+int restore_fast_finish(struct restore_job *r)
 {
-	struct rst_fast *f = r->fast;
+	struct restore_fast_state *f = r->fast;
 	int ret = 0;
 
 	if (!f)
 		return 0;
 	for (size_t i = f->n_fix; i-- > 0;) {
 		struct fixdir *d = &f->fix[i];
-		int fd = cb_rst_dirs_get(&f->dirs, d->path, strlen(d->path), 0);
+		int fd = restore_dirs_get(&f->dirs, d->path, strlen(d->path), 0);
 
 		if (fd < 0 && (errno == ELOOP || errno == ENOTDIR || errno == ENOENT))
 			continue;
@@ -422,13 +422,13 @@ int cb_rst_fast_finish(struct rst *r)
 		if ((ret = set_acls(fd, d->acl, d->acl_len, d->path)) < 0)
 			break;
 	}
-	cb_rst_dirs_flush(&f->dirs);
+	restore_dirs_flush(&f->dirs);
 	return ret;
 }
 
-void cb_rst_fast_release(struct rst *r)
+void restore_fast_release(struct restore_job *r)
 {
-	struct rst_fast *f = r->fast;
+	struct restore_fast_state *f = r->fast;
 
 	if (!f)
 		return;
@@ -439,7 +439,7 @@ void cb_rst_fast_release(struct rst *r)
 	}
 	free(f->fix);
 	free(f->rel);
-	cb_rst_dirs_release(&f->dirs);
+	restore_dirs_release(&f->dirs);
 	free(f);
 	r->fast = NULL;
 }

@@ -17,7 +17,7 @@
 #include "cb_util.h"
 #include "restore_int.h"
 
-static int forward(const struct rst *r, char type, unsigned long ct, unsigned long *host,
+static int forward(const struct restore_job *r, char type, unsigned long ct, unsigned long *host,
 		   const char *what, const char *name)
 {
 	if (cb_idmap_forward(r->idmap, type, ct, host) == 0)
@@ -38,7 +38,7 @@ static void set32(unsigned char *p, uint32_t v)
 
 /* system.posix_acl_*: version, then entries of tag:16 perm:16 id:32; the
  * ids of named users (tag 2) and groups (tag 8) */
-static int map_acl(const struct rst *r, unsigned char *v, size_t n, const char *name)
+static int map_acl(const struct restore_job *r, unsigned char *v, size_t n, const char *name)
 {
 	for (size_t at = 4; at + 8 <= n; at += 8) {
 		unsigned tag = (unsigned)v[at] | (unsigned)v[at + 1] << 8;
@@ -56,7 +56,7 @@ static int map_acl(const struct rst *r, unsigned char *v, size_t n, const char *
 /* security.capability of revision 2 (20 bytes): the revision 3 value (24
  * bytes, the host uid of the container's root last) into out; 0 when there
  * is nothing to shift (another revision), 1 when out holds the value. */
-static int map_caps(const struct rst *r, const unsigned char *v, size_t n, unsigned char out[24],
+static int map_caps(const struct restore_job *r, const unsigned char *v, size_t n, unsigned char out[24],
 		    const char *name)
 {
 	enum { REV_MASK = 0xFF000000, REV2 = 0x02000000, REV3 = 0x03000000, V2_SIZE = 20 };
@@ -74,7 +74,7 @@ static int map_caps(const struct rst *r, const unsigned char *v, size_t n, unsig
 }
 
 /* The entry's xattrs again, its capability shifted. */
-static int map_xattrs(const struct rst *r, struct archive_entry *e, const char *name)
+static int map_xattrs(const struct restore_job *r, struct archive_entry *e, const char *name)
 {
 	struct { char *name; void *val; size_t len; } *x = NULL;
 	size_t n = 0, len;
@@ -106,7 +106,7 @@ static int map_xattrs(const struct rst *r, struct archive_entry *e, const char *
 	return ret;
 }
 
-int cb_rst_map_ids(struct rst *r, struct archive_entry *e, const char *name)
+int restore_map_ids(struct restore_job *r, struct archive_entry *e, const char *name)
 {
 	unsigned long uid, gid;
 

@@ -34,22 +34,22 @@ struct rst_dirs {
 	size_t n, cap_lv, held;
 	int no_openat2;             /* the kernel has none (or forbids it) */
 };
-void cb_rst_dirs_init(struct rst_dirs *d, int root);
+void restore_dirs_init(struct rst_dirs *d, int root);
 /* The fd of directory dir (relative to the root, normalized: no empty,
  * "." or ".." components, no trailing slash; dlen 0: the root), opened
  * without following any symlink; with create, missing directories on the
  * way are made (0755). Owned by d, valid until the next call; -1 with
  * errno on failure. */
-int cb_rst_dirs_get(struct rst_dirs *d, const char *dir, size_t dlen, int create);
+int restore_dirs_get(struct rst_dirs *d, const char *dir, size_t dlen, int create);
 /* Every held fd closed (a directory on the path was removed). */
-void cb_rst_dirs_flush(struct rst_dirs *d);
-void cb_rst_dirs_release(struct rst_dirs *d);
+void restore_dirs_flush(struct rst_dirs *d);
+void restore_dirs_release(struct rst_dirs *d);
 
-struct rst_fast;
+struct restore_fast_state;
 
 struct cb_idmap;
 
-struct rst {
+struct restore_job {
 	struct cb_tarread tr;       /* tar reader over the codec */
 	const struct cb_idmap *idmap;  /* --map-ids: container IDs to the host's (restore_idmap.c) */
 	struct archive *out;        /* disk writer */
@@ -84,62 +84,62 @@ struct rst {
 	struct cb_progress progress;
 	uint64_t read_before;
 	/* restore_fast.c: files, directories and symlinks made by cbackup */
-	struct rst_fast *fast;
+	struct restore_fast_state *fast;
 };
 
 /* Open DESTDIR's parent and DESTDIR (never through a symlink; a non-empty
  * one needs --force), make the private directory and enter it. */
-int cb_rst_dest_open(struct rst *r, const struct cb_restore_opts *o);
+int restore_dest_open(struct restore_job *r, const struct cb_restore_opts *o);
 /* The complete tree in DESTDIR's place (with --path into a non-empty
  * DESTDIR: the chosen paths only), the root entry applied, the old tree
  * removed or kept. */
-int cb_rst_dest_finish(struct rst *r, const struct cb_restore_opts *o);
+int restore_dest_finish(struct restore_job *r, const struct cb_restore_opts *o);
 /* Back to the working directory; what is left of the private directory
  * (after a failure: the whole new tree) removed. */
-void cb_rst_dest_release(struct rst *r);
+void restore_dest_release(struct restore_job *r);
 /* restore_entry.c: extract the entry just read from r->tr (names checked,
  * moved below DESTDIR). */
-int cb_rst_entry(struct rst *r, struct archive_entry *e);
+int restore_entry(struct restore_job *r, struct archive_entry *e);
 /* The entry's data from the archive into fd, at the archive's offsets;
  * *end (0 before): where the last data block ended. */
-typedef int (*cb_rst_data_fn)(struct rst *r, const char *name, int fd, la_int64_t *end);
+typedef int (*restore_data_fn)(struct restore_job *r, const char *name, int fd, la_int64_t *end);
 /* restore_fast.c: the entry written relative to its parent's fd (1), or
  * left to libarchive (0: a type or metadata only libarchive writes, or not
  * root), or -1 with the error set. name: the checked entry name; data
  * copies a regular file's data. */
-int cb_rst_fast_entry(struct rst *r, struct archive_entry *e, const char *name,
-		      cb_rst_data_fn data);
+int restore_fast_entry(struct restore_job *r, struct archive_entry *e, const char *name,
+		      restore_data_fn data);
 /* The directories' modes, ACLs and times, deepest first, through their
  * fds (whatever their path's length). */
-int cb_rst_fast_finish(struct rst *r);
-void cb_rst_fast_release(struct rst *r);
+int restore_fast_finish(struct restore_job *r);
+void restore_fast_release(struct restore_job *r);
 /* The root entry's metadata on directory dirfd, after every other entry. */
-int cb_rst_apply_root(struct rst *r, int dirfd);
+int restore_apply_root(struct restore_job *r, int dirfd);
 /* Close the disk writer: directory modes and times, then their ACLs. */
-int cb_rst_close(struct rst *r);
+int restore_close(struct restore_job *r);
 /* The disk writer freed, the root entry and pending ACLs too. */
-void cb_rst_disk_release(struct rst *r);
-void cb_rst_release(struct rst *r);
+void restore_disk_release(struct restore_job *r);
+void restore_release(struct restore_job *r);
 
 /* restore --path, and restore --salvage (every member not lost, or of
  * the paths those not lost) */
-int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o);
+int cb_restore_paths(struct restore_job *r, const struct cb_restore_opts *o);
 
 struct cb_idx;
 /* restore_salvage.c: check every unit of the archive against the catalog
  * x; *lost (malloc'ed, per entry) is 1 + the damaged unit for each member
- * with a byte in one (each said with cb_rst_lost), else 0. */
-int cb_rst_salvage_plan(struct rst *r, const struct cb_idx *x, const char *archive,
+ * with a byte in one (each said with restore_lost), else 0. */
+int restore_salvage_plan(struct restore_job *r, const struct cb_idx *x, const char *archive,
 			uint64_t **lost);
 /* Member path is lost (why: "... unit N"): an ERROR line, kept in r->st. */
-void cb_rst_lost(struct rst *r, const char *path, uint64_t unit, const char *why);
+void restore_lost(struct restore_job *r, const char *path, uint64_t unit, const char *why);
 
 /* DESTDIR's file system: the private directory's, or with --dry-run (none
  * made) DESTDIR's or the nearest directory above it. */
-int cb_rst_statvfs(struct rst *r, struct statvfs *v);
+int restore_statvfs(struct restore_job *r, struct statvfs *v);
 
 /* What a restore needs in DESTDIR's file system: bytes of blocks, inodes. */
-struct cb_rst_need {
+struct restore_need {
 	uint64_t bytes, entries;
 	uint64_t tar;        /* the tar stream's bytes (the progress total) */
 };
@@ -147,14 +147,14 @@ struct cb_rst_need {
  * (ARCHIVE.idx, when there and sound): no decoding pass over the archive.
  * -1 (nothing said) when there is none or it has sparse files (whose maps
  * only the archive holds). */
-int cb_rst_need_from_catalog(const char *archive, uint64_t bs, struct cb_rst_need *n);
+int restore_need_from_catalog(const char *archive, uint64_t bs, struct restore_need *n);
 /* statvfs(DESTDIR) against n: 0 if it fits; else -1 with the error naming
  * both, or with --force a WARN and 0 (files replaced in place free space). */
-int cb_rst_space_check(struct rst *r, const struct cb_restore_opts *o, const struct cb_rst_need *n);
+int restore_space_check(struct restore_job *r, const struct cb_restore_opts *o, const struct restore_need *n);
 
 /* restore_idmap.c: the entry's owner, raw ACLs (acl[2], as fix_entry took
  * them) and file capability shifted to the host's IDs by r->idmap; -1 with
  * the error naming the entry when an ID has no place in the map. */
-int cb_rst_map_ids(struct rst *r, struct archive_entry *e, const char *name);
+int restore_map_ids(struct restore_job *r, struct archive_entry *e, const char *name);
 
 #endif

@@ -128,7 +128,7 @@ static int add_relinks(const struct cb_idx *x, struct pick *p)
 }
 
 /* Hardlinks to a lost member have no data to link to: lost too. */
-static void lose_links(struct rst *r, const struct cb_idx *x, uint64_t *lost)
+static void lose_links(struct restore_job *r, const struct cb_idx *x, uint64_t *lost)
 {
 	for (uint64_t i = 0; i < x->n_entries; i++) {
 		struct cb_idx_entry e;
@@ -139,7 +139,7 @@ static void lose_links(struct rst *r, const struct cb_idx *x, uint64_t *lost)
 			continue;
 		if (link_target(x, i, e.link, &t) == 0 && lost[t]) {
 			lost[i] = lost[t];
-			cb_rst_lost(r, e.path, lost[i] - 1, "a hardlink to a member in damaged");
+			restore_lost(r, e.path, lost[i] - 1, "a hardlink to a member in damaged");
 		}
 	}
 }
@@ -209,7 +209,7 @@ static uint64_t member_end(const struct cb_idx *x, uint64_t i)
 /* Decode from the unit holding entry first's header, up to that header,
  * and no further than entry last's end (a damaged unit after it is never
  * read); every unit decoded is checked against the catalog's digest first. */
-static int run_open(struct rst *r, const struct cb_idx *x, const char *archive, uint64_t first,
+static int run_open(struct restore_job *r, const struct cb_idx *x, const char *archive, uint64_t first,
 		    uint64_t last)
 {
 	struct cb_idx_entry e;
@@ -236,7 +236,7 @@ static int run_open(struct rst *r, const struct cb_idx *x, const char *archive, 
 	return 0;
 }
 
-static int run_entry(struct rst *r, const struct cb_idx *x, const struct pick *p, uint64_t i)
+static int run_entry(struct restore_job *r, const struct cb_idx *x, const struct pick *p, uint64_t i)
 {
 	struct archive_entry *ae;
 	struct cb_idx_entry e;
@@ -252,7 +252,7 @@ static int run_entry(struct rst *r, const struct cb_idx *x, const struct pick *p
 				"is (run cbackup index)", archive_entry_pathname(ae), e.path);
 	if (!picked(p, i) || relink(p, ae))
 		return 0;
-	return cb_rst_entry(r, ae);
+	return restore_entry(r, ae);
 }
 
 static int lost_between(const struct pick *p, uint64_t from, uint64_t to)
@@ -294,7 +294,7 @@ static uint64_t runs_bytes(const struct cb_idx *x, const struct pick *p)
 	return sum;
 }
 
-static int restore_picked(struct rst *r, const struct cb_idx *x, const struct pick *p,
+static int restore_picked(struct restore_job *r, const struct cb_idx *x, const struct pick *p,
 			  const char *archive, int progress)
 {
 	cb_progress_start(&r->progress, progress, "restore", runs_bytes(x, p));
@@ -326,7 +326,7 @@ static uint64_t entry_bytes(const struct cb_idx *x, uint64_t i, uint64_t bs, int
 	return (data ? (data + bs - 1) / bs : 1) * bs;
 }
 
-int cb_rst_need_from_catalog(const char *archive, uint64_t bs, struct cb_rst_need *n)
+int restore_need_from_catalog(const char *archive, uint64_t bs, struct restore_need *n)
 {
 	char *path = cb_xasprintf("%s.idx", archive);
 	struct stat st;
@@ -346,15 +346,15 @@ int cb_rst_need_from_catalog(const char *archive, uint64_t bs, struct cb_rst_nee
 }
 
 /* What the selection takes, from the catalog (entry_bytes). */
-static int check_space(struct rst *r, const struct cb_restore_opts *o, const struct cb_idx *x,
+static int check_space(struct restore_job *r, const struct cb_restore_opts *o, const struct cb_idx *x,
 		       const struct pick *p)
 {
-	struct cb_rst_need n = { 0, p->n, 0 };
+	struct restore_need n = { 0, p->n, 0 };
 	struct statvfs vfs;
 	uint64_t bs;
 	int sparse = 0;
 
-	if (cb_rst_statvfs(r, &vfs) < 0)
+	if (restore_statvfs(r, &vfs) < 0)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
 	bs = vfs.f_frsize ? vfs.f_frsize : 4096;
 	for (uint64_t k = 0; k < p->n; k++)
@@ -367,10 +367,10 @@ static int check_space(struct rst *r, const struct cb_restore_opts *o, const str
 			n.bytes += (e.size + bs - 1) / bs * bs;
 		}
 	}
-	return cb_rst_space_check(r, o, &n);
+	return restore_space_check(r, o, &n);
 }
 
-int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o)
+int cb_restore_paths(struct restore_job *r, const struct cb_restore_opts *o)
 {
 	struct cb_idx x;
 	struct pick p = { 0 };
@@ -380,7 +380,7 @@ int cb_restore_paths(struct rst *r, const struct cb_restore_opts *o)
 	if (cb_idx_open_for(&x, o->archive, r->log) < 0)
 		return o->salvage ? cb_error_prefix("restore --salvage places the damage by the "
 						    "catalog '%s.idx'", o->archive) : -1;
-	ret = o->salvage ? cb_rst_salvage_plan(r, &x, o->archive, &lost) : 0;
+	ret = o->salvage ? restore_salvage_plan(r, &x, o->archive, &lost) : 0;
 	if (lost && r->st->n_lost)
 		lose_links(r, &x, lost);
 	p.lost = lost;

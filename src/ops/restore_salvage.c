@@ -49,7 +49,7 @@ static void add_bad_unit(struct cb_restore_stats *st, uint64_t u)
 }
 
 /* Every unit against its digest; the damaged ones into st->bad_units. */
-static int find_bad_units(const struct cb_idx *x, const char *archive, struct rst *r)
+static int find_bad_units(const struct cb_idx *x, const char *archive, struct restore_job *r)
 {
 	unsigned char *buf = NULL;
 	struct stat sb;
@@ -84,7 +84,7 @@ out:
 	return ret;
 }
 
-void cb_rst_lost(struct rst *r, const char *path, uint64_t unit, const char *why)
+void restore_lost(struct restore_job *r, const char *path, uint64_t unit, const char *why)
 {
 	struct cb_restore_stats *st = r->st;
 	char *q = cb_quote(path);
@@ -95,7 +95,7 @@ void cb_rst_lost(struct rst *r, const char *path, uint64_t unit, const char *why
 	free(q);
 }
 
-int cb_rst_salvage_plan(struct rst *r, const struct cb_idx *x, const char *archive,
+int restore_salvage_plan(struct restore_job *r, const struct cb_idx *x, const char *archive,
 			uint64_t **lost_out)
 {
 	uint64_t *lost;
@@ -120,7 +120,7 @@ int cb_rst_salvage_plan(struct rst *r, const struct cb_idx *x, const char *archi
 				continue;
 			cb_idx_entry(x, v[k], &e);
 			lost[v[k]] = u + 1;
-			cb_rst_lost(r, e.path, u, "a byte of it in damaged");
+			restore_lost(r, e.path, u, "a byte of it in damaged");
 		}
 		free(v);
 	}

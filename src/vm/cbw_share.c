@@ -1,8 +1,8 @@
-/* cb_vmcbw: what its two methods share, copy-before-write (copy_before_write.c, which
+/* cb_vmsnap: what its two methods share, copy-before-write (copy_before_write.c, which
  * chooses the method) and blockdev-backup (vmbackup.c): a raw image added
  * as a QEMU block node, the hooks, the VM gone, and the guest agent's
  * freeze and thaw. Below both,
- * so that vmbackup.c does not use copy_before_write.c. See include/cb_vmcbw.h. */
+ * so that vmbackup.c does not use copy_before_write.c. See include/cb_vmsnap.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,10 +13,10 @@
 #include "cb_json.h"
 #include "cb_qmp_session.h"
 #include "cb_util.h"
-#include "cb_vmcbw.h"
-#include "vmcbw_int.h"
+#include "cb_vmsnap.h"
+#include "vmsnap_int.h"
 
-int cb_vmcbw_add_image(struct cb_vmcbw *v, int dfd, const char *name, const char *path,
+int cb_vmsnap_add_image(struct cb_vmsnap *v, int dfd, const char *name, const char *path,
 		       uint64_t size, const char *kind, size_t i)
 {
 	char *q = cb_json_quote(path);
@@ -43,7 +43,7 @@ int cb_vmcbw_add_image(struct cb_vmcbw *v, int dfd, const char *name, const char
 
 /* A freeze that fails is a WARN and the backup goes on (crash-consistent
  * disks, as vzdump); a thaw is owed from the first attempt on. */
-void cb_vmcbw_fs_freeze(struct cb_vmcbw *v)
+void cb_vmsnap_fs_freeze(struct cb_vmsnap *v)
 {
 	long long n = 0;
 
@@ -62,7 +62,7 @@ void cb_vmcbw_fs_freeze(struct cb_vmcbw *v)
 
 /* Always tried after a freeze was tried, on a new connection if the
  * freeze's was lost or timed out (a late reply is skipped by the sync). */
-void cb_vmcbw_fs_thaw(struct cb_vmcbw *v)
+void cb_vmsnap_fs_thaw(struct cb_vmsnap *v)
 {
 	char saved[1024];
 	long long n = 0;
@@ -81,12 +81,12 @@ void cb_vmcbw_fs_thaw(struct cb_vmcbw *v)
 	cb_error("%s", saved);   /* the caller's error, if any, stays the one reported */
 }
 
-int cb_vmcbw_hook(struct cb_vmcbw *v, const char *phase)
+int cb_vmsnap_hook(struct cb_vmsnap *v, const char *phase)
 {
 	return v->o->hook ? v->o->hook(v->o->hook_arg, phase) : 0;
 }
 
-int cb_vmcbw_vm_gone(struct cb_vmcbw *v, const char *what)
+int cb_vmsnap_vm_gone(struct cb_vmsnap *v, const char *what)
 {
 	if (!v->s.lost)
 		cb_qmp_session_drain(&v->s, 200);

@@ -25,8 +25,8 @@
 #include "cb_private.h"
 #include "cb_qmp_session.h"
 #include "cb_rmtree.h"
-#include "cb_vmcbw.h"
-#include "vmcbw_int.h"
+#include "cb_vmsnap.h"
+#include "vmsnap_int.h"
 
 /* ---- the block graph: leftovers and teardown -------------------------- */
 

@@ -24,9 +24,9 @@
 #include "cb_private.h"
 #include "cb_qmp_session.h"
 #include "cb_rmtree.h"
-#include "cb_vmcbw.h"
+#include "cb_vmsnap.h"
 #include "cb_child.h"
-#include "vmcbw_int.h"
+#include "vmsnap_int.h"
 
 /* ---- the watchdog ------------------------------------------------------ */
 
@@ -43,7 +43,7 @@
  * is cbackup's again: it exits (the socket's EOF is the answer). EOF
  * without 'D' (cbackup died, even by SIGKILL): resume the VM and sweep the
  * graph. */
-static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_fd)
+static void __attribute__((noreturn)) watchdog_main(struct cb_vmsnap *v, int cmd_fd)
 {
 	int qfd = v->s.fd, paused = 0, fired = 0, nbd = 0;
 	double deadline = 0;
@@ -94,7 +94,7 @@ static void __attribute__((noreturn)) watchdog_main(struct cb_vmcbw *v, int cmd_
 	_exit(0);
 }
 
-int cbw_watchdog_start(struct cb_vmcbw *v)
+int cbw_watchdog_start(struct cb_vmsnap *v)
 {
 	int p[2];
 
@@ -116,7 +116,7 @@ int cbw_watchdog_start(struct cb_vmcbw *v)
 
 /* Until the watchdog's socket is readable (an answer or its EOF), at most
  * WD_ANSWER_MS: 1 readable, 0 not. */
-static int watchdog_wait(const struct cb_vmcbw *v)
+static int watchdog_wait(const struct cb_vmsnap *v)
 {
 	double until = cb_now() + WD_ANSWER_MS / 1000.0;
 
@@ -135,7 +135,7 @@ static int watchdog_wait(const struct cb_vmcbw *v)
 
 /* Request C and its answer; 0: no answer in time (stopped, hung), -1:
  * the watchdog is gone. */
-int cbw_watchdog_ask(struct cb_vmcbw *v, char c)
+int cbw_watchdog_ask(struct cb_vmsnap *v, char c)
 {
 	char answer;
 
@@ -146,7 +146,7 @@ int cbw_watchdog_ask(struct cb_vmcbw *v, char c)
 	return read(v->wd_fd, &answer, 1) == 1 ? answer : -1;
 }
 
-void cbw_watchdog_note(struct cb_vmcbw *v, char c)
+void cbw_watchdog_note(struct cb_vmsnap *v, char c)
 {
 	if (v->wd_fd >= 0)
 		send(v->wd_fd, &c, 1, MSG_NOSIGNAL);
@@ -159,7 +159,7 @@ const char *cbw_watchdog_lost(int answer)
 
 /* The watchdog reaped; KILL_IT: killed first, whatever state it is in (it
  * cannot be trusted to resume the VM or tear the graph down any more). */
-void cbw_watchdog_reap(struct cb_vmcbw *v, int kill_it)
+void cbw_watchdog_reap(struct cb_vmsnap *v, int kill_it)
 {
 	if (v->wd_fd < 0)
 		return;
@@ -172,7 +172,7 @@ void cbw_watchdog_reap(struct cb_vmcbw *v, int kill_it)
 
 /* 'D' and the watchdog's exit (its EOF); one that does not go in time is
  * killed, with a WARN: the backup itself is complete. */
-void cbw_watchdog_stop(struct cb_vmcbw *v)
+void cbw_watchdog_stop(struct cb_vmsnap *v)
 {
 	int late;
 

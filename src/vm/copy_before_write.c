@@ -1,4 +1,4 @@
-/* cb_vmcbw: VM disks through QEMU's copy-before-write filter. See include/cb_vmcbw.h. */
+/* cb_vmsnap: VM disks through QEMU's copy-before-write filter. See include/cb_vmsnap.h. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,12 +20,12 @@
 #include "cb_private.h"
 #include "cb_qmp_session.h"
 #include "cb_rmtree.h"
-#include "cb_vmcbw.h"
-#include "vmcbw_int.h"
+#include "cb_vmsnap.h"
+#include "vmsnap_int.h"
 
 /* ---- open: version, disks, leftovers ---------------------------------- */
 
-char *cb_vmcbw_archive_name(const char *disk)
+char *cb_vmsnap_archive_name(const char *disk)
 {
 	const char *base = strrchr(disk, '/') ? strrchr(disk, '/') + 1 : disk;
 	const char *dot = strrchr(base, '.');
@@ -84,12 +84,12 @@ static int map_disk(const struct cb_json *list, struct vmdisk *d)
 	d->node = cb_xstrdup(node);
 	d->size = (uint64_t)cb_json_int(hit, "inserted.image.virtual-size", 0);
 	d->alloc = allocated(cb_json_get(hit, "inserted.image"), d->size);
-	d->name = cb_vmcbw_archive_name(d->path);
+	d->name = cb_vmsnap_archive_name(d->path);
 	d->drv = cb_xstrdup(drv ? drv : "");
 	return 0;
 }
 
-static int map_disks(struct cb_vmcbw *v)
+static int map_disks(struct cb_vmsnap *v)
 {
 	struct cb_json *blocks = NULL;
 	int rc = 0;
@@ -112,7 +112,7 @@ static int map_disks(struct cb_vmcbw *v)
 	return rc;
 }
 
-static int query_version(struct cb_vmcbw *v)
+static int query_version(struct cb_vmsnap *v)
 {
 	struct cb_json *ver = NULL, *st = NULL;
 	const char *status;
@@ -143,7 +143,7 @@ enum cb_vm_path cb_vm_path_choose(enum cb_vm_method method, int major, int minor
 	return CB_VMPATH_CBW;
 }
 
-static void free_disks(struct cb_vmcbw *v)
+static void free_disks(struct cb_vmsnap *v)
 {
 	for (size_t i = 0; i < v->n; i++) {
 		free(v->d[i].device);
@@ -158,9 +158,9 @@ static void free_disks(struct cb_vmcbw *v)
 	v->n = 0;
 }
 
-int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o)
+int cb_vmsnap_open(struct cb_vmsnap **out, const struct cb_vmsnap_opts *o)
 {
-	struct cb_vmcbw *v = cb_xcalloc(1, sizeof(*v));
+	struct cb_vmsnap *v = cb_xcalloc(1, sizeof(*v));
 	int count;
 
 	*out = NULL;
@@ -240,7 +240,7 @@ static int clean_work_dir(const char *path)
 }
 
 /* TMPDIR/cbackup/cbackup-ID.cbw: private, cleaned. */
-static int open_work_dir(struct cb_vmcbw *v, const char *stage_dir)
+static int open_work_dir(struct cb_vmsnap *v, const char *stage_dir)
 {
 	char *copy = cb_xstrdup(stage_dir);
 	int fd;
@@ -255,7 +255,7 @@ static int open_work_dir(struct cb_vmcbw *v, const char *stage_dir)
 
 /* The fleecing image, the filter's target: it holds only what the guest
  * overwrites while the backup reads. */
-static int add_fleecing(struct cb_vmcbw *v, size_t i)
+static int add_fleecing(struct cb_vmsnap *v, size_t i)
 {
 	char name[64], *path;
 	int dfd = open(v->work_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), rc;
@@ -264,14 +264,14 @@ static int add_fleecing(struct cb_vmcbw *v, size_t i)
 		return cb_error_errno("cannot open '%s'", v->work_dir);
 	snprintf(name, sizeof(name), "fleece-%zu.raw", i);
 	path = cb_xasprintf("%s/%s", v->work_dir, name);
-	rc = cb_vmcbw_add_image(v, dfd, name, path, v->d[i].size, "fl", i);
+	rc = cb_vmsnap_add_image(v, dfd, name, path, v->d[i].size, "fl", i);
 	free(path);
 	close(dfd);
 	return rc;
 }
 
 /* While paused: filter over the format node, device on the filter. */
-static int insert_filter(struct cb_vmcbw *v, size_t i)
+static int insert_filter(struct cb_vmsnap *v, size_t i)
 {
 	char *node = cb_json_quote(v->d[i].node), *qdev = cb_json_quote(v->d[i].qdev);
 	int rc = cb_qmp_session_execf(&v->s, NULL, "blockdev-add",
@@ -291,7 +291,7 @@ static int insert_filter(struct cb_vmcbw *v, size_t i)
 
 /* After a complete read: the snapshot bitmaps go; the exports first, they
  * hold them. */
-static int hand_over(struct cb_vmcbw *v)
+static int hand_over(struct cb_vmsnap *v)
 {
 	int count, nbd = v->nbd_on;
 
@@ -304,7 +304,7 @@ static int hand_over(struct cb_vmcbw *v)
  * the backup fails. A watchdog that does not answer is killed and cbackup
  * resumes the VM itself; the backup fails too (nothing would watch the
  * rest of the run). */
-static int resume(struct cb_vmcbw *v)
+static int resume(struct cb_vmsnap *v)
 {
 	int answer = cbw_watchdog_ask(v, 'R'), rc;
 
@@ -324,7 +324,7 @@ static int resume(struct cb_vmcbw *v)
 /* stop, the filters, cont: the VM's only pause, and only with the watchdog
  * armed. A failure in between takes the filters out again before the VM
  * runs on. */
-static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
+static int pause_and_insert(struct cb_vmsnap *v, double *pause_s)
 {
 	int rc = 0, count;
 
@@ -363,7 +363,7 @@ static int pause_and_insert(struct cb_vmcbw *v, double *pause_s)
 	return rc;
 }
 
-static int export_disks(struct cb_vmcbw *v, char **sock)
+static int export_disks(struct cb_vmsnap *v, char **sock)
 {
 	char *q;
 	int rc;
@@ -408,7 +408,7 @@ static int export_disks(struct cb_vmcbw *v, char **sock)
 /* Files in the staging directory that are not this run's images (a kept
  * copy of the staging path, a disk no longer configured) would be
  * archived: they go. */
-static int prune_stage(struct cb_vmcbw *v, int dfd)
+static int prune_stage(struct cb_vmsnap *v, int dfd)
 {
 	int fd = dup(dfd);
 	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
@@ -429,7 +429,7 @@ static int prune_stage(struct cb_vmcbw *v, int dfd)
 	return 0;
 }
 
-static int read_disks(struct cb_vmcbw *v, int dfd, const char *sock)
+static int read_disks(struct cb_vmsnap *v, int dfd, const char *sock)
 {
 	for (size_t i = 0; i < v->n; i++) {
 		char exp[64], got[32], size[32];
@@ -446,7 +446,7 @@ static int read_disks(struct cb_vmcbw *v, int dfd, const char *sock)
 		if (rc < 0) {
 			char what[PATH_MAX + 64];
 			snprintf(what, sizeof(what), "disk '%s' read", v->d[i].path);
-			if (cb_vmcbw_vm_gone(v, what) < 0)
+			if (cb_vmsnap_vm_gone(v, what) < 0)
 				return -1;
 			return cb_error_prefix("reading the snapshot of disk '%s' (drive '%s'; a failed "
 					       "copy-before-write, such as a full tmpdir, breaks it)",
@@ -469,15 +469,15 @@ static int read_disks(struct cb_vmcbw *v, int dfd, const char *sock)
 /* pre-stop hook, fsfreeze, the pause with the filters, thaw, pre-restart
  * and post-restart hooks. The pause is QEMU's (its STOP and RESUME
  * events' timestamps): the hooks and the agent are outside it. */
-static int snapshot_cbw(struct cb_vmcbw *v, double *pause_s)
+static int snapshot_cbw(struct cb_vmsnap *v, double *pause_s)
 {
 	int rc;
 
-	if (cb_vmcbw_hook(v, "pre-stop") < 0)
+	if (cb_vmsnap_hook(v, "pre-stop") < 0)
 		return -1;
-	cb_vmcbw_fs_freeze(v);
+	cb_vmsnap_fs_freeze(v);
 	rc = pause_and_insert(v, pause_s);
-	cb_vmcbw_fs_thaw(v);
+	cb_vmsnap_fs_thaw(v);
 	if (rc < 0)
 		return -1;
 	if (v->was_paused)
@@ -489,10 +489,10 @@ static int snapshot_cbw(struct cb_vmcbw *v, double *pause_s)
 	else
 		cb_warn(v->o->log, "VM paused to insert %zu copy-before-write filter(s); QEMU's STOP "
 			"and RESUME events did not come: the pause is unknown", v->n);
-	return cb_vmcbw_hook(v, "pre-restart") < 0 || cb_vmcbw_hook(v, "post-restart") < 0 ? -1 : 0;
+	return cb_vmsnap_hook(v, "pre-restart") < 0 || cb_vmsnap_hook(v, "post-restart") < 0 ? -1 : 0;
 }
 
-int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *pause_s)
+int cb_vmsnap_run(struct cb_vmsnap *v, const char *stage_dir, int reused, double *pause_s)
 {
 	char *sock = NULL;
 	int dfd = -1, rc = -1;
@@ -509,7 +509,7 @@ int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *
 		goto out;
 	if (v->path == CB_VMPATH_BACKUP) {
 		*pause_s = 0;   /* the jobs start in one transaction: no pause */
-		rc = cb_vmcbw_backup_run(v, stage_dir, dfd);
+		rc = cb_vmsnap_backup_run(v, stage_dir, dfd);
 		goto out;
 	}
 	if (cb_vmbm_choose(v, dfd, reused) < 0)
@@ -522,7 +522,7 @@ int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *
 	/* a SHUTDOWN or MIGRATION event during a read that still completed
 	 * fails the backup as well (as vzdump) */
 	if (export_disks(v, &sock) < 0 || read_disks(v, dfd, sock) < 0 ||
-	    cb_vmcbw_vm_gone(v, "the backup") < 0 || (v->bitmap && hand_over(v) < 0))
+	    cb_vmsnap_vm_gone(v, "the backup") < 0 || (v->bitmap && hand_over(v) < 0))
 		goto out;
 	rc = 0;
 out:
@@ -532,13 +532,13 @@ out:
 	return rc;
 }
 
-int cb_vmcbw_close(struct cb_vmcbw *v)
+int cb_vmsnap_close(struct cb_vmsnap *v)
 {
 	int rc = 0, count;
 
 	if (!v)
 		return 0;
-	cb_vmcbw_fs_thaw(v);
+	cb_vmsnap_fs_thaw(v);
 	if (v->s.fd >= 0 && !v->s.lost && cbw_sweep(&v->s, v->bitmap, v->nbd_on, &count) < 0)
 		rc = cb_error_prefix("restoring the VM's block graph");
 	cbw_watchdog_stop(v);

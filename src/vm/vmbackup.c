@@ -1,10 +1,10 @@
-/* cb_vmcbw on QEMU 4.2 to 7.0 (or vm-method blockdev-backup): one
+/* cb_vmsnap on QEMU 4.2 to 7.0 (or vm-method blockdev-backup): one
  * blockdev-backup sync=full job per disk, all started in one QMP
  * transaction with grouped completion, into a raw image per disk in the
  * private staging directory. QEMU's backup job copies a block before the
  * guest overwrites it, so every image is the disk as it was when the
  * transaction ran, all disks at the same instant; the VM is never paused.
- * See include/cb_vmcbw.h. */
+ * See include/cb_vmsnap.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +15,13 @@
 #include "cb_json.h"
 #include "cb_progress.h"
 #include "cb_util.h"
-#include "vmcbw_int.h"
+#include "vmsnap_int.h"
 
 #define JOB_POLL_MS 200
 
 /* The images take at most what the disks hold (allocated bytes, backing
  * files included): refused before a job starts if the tmpdir lacks it. */
-static int check_space(struct cb_vmcbw *v, const char *stage_dir, int dfd)
+static int check_space(struct cb_vmsnap *v, const char *stage_dir, int dfd)
 {
 	struct statvfs sv;
 	uint64_t need = 0, avail;
@@ -41,7 +41,7 @@ static int check_space(struct cb_vmcbw *v, const char *stage_dir, int dfd)
 }
 
 /* STAGE_DIR/NAME, new and sparse, as node cbackup-tgtI: the job's target. */
-static int add_target(struct cb_vmcbw *v, const char *stage_dir, int dfd, size_t i)
+static int add_target(struct cb_vmsnap *v, const char *stage_dir, int dfd, size_t i)
 {
 	const struct vmdisk *d = &v->d[i];
 	char *path = cb_xasprintf("%s/%s", stage_dir, d->name);
@@ -50,13 +50,13 @@ static int add_target(struct cb_vmcbw *v, const char *stage_dir, int dfd, size_t
 	if (unlinkat(dfd, d->name, 0) < 0 && errno != ENOENT)   /* a kept image of an earlier run */
 		cb_error_errno("cannot replace '%s'", path);
 	else
-		rc = cb_vmcbw_add_image(v, dfd, d->name, path, d->size, "tgt", i);
+		rc = cb_vmsnap_add_image(v, dfd, d->name, path, d->size, "tgt", i);
 	free(path);
 	return rc;
 }
 
 /* One transaction: every job starts at the same instant or none does. */
-static int start_jobs(struct cb_vmcbw *v)
+static int start_jobs(struct cb_vmsnap *v)
 {
 	long long speed = v->o->bwlimit > 0 ? v->o->bwlimit * 1024LL / (long long)v->n : 0;
 	char *acts = cb_xstrdup("");
@@ -94,7 +94,7 @@ static const struct cb_json *job_of(const struct cb_json *jobs, size_t i)
 }
 
 /* Until every job has concluded; the first job error is the backup's. */
-static int wait_jobs(struct cb_vmcbw *v)
+static int wait_jobs(struct cb_vmsnap *v)
 {
 	uint64_t total = 0;
 
@@ -106,10 +106,10 @@ static int wait_jobs(struct cb_vmcbw *v)
 		uint64_t done = 0;
 		size_t concluded = 0;
 		const char *err = NULL;
-		if (cb_vmcbw_vm_gone(v, "blockdev-backup") < 0 ||
+		if (cb_vmsnap_vm_gone(v, "blockdev-backup") < 0 ||
 		    cb_qmp_session_exec(&v->s, "query-jobs", NULL, &jobs) < 0) {
 			cb_progress_end(v->o->progress);
-			return v->s.lost ? cb_vmcbw_vm_gone(v, "blockdev-backup") : -1;
+			return v->s.lost ? cb_vmsnap_vm_gone(v, "blockdev-backup") : -1;
 		}
 		for (size_t i = 0; i < v->n; i++) {
 			const struct cb_json *j = job_of(jobs, i);
@@ -133,7 +133,7 @@ static int wait_jobs(struct cb_vmcbw *v)
 	}
 }
 
-int cb_vmcbw_backup_run(struct cb_vmcbw *v, const char *stage_dir, int dfd)
+int cb_vmsnap_backup_run(struct cb_vmsnap *v, const char *stage_dir, int dfd)
 {
 	double t0;
 	int rc;
@@ -146,16 +146,16 @@ int cb_vmcbw_backup_run(struct cb_vmcbw *v, const char *stage_dir, int dfd)
 	for (size_t i = 0; i < v->n; i++)
 		if (add_target(v, stage_dir, dfd, i) < 0)
 			return -1;
-	if (cb_vmcbw_hook(v, "pre-stop") < 0)
+	if (cb_vmsnap_hook(v, "pre-stop") < 0)
 		return -1;
-	cb_vmcbw_fs_freeze(v);
+	cb_vmsnap_fs_freeze(v);
 	rc = start_jobs(v);
-	cb_vmcbw_fs_thaw(v);
+	cb_vmsnap_fs_thaw(v);
 	if (rc < 0)
 		return -1;
 	cb_info(v->o->log, "%zu blockdev-backup job(s) started in one transaction: the VM was not "
 		"paused", v->n);
-	if (cb_vmcbw_hook(v, "pre-restart") < 0 || cb_vmcbw_hook(v, "post-restart") < 0)
+	if (cb_vmsnap_hook(v, "pre-restart") < 0 || cb_vmsnap_hook(v, "post-restart") < 0)
 		return -1;
 	t0 = cb_now();
 	if (wait_jobs(v) < 0)

@@ -1,11 +1,11 @@
-/* cb_vmcbw with keep-staging: the dirty bitmaps that make a run read only
+/* cb_vmsnap with keep-staging: the dirty bitmaps that make a run read only
  * what changed since the kept image was made, bound to that image by a
  * generation. Each run starts a bitmap cbackup-ID@GEN (GEN: 64 random
  * bits) at its pause and records GEN beside the kept image once the read
  * is complete; the next run trusts a bitmap only under that very name. A
  * disk image put back at file level (a copy taken after an older run)
  * carries an older bitmap, consistent and recording, but of another
- * generation: the whole disk is read. See include/cb_vmcbw.h. */
+ * generation: the whole disk is read. See include/cb_vmsnap.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -19,7 +19,7 @@
 
 #include "cb_json.h"
 #include "cb_util.h"
-#include "vmcbw_int.h"
+#include "vmsnap_int.h"
 
 enum { BM_NONE, BM_OK, BM_DISABLED, BM_INCONSISTENT };
 
@@ -41,7 +41,7 @@ void cb_vmbm_new_gen(char gen[VM_GEN_LEN + 1])
 		snprintf(gen + 2 * i, 3, "%02x", r[i]);
 }
 
-static char *bitmap_name(const struct cb_vmcbw *v, const char *gen)
+static char *bitmap_name(const struct cb_vmsnap *v, const char *gen)
 {
 	return cb_xasprintf("%s@%s", v->bitmap, gen);
 }
@@ -149,7 +149,7 @@ static int state_gen(int wfd, const struct vmdisk *d, char gen[VM_GEN_LEN + 1])
 	return ok;
 }
 
-void cb_vmbm_state_write(struct cb_vmcbw *v, const struct vmdisk *d)
+void cb_vmbm_state_write(struct cb_vmsnap *v, const struct vmdisk *d)
 {
 	char *path = cb_xasprintf("%s/%s.state", v->work_dir, d->name);
 	char *text = state_text(d, v->gen);
@@ -175,7 +175,7 @@ static int kept_image_fits(int dfd, const struct vmdisk *d)
 /* ---- choosing, at the pause, after the read ---------------------------- */
 
 /* The first bitmap of this guest on the node other than WANT, or NULL. */
-static const char *other_bitmap(const struct cb_vmcbw *v, const struct cb_json *ins,
+static const char *other_bitmap(const struct cb_vmsnap *v, const struct cb_json *ins,
 				const char *want)
 {
 	const struct cb_json *bm = cb_json_get(ins, "dirty-bitmaps");
@@ -189,7 +189,7 @@ static const char *other_bitmap(const struct cb_vmcbw *v, const struct cb_json *
 }
 
 /* Why disk D is read in full although a kept image was there to update. */
-static void say_why(struct cb_vmcbw *v, const struct vmdisk *d, const struct cb_json *ins,
+static void say_why(struct cb_vmsnap *v, const struct vmdisk *d, const struct cb_json *ins,
 		    const char *want, int state)
 {
 	static const char *const what[] = { "missing", "", "disabled", "inconsistent" };
@@ -209,7 +209,7 @@ static void say_why(struct cb_vmcbw *v, const struct vmdisk *d, const struct cb_
 
 /* Every bitmap of this guest on D's node but the one this run reads goes
  * (another generation's, an unusable one, an older version's). */
-static int drop_others(struct cb_vmcbw *v, const struct vmdisk *d, const struct cb_json *ins)
+static int drop_others(struct cb_vmsnap *v, const struct vmdisk *d, const struct cb_json *ins)
 {
 	const struct cb_json *bm = cb_json_get(ins, "dirty-bitmaps");
 
@@ -237,7 +237,7 @@ static const struct cb_json *inserted_of(const struct cb_json *blocks, const cha
 
 /* One disk: incremental when its kept image is complete and the bitmap of
  * that image's generation records on the node. */
-static int choose_disk(struct cb_vmcbw *v, int wfd, int dfd, int reused, struct vmdisk *d,
+static int choose_disk(struct cb_vmsnap *v, int wfd, int dfd, int reused, struct vmdisk *d,
 		       const struct cb_json *ins)
 {
 	char gen[VM_GEN_LEN + 1];
@@ -258,7 +258,7 @@ static int choose_disk(struct cb_vmcbw *v, int wfd, int dfd, int reused, struct 
 	return drop_others(v, d, ins);
 }
 
-int cb_vmbm_choose(struct cb_vmcbw *v, int dfd, int reused)
+int cb_vmbm_choose(struct cb_vmsnap *v, int dfd, int reused)
 {
 	struct cb_json *blocks = NULL;
 	int wfd, rc = 0;
@@ -278,7 +278,7 @@ int cb_vmbm_choose(struct cb_vmcbw *v, int dfd, int reused)
 
 /* While paused: this run's bitmap starts recording; the kept copy's stops
  * (it is what the read takes: the changes since that copy, up to now). */
-int cb_vmbm_at_pause(struct cb_vmcbw *v, const struct vmdisk *d)
+int cb_vmbm_at_pause(struct cb_vmsnap *v, const struct vmdisk *d)
 {
 	char *qn = cb_json_quote(d->node), *name = bitmap_name(v, v->gen);
 	char *qb = cb_json_quote(name), *qs = d->snap_bm ? cb_json_quote(d->snap_bm) : NULL;
@@ -303,7 +303,7 @@ int cb_vmbm_at_pause(struct cb_vmcbw *v, const struct vmdisk *d)
 
 /* After a complete read (the exports that held them gone): the kept
  * copy's bitmaps go; this run's record what changes from now on. */
-int cb_vmbm_hand_over(struct cb_vmcbw *v)
+int cb_vmbm_hand_over(struct cb_vmsnap *v)
 {
 	for (size_t i = 0; i < v->n; i++)
 		if (v->d[i].snap_bm && remove_bitmap(&v->s, v->d[i].node, v->d[i].snap_bm) < 0)

@@ -1,5 +1,5 @@
 /* Unit tests: cb_json (the QMP reply reader, hostile input),
- * cb_vmcbw_archive_name and cb_vm_path_choose (which QEMU takes which path). */
+ * cb_vmsnap_archive_name and cb_vm_path_choose (which QEMU takes which path). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 
 #include "cb_json.h"
 #include "cb_util.h"
-#include "cb_vmcbw.h"
+#include "cb_vmsnap.h"
 
 static struct cb_json *parse(const char *s)
 {
@@ -95,13 +95,13 @@ static void test_archive_name(void **state)
 	char *n;
 
 	(void)state;
-	assert_string_equal(n = cb_vmcbw_archive_name("/var/lib/images/disk0.qcow2"), "disk0.raw");
+	assert_string_equal(n = cb_vmsnap_archive_name("/var/lib/images/disk0.qcow2"), "disk0.raw");
 	free(n);
-	assert_string_equal(n = cb_vmcbw_archive_name("/x/data.raw"), "data.raw");
+	assert_string_equal(n = cb_vmsnap_archive_name("/x/data.raw"), "data.raw");
 	free(n);
-	assert_string_equal(n = cb_vmcbw_archive_name("/dev/vg0/vm-200-disk-0"), "vm-200-disk-0.raw");
+	assert_string_equal(n = cb_vmsnap_archive_name("/dev/vg0/vm-200-disk-0"), "vm-200-disk-0.raw");
 	free(n);
-	assert_string_equal(n = cb_vmcbw_archive_name("/x/.hidden"), ".hidden.raw");
+	assert_string_equal(n = cb_vmsnap_archive_name("/x/.hidden"), ".hidden.raw");
 	free(n);
 }
 

@@ -1,7 +1,7 @@
 /*
- * cb_vmcbw: VM disk backups through QEMU's copy-before-write filter
- *: the VM is paused only while the filters go in, whatever the
- * size of its disks.
+ * cb_vmsnap: a VM's disks at one point in time (its snapshot), taken
+ * through QEMU's copy-before-write filter: the VM is paused only while the
+ * filters go in, whatever the size of its disks.
  *
  * One QMP session (cb_qmp_session) for the whole backup:
  *   open:  query-version (QEMU >= 7.1 has copy-before-write with
@@ -27,8 +27,8 @@
  * resumes the VM at max-freeze and, if cbackup dies without saying it is
  * done, tears the graph down itself.
  */
-#ifndef CB_VMCBW_H
-#define CB_VMCBW_H
+#ifndef CB_VMSNAP_H
+#define CB_VMSNAP_H
 
 #include "cb_log.h"
 #include "cb_opts.h"
@@ -46,7 +46,7 @@ enum cb_vm_path {
  * (vm-method) asks for on QEMU MAJOR.MINOR. */
 enum cb_vm_path cb_vm_path_choose(enum cb_vm_method method, int major, int minor);
 
-struct cb_vmcbw_opts {
+struct cb_vmsnap_opts {
 	const char *qmp;             /* QMP socket */
 	const char *qga;             /* guest agent socket (fsfreeze), or NULL */
 	enum cb_vm_method method;    /* vm-method: auto or blockdev-backup */
@@ -64,21 +64,21 @@ struct cb_vmcbw_opts {
 	void *hook_arg;
 };
 
-struct cb_vmcbw;
+struct cb_vmsnap;
 
 /* 0: ready (*out set; the path cb_vm_path_choose took is logged); 1: QEMU
  * is older than 4.2 (a WARN logged naming its version; *out NULL, the
  * caller stages the images instead); -1 error. */
-int cb_vmcbw_open(struct cb_vmcbw **out, const struct cb_vmcbw_opts *o);
+int cb_vmsnap_open(struct cb_vmsnap **out, const struct cb_vmsnap_opts *o);
 /* The pause, the filters, the read into STAGE_DIR (or the blockdev-backup
  * jobs into it). *pause_s: QEMU's pause (0: none). */
-int cb_vmcbw_run(struct cb_vmcbw *v, const char *stage_dir, int reused, double *pause_s);
+int cb_vmsnap_run(struct cb_vmsnap *v, const char *stage_dir, int reused, double *pause_s);
 /* Tears down whatever is left (also after a failed run); NULL is fine.
  * -1 if the graph could not be restored (the VM still runs). */
-int cb_vmcbw_close(struct cb_vmcbw *v);
+int cb_vmsnap_close(struct cb_vmsnap *v);
 
 /* The archived file name of a disk image: its base name with the
  * extension replaced by ".raw" (what the archive holds is raw). */
-char *cb_vmcbw_archive_name(const char *disk);
+char *cb_vmsnap_archive_name(const char *disk);
 
 #endif
