@@ -15,6 +15,10 @@
  *            uncompressed offset, u64 length, u64 compressed offset, u64
  *            length, its key, the SHA-256 of its compressed bytes
  *   digest   SHA-256 of everything before it
+ *
+ * One idea in 635 lines: the file format, built, written, loaded and
+ * checked by the same offsets (questions to a loaded catalog are
+ * index_query.c's).
  */
 #include <errno.h>
 #include <fcntl.h>

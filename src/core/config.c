@@ -8,6 +8,10 @@
  * converted copy to a memfd in which every section is renamed "sN" and
  * every key "kLINE". iniparser then parses only the values (quotes, inline
  * comments), and each value is found again by its line number.
+ *
+ * One idea in 750 lines: reading a file into checked sections (resolving a
+ * guest's options from them is config_resolve.c's); the pre-pass, the
+ * iniparser pass and the checks share the line map.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -1,6 +1,10 @@
 /*
  * cb_opts: the one schema table and the setter shared by the config file
  * and the command line. See include/cb_opts.h.
+ *
+ * One idea in 770 lines, most of them the table itself: every key with its
+ * type, default, places and help, which the loader, the command line and
+ * the man pages read.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -1,4 +1,10 @@
-/* cb_private: root-only directories, exclusive files. See include/cb_private.h. */
+/*
+ * cb_private: root-only directories, exclusive files. See include/cb_private.h.
+ *
+ * One idea in 630 lines: what cbackup creates where others can write (its
+ * private staging directories, their markers, files created O_EXCL), each
+ * part checking what the others made.
+ */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

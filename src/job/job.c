@@ -3,6 +3,9 @@
  * guest's options resolved before anything is touched, the global lock,
  * the job-level hook phases, and the final status line. In src/job/, the
  * top floor, above the guest backends it checks and the backup it runs.
+ *
+ * One idea in 630 lines: the job's sequence, from the guest list to the
+ * status line; each part is a step of it that reads the same job state.
  */
 #include <errno.h>
 #include <libgen.h>

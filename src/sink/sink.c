@@ -2,6 +2,10 @@
  * cb_sink: the storage writer. See include/cb_sink.h.
  * A storage file is written as FINAL.tmp and renamed only after fsync, so a
  * crash or error never leaves a partial archive under the final name.
+ *
+ * One idea in 645 lines: the archive's way to its final name (the .tmp,
+ * the write-behind buffer, the copies of reused units, the hasher, fsync
+ * and rename) is one state machine over one struct.
  */
 #include <errno.h>
 #include <fcntl.h>
