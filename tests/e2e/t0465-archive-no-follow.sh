@@ -12,7 +12,10 @@ HOST=$SCRATCH/host
 HOOK=$SCRATCH/hook.sh
 
 # archive_texts ARCHIVE: the contents of every regular member
-archive_texts() { zstd -dc <"$1" | tar -xOf - --wildcards './*'; }
+# every member's bytes (no name pattern: a racer that moved the staged
+# directory away just as the walk listed the root leaves an archive of
+# "./" alone, which is archived as found, and a pattern would match nothing)
+archive_texts() { zstd -dc <"$1" | tar -xOf -; }
 
 test_expect_success ROOT 'setup: a guest, host files with the same names' '
 	mkdir -p "$SRC/d" "$HOST" "$SCRATCH/tmp"
