@@ -10,6 +10,7 @@
 #include <archive_entry.h>
 
 #include "archive_int.h"
+#include "cb_idshift.h"
 #include "cb_pvect.h"
 #include "cb_util.h"
 
@@ -34,32 +35,49 @@ int idshift_owner(const struct cb_idmap *m, struct archive_entry *e, const char 
 	return 0;
 }
 
-static uint32_t le32(const unsigned char *p)
+uint32_t cb_le32(const unsigned char *p)
 {
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static void put_le32(unsigned char *p, uint32_t v)
+void cb_put_le32(unsigned char *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
 		p[i] = (unsigned char)(v >> (8 * i));
 }
 
-/* A system.posix_acl_* value (version, then tag:16 perm:16 id:32 entries,
- * little-endian): the ids of named users (tag 2) and groups (tag 8). */
-int idshift_acl(const struct cb_idmap *m, unsigned char *v, size_t n, const char *arcname)
+int cb_idshift_acl_ids(unsigned char *v, size_t n, cb_idshift_fn *fn, const void *ctx)
 {
 	for (size_t at = 4; at + 8 <= n; at += 8) {
 		unsigned tag = (unsigned)v[at] | (unsigned)v[at + 1] << 8;
-		unsigned long ct;
+		unsigned long id;
 		if (tag != 2 && tag != 8)
 			continue;
-		if (back(m, tag == 2 ? 'u' : 'g', le32(v + at + 4), &ct,
-			 tag == 2 ? "ACL user" : "ACL group", arcname) < 0)
+		if (fn(ctx, tag == 2 ? 'u' : 'g', cb_le32(v + at + 4), &id,
+		       tag == 2 ? "ACL user" : "ACL group") < 0)
 			return -1;
-		put_le32(v + at + 4, (uint32_t)ct);
+		cb_put_le32(v + at + 4, (uint32_t)id);
 	}
 	return 0;
+}
+
+struct back_ctx {
+	const struct cb_idmap *m;
+	const char *arcname;
+};
+
+static int back_id(const void *arg, char type, unsigned long in, unsigned long *out, const char *what)
+{
+	const struct back_ctx *c = arg;
+
+	return back(c->m, type, in, out, what, c->arcname);
+}
+
+int idshift_acl(const struct cb_idmap *m, unsigned char *v, size_t n, const char *arcname)
+{
+	struct back_ctx c = { m, arcname };
+
+	return cb_idshift_acl_ids(v, n, back_id, &c);
 }
 
 /* security.capability: a namespaced one (revision 3, 24 bytes, the host
@@ -72,15 +90,15 @@ int idshift_caps(const struct cb_idmap *m, unsigned char *v, size_t *n, const ch
 	uint32_t magic;
 	unsigned long ct;
 
-	if (*n != V3_SIZE || ((magic = le32(v)) & REV_MASK) != REV3)
+	if (*n != V3_SIZE || ((magic = cb_le32(v)) & REV_MASK) != REV3)
 		return 0;
-	if (back(m, 'u', le32(v + V2_SIZE), &ct, "file capability root uid", arcname) < 0)
+	if (back(m, 'u', cb_le32(v + V2_SIZE), &ct, "file capability root uid", arcname) < 0)
 		return -1;
 	if (ct == 0) {
-		put_le32(v, (magic & ~(uint32_t)REV_MASK) | REV2);
+		cb_put_le32(v, (magic & ~(uint32_t)REV_MASK) | REV2);
 		*n = V2_SIZE;
 	} else {
-		put_le32(v + V2_SIZE, (uint32_t)ct);
+		cb_put_le32(v + V2_SIZE, (uint32_t)ct);
 	}
 	return 0;
 }

@@ -31,28 +31,29 @@ static int dropped(const char *line, size_t klen)
 	return (klen == 4 && !strncmp(line, "lock", 4)) || (klen == 6 && !strncmp(line, "parent", 6));
 }
 
-int cb_idmap_back(const struct cb_idmap *m, char type, unsigned long host, unsigned long *ct)
+/* id through the map: from the host's side to the container's, or back */
+static int idmap_find(const struct cb_idmap *m, char type, unsigned long id, unsigned long *out,
+		      int to_host)
 {
 	for (size_t i = 0; i < m->n; i++) {
 		const struct cb_idmap_range *r = &m->v[i];
-		if (r->type == type && host >= r->host && host - r->host < r->len) {
-			*ct = r->ct + (host - r->host);
+		unsigned long from = to_host ? r->ct : r->host, to = to_host ? r->host : r->ct;
+		if (r->type == type && id >= from && id - from < r->len) {
+			*out = to + (id - from);
 			return 0;
 		}
 	}
 	return -1;
 }
 
+int cb_idmap_back(const struct cb_idmap *m, char type, unsigned long host, unsigned long *ct)
+{
+	return idmap_find(m, type, host, ct, 0);
+}
+
 int cb_idmap_forward(const struct cb_idmap *m, char type, unsigned long ct, unsigned long *host)
 {
-	for (size_t i = 0; i < m->n; i++) {
-		const struct cb_idmap_range *r = &m->v[i];
-		if (r->type == type && ct >= r->ct && ct - r->ct < r->len) {
-			*host = r->host + (ct - r->ct);
-			return 0;
-		}
-	}
-	return -1;
+	return idmap_find(m, type, ct, host, 1);
 }
 
 static void map_add(struct cb_idmap *m, char type, unsigned long ct, unsigned long host,

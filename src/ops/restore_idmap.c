@@ -13,6 +13,7 @@
 #include <string.h>
 #include <archive_entry.h>
 
+#include "cb_idshift.h"
 #include "cb_pvect.h"
 #include "cb_util.h"
 #include "restore_int.h"
@@ -25,32 +26,17 @@ static int forward(const struct restore_job *r, char type, unsigned long ct, uns
 	return cb_error("'%s': %s %lu is outside the ID map of --map-ids", name, what, ct);
 }
 
-static uint32_t get32(const unsigned char *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
+struct forward_ctx {
+	const struct restore_job *r;
+	const char *name;
+};
 
-static void set32(unsigned char *p, uint32_t v)
+static int forward_id(const void *arg, char type, unsigned long in, unsigned long *out,
+		      const char *what)
 {
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
+	const struct forward_ctx *c = arg;
 
-/* system.posix_acl_*: version, then entries of tag:16 perm:16 id:32; the
- * ids of named users (tag 2) and groups (tag 8) */
-static int map_acl(const struct restore_job *r, unsigned char *v, size_t n, const char *name)
-{
-	for (size_t at = 4; at + 8 <= n; at += 8) {
-		unsigned tag = (unsigned)v[at] | (unsigned)v[at + 1] << 8;
-		unsigned long host;
-		if (tag != 2 && tag != 8)
-			continue;
-		if (forward(r, tag == 2 ? 'u' : 'g', get32(v + at + 4), &host,
-			    tag == 2 ? "ACL user" : "ACL group", name) < 0)
-			return -1;
-		set32(v + at + 4, (uint32_t)host);
-	}
-	return 0;
+	return forward(c->r, type, in, out, what, c->name);
 }
 
 /* security.capability of revision 2 (20 bytes): the revision 3 value (24
@@ -63,13 +49,13 @@ static int map_caps(const struct restore_job *r, const unsigned char *v, size_t 
 	unsigned long root;
 	uint32_t magic;
 
-	if (n != V2_SIZE || ((magic = get32(v)) & REV_MASK) != REV2)
+	if (n != V2_SIZE || ((magic = cb_le32(v)) & REV_MASK) != REV2)
 		return 0;
 	if (forward(r, 'u', 0, &root, "the root uid of a file capability", name) < 0)
 		return -1;
 	memcpy(out, v, V2_SIZE);
-	set32(out, (magic & ~(uint32_t)REV_MASK) | REV3);
-	set32(out + V2_SIZE, (uint32_t)root);
+	cb_put_le32(out, (magic & ~(uint32_t)REV_MASK) | REV3);
+	cb_put_le32(out + V2_SIZE, (uint32_t)root);
 	return 1;
 }
 
@@ -108,6 +94,7 @@ static int map_xattrs(const struct restore_job *r, struct archive_entry *e, cons
 
 int restore_map_ids(struct restore_job *r, struct archive_entry *e, const char *name)
 {
+	struct forward_ctx c = { r, name };
 	unsigned long uid, gid;
 
 	if (!r->idmap)
@@ -121,8 +108,9 @@ int restore_map_ids(struct restore_job *r, struct archive_entry *e, const char *
 		return -1;
 	archive_entry_set_uid(e, (la_int64_t)uid);
 	archive_entry_set_gid(e, (la_int64_t)gid);
+
 	for (int k = 0; k < 2; k++)
-		if (r->acl[k] && map_acl(r, (unsigned char *)r->acl[k], r->acl_len[k], name) < 0)
+		if (r->acl[k] && cb_idshift_acl_ids(r->acl[k], r->acl_len[k], forward_id, &c) < 0)
 			return -1;
 	return map_xattrs(r, e, name);
 }
