@@ -60,7 +60,7 @@ _cleanup_cgroups_remove() {
 	while IFS= read -r cg; do
 		[ -d "$cg" ] || continue
 		for i in $(seq 100); do
-			[ -s "$cg/cgroup.procs" ] || break
+			cgroup_empty "$cg" && break
 			while read -r p; do kill -KILL "$p"; done <"$cg/cgroup.procs"
 			sleep 0.02
 		done
@@ -401,6 +401,12 @@ wait_for() {
 		[ "$SECONDS" -ge "$end" ] && { echo "timed out waiting for: $*"; return 1; }
 		sleep 0.02
 	done
+}
+
+# cgroup_empty CG: no process left in the cgroup (cgroup files have size 0:
+# test -s is always false there; read the file each time it is asked)
+cgroup_empty() {
+	! grep -q . "$1/cgroup.procs"
 }
 
 # counter_advances SIDEFILE: the writer is running (its counter moves)

@@ -54,7 +54,9 @@ test_expect_success 'SBINDIR and MANDIR are honoured; make uninstall removes wha
 '
 
 test_expect_success 'a user'"'"'s CFLAGS come after the project'"'"'s, -Werror only with DEVELOPER=1 (make check, CI)' '
-	make --no-print-directory -s -C "$TOP" -n -B CFLAGS="-O0 -Wno-error" build/rel/core/util.o >cc.out
+	# as a user runs it: CI exports DEVELOPER=1 and make check its MAKEFLAGS
+	env -u DEVELOPER -u MAKEFLAGS -u MAKELEVEL -u MFLAGS \
+		make --no-print-directory -s -C "$TOP" -n -B CFLAGS="-O0 -Wno-error" build/rel/core/util.o >cc.out
 	test_has cc.out " -Iinclude .* -O0 -Wno-error -MMD"
 	test_lacks cc.out "Werror"
 	make --no-print-directory -s -C "$TOP" -n -B DEVELOPER=1 build/rel/core/util.o >cc.out

@@ -79,7 +79,7 @@ test_expect_success ROOT,CGROUP2 'mode stop without a way to stop the guest: sus
 test_expect_success ROOT,CGROUP2 'cleanup: the restarted guest ends with the test' '
 	CG=$(cat cg)
 	echo 1 >"$CG/cgroup.kill"
-	wait_for 5 test -z "$(cat "$CG/cgroup.procs")"
+	wait_for 5 cgroup_empty "$CG"
 '
 
 test_done
