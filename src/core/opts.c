@@ -259,7 +259,9 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  OFF(dry_run), 0, 1, NULL, NULL },
 	{ "staging", CB_OPT_BOOL, "0", C, "0|1",
 	  "prune: remove the kept staging copies (keep-staging) of the guest, else of the guests "
-	  "no longer configured (with --all: of every guest), instead of old backups", 0, OFF(prune_staging), 0, 1, NULL, NULL },
+	  "no longer configured (with --all: of every guest), instead of old backups; looked for in "
+	  "every tmpdir the configuration names (global, storages, guests) unless --tmpdir is given",
+	  0, OFF(prune_staging), 0, 1, NULL, NULL },
 	{ "max-freeze", CB_OPT_INT, "60", G | S | U | C, "SECONDS",
 	  "thaw and fail the guest when it stays frozen longer (final sync and pre-restart hook); "
 	  "held by the watchdog", 0, OFF(max_freeze), 1, INT_MAX, NULL,
