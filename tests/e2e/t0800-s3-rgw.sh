@@ -45,14 +45,7 @@ test_expect_success 'an answer slower than the timeout is retried like a reset' 
 	test_has out "OK .* test_fake_retries"
 '
 
-if ! command -v radosgw >/dev/null; then
-	test_skip 'object storage on a real radosgw' 'radosgw is not installed (make deps installs Ceph)'
-	test_done
-fi
-if ! start_rgw; then
-	test_skip 'object storage on a real radosgw' "scripts/rgw.sh could not start it: $RGW_WHY"
-	test_done
-fi
+need_rgw 'object storage on a real radosgw'
 
 test_expect_success 'the S3 client against radosgw: put, conditional put, ranged get, head, pages of a listing, delete, clear errors' '
 	"$TOP/build/rel/tests/test_s3" >out 2>&1 || { cat out; exit 1; }
