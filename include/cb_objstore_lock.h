@@ -54,7 +54,9 @@ const char *cb_objstore_lock_note(const struct cb_objstore_lock *l);
 /* Renew now (the thread does it every ttl/3): 0; -1 failed or lost, that
  * is, the object is no longer ours (cb_error says whose it is now). */
 int cb_objstore_lock_renew(struct cb_objstore_lock *l);
-/* 1 once a renewal found the lock lost: the night must not be committed. */
+/* 1 once a renewal found the lock lost, or the thread could not renew it
+ * before it expired (a store unreachable for ttl/3 and more): the night
+ * must not be committed. */
 int cb_objstore_lock_lost(struct cb_objstore_lock *l);
 /* Stop renewing; delete the object if it is still ours. 0, -1 failed
  * (cb_error set). NULL is fine. */

@@ -187,6 +187,7 @@ static void *renew_loop(void *arg)
 {
 	struct cb_objstore_lock *l = arg;
 	struct timespec at;
+	int rc;
 
 	pthread_mutex_lock(&l->mu);
 	while (!l->stop) {
@@ -195,8 +196,11 @@ static void *renew_loop(void *arg)
 		if (pthread_cond_timedwait(&l->cv, &l->mu, &at) == 0 || l->stop)
 			continue;
 		pthread_mutex_unlock(&l->mu);
-		cb_objstore_lock_renew(l);
+		rc = cb_objstore_lock_renew(l);
 		pthread_mutex_lock(&l->mu);
+		/* another host may take it once expired: from then on it is not ours */
+		if (rc < 0 && time(NULL) >= l->mine.expires)
+			__atomic_store_n(&l->lost, 1, __ATOMIC_SEQ_CST);
 	}
 	pthread_mutex_unlock(&l->mu);
 	return NULL;

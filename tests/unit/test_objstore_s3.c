@@ -113,8 +113,10 @@ static char *get_text(struct cb_objstore *s, const char *name)
 	struct cb_s3_buf b = { 0 };
 	char *t;
 
-	if (s->ops->get(s, name, 0, 0, &b) != 0)
+	if (s->ops->get(s, name, 0, 0, &b) != 0) {
+		cb_s3_buf_release(&b);   /* a 404's body */
 		return NULL;
+	}
 	t = cb_xasprintf("%.*s", (int)b.len, b.data ? (const char *)b.data : "");
 	cb_s3_buf_release(&b);
 	return t;
