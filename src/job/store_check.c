@@ -56,7 +56,8 @@ void cb_job_check_stores(const struct cb_opts *guests, size_t n, char **errors)
 		const char *err;
 		if (errors[i] || guests[i].storage_type != CB_STORAGE_S3 || guests[i].to_stdout)
 			continue;
-		err = seen_error(seen, &n_seen, &guests[i]);
+		err = guests[i].storage ? seen_error(seen, &n_seen, &guests[i])
+					: "internal: an S3 storage without a name";
 		if (err)
 			errors[i] = cb_xstrdup(err);
 	}

@@ -245,6 +245,8 @@ int cb_objstore_s3_from_opts(const struct cb_opts *o, struct cb_objstore **out)
 	*out = NULL;
 	if (o->storage_type != CB_STORAGE_S3)
 		return 0;
+	if (!o->storage)   /* type = s3 comes from a [storage NAME] only */
+		return cb_error("internal: an S3 storage without a name");
 	if (s3_keys(o, &access, &secret) < 0)
 		return cb_error_prefix("storage '%s'", o->storage);
 	*out = cb_objstore_open_s3(o->storage, &(struct cb_s3_cfg){
