@@ -13,9 +13,10 @@
  * (another boot id). Release deletes it only while it is still ours.
  *
  * What it does not cover: clocks of the hosts far apart (the expiry is the
- * writer's clock: keep NTP), and stores that ignore If-None-Match (RGW on
- * versioned or object-lock buckets, see docs/object-storage.md), where two
- * hosts starting within one request's time could both believe they won.
+ * writer's clock: keep NTP), and, on a store that ignores If-None-Match
+ * (RGW on versioned or object-lock buckets; the S3 backend then looks the
+ * name up before and reads the object back after), two hosts whose
+ * lookups both come before either's write.
  */
 #ifndef CB_OBJSTORE_LOCK_H
 #define CB_OBJSTORE_LOCK_H

@@ -13,6 +13,10 @@
 #include "cb_s3.h"
 #include "cb_util.h"
 
+/* An object created only if absent is read back after when it is no
+ * larger than this (manifests, locks). */
+#define CHECK_AFTER_MAX (1024 * 1024)
+
 struct s3_store {
 	struct cb_objstore base;
 	struct cb_s3 *s3;
@@ -64,6 +68,41 @@ static int said(const struct s3_store *st, int rc)
 	return rc;
 }
 
+/* Our bytes are the object's: 0; another writer's landed last: 1. */
+static int still_ours(struct s3_store *st, const char *key, const void *data, size_t len)
+{
+	struct cb_s3_buf b = { 0 };
+	int rc = cb_s3_get(st->s3, key, 0, 0, &b);
+
+	if (rc == 0)
+		rc = b.len != len || (len && memcmp(b.data, data, len)) ? 1 : 0;
+	else if (rc == 1)
+		rc = cb_error("PUT '%s': the object was gone right after it was written", key);
+	cb_s3_buf_release(&b);
+	return rc;
+}
+
+/*
+ * Only if absent: RGW ignores If-None-Match on versioned and object-lock
+ * buckets and writes anyway, so the name is looked up first (then nothing
+ * is sent) and a small object (a manifest, a lock) read back after: bytes
+ * not ours mean another writer got there in between, and its object
+ * stands. A unit is named by its content: another copy is the same bytes.
+ */
+static int put_if_absent(struct s3_store *st, const char *key, const void *data, size_t len)
+{
+	uint64_t size;
+	int rc = cb_s3_head(st->s3, key, &size);
+
+	if (rc == 0)
+		return 1;
+	if (rc == 1)
+		rc = cb_s3_put(st->s3, key, data, len, 1);
+	if (rc == 0 && len <= CHECK_AFTER_MAX)
+		rc = still_ours(st, key, data, len);
+	return rc;
+}
+
 static int s3_put(struct cb_objstore *s, const char *name, const void *data, size_t len, int if_absent)
 {
 	struct s3_store *st = (struct s3_store *)s;
@@ -73,7 +112,8 @@ static int s3_put(struct cb_objstore *s, const char *name, const void *data, siz
 	if (check_name(st, "PUT", name, 0) < 0)
 		return -1;
 	key = full_key(st, name);
-	rc = said(st, cb_s3_put(st->s3, key, data, len, if_absent));
+	rc = said(st, if_absent ? put_if_absent(st, key, data, len)
+				: cb_s3_put(st->s3, key, data, len, 0));
 	free(key);
 	return rc;
 }

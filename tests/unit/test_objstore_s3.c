@@ -211,6 +211,31 @@ static void test_s3_names(void **state)
 	assert_int_equal(v.n, 0);
 }
 
+/* RGW ignores If-None-Match on a versioned bucket (and on an object-lock
+ * one): a put only if absent must still never replace an object, or a
+ * second host would overwrite a lock and a rerun a night's manifest. */
+static void test_s3_if_absent_versioned(void **state)
+{
+	struct fx *f = *state;
+	char *t;
+
+	NEED(f);
+	assert_int_equal(run("curl -sf --aws-sigv4 aws:amz:us-east-1:s3 --user \"$AWS_ACCESS_KEY_ID:"
+			     "$AWS_SECRET_ACCESS_KEY\" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' "
+			     "-X PUT --data-binary '<VersioningConfiguration><Status>Enabled</Status>"
+			     "</VersioningConfiguration>' \"$CB_S3_ENDPOINT/%s?versioning=\"", f->bucket), 0);
+	assert_int_equal(f->s->ops->put(f->s, "nights/n1", "one", 3, 1), 0);
+	assert_int_equal(f->s->ops->put(f->s, "nights/n1", "two", 3, 1), 1);
+	assert_non_null(t = get_text(f->s, "nights/n1"));
+	assert_string_equal(t, "one");
+	free(t);
+	/* a put that may replace still does */
+	assert_int_equal(f->s->ops->put(f->s, "nights/n1", "three", 5, 0), 0);
+	assert_non_null(t = get_text(f->s, "nights/n1"));
+	assert_string_equal(t, "three");
+	free(t);
+}
+
 /* check() says which of endpoint, keys, bucket is wrong, naming the storage. */
 static void test_s3_check(void **state)
 {
@@ -516,6 +541,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_s3_backend, s3_setup, teardown),
 		cmocka_unit_test_setup_teardown(test_s3_names, s3_setup, teardown),
 		cmocka_unit_test_setup_teardown(test_s3_check, s3_setup, teardown),
+		cmocka_unit_test_setup_teardown(test_s3_if_absent_versioned, s3_setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock_two_hosts, s3_setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock_stale, s3_setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lock_renew_lost, s3_setup, teardown),
