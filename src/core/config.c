@@ -649,8 +649,8 @@ static void validate_section(struct cb_config *cfg, struct cb_config_section *se
 	cb_opts_release(&scratch);
 	if (check_maxfiles(cfg, sec) < 0)
 		note_error(cfg, maxfiles_line(sec), "maxfiles");
-	for (size_t pos = 0; sec->kind == CB_SECTION_STORAGE && config_storage_next(cfg, sec, &pos, &line,
-											 &key);)
+	for (size_t pos = 0; sec->kind == CB_SECTION_STORAGE &&
+	     config_storage_next(cfg, sec, &pos, &line, &key);)
 		note_error(cfg, line, key);
 }
 
