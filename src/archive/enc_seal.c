@@ -313,6 +313,25 @@ static void remove_outputs(const char *out, const char *tmp)
 	}
 }
 
+/* An archive or side file already under the name is never replaced nor,
+ * when this one fails, removed. */
+static int names_taken(const char *out)
+{
+	static const char *const sides[] = { "", ".idx", ".sha256", NULL };
+	struct stat st;
+
+	for (int i = 0; sides[i]; i++) {
+		char *p = cb_xasprintf("%s%s", out, sides[i]);
+		int taken = lstat(p, &st) == 0 || errno != ENOENT;
+		if (taken)
+			cb_error("'%s' exists already: not replaced", p);
+		free(p);
+		if (taken)
+			return -1;
+	}
+	return 0;
+}
+
 int cb_enc_seal_archive(const struct cb_enckey *k, const char *plain, const char *out,
 			const char *prev, struct cb_enc_seal_stats *st)
 {
@@ -324,6 +343,10 @@ int cb_enc_seal_archive(const struct cb_enckey *k, const char *plain, const char
 	int ret = -1;
 
 	memset(st, 0, sizeof(*st));
+	if (names_taken(out) < 0) {
+		free(tmp);
+		return -1;
+	}
 	s.sum = EVP_MD_CTX_new();
 	if (!s.sum || EVP_DigestInit_ex(s.sum, EVP_sha256(), NULL) != 1) {
 		cb_error("SHA-256 (libcrypto)");

@@ -74,7 +74,7 @@ static int load_key_for(const struct cb_cli *cli, const char *archive, struct cb
 {
 	const char *file = cb_cli_get(cli, "encryption-key");
 
-	if (!file || !*file)
+	if (!file || !strcmp(file, "none"))
 		return cb_error("'%s' is encrypted: give its key with --encryption-key FILE", archive);
 	if (cb_enckey_load(file, k) < 0)
 		return -1;
@@ -121,7 +121,7 @@ int cb_enc_cli_verify(const struct cb_cli *cli, const char *archive, struct cb_l
 		cb_err(log, "verify of '%s' failed - %s", archive, cb_last_error());
 		return CB_EXIT_FAILED;
 	}
-	if (!file || !*file) {
+	if (!file || !strcmp(file, "none")) {
 		cb_warn(log, "'%s': %llu units and the .sha256 checked; contents were not checked "
 			"(no --encryption-key)", archive, (unsigned long long)frames);
 		return CB_EXIT_OK;

@@ -231,7 +231,8 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "encrypt archives, catalogs and notes with the key in FILE (made by cbackup key create); "
 	  "restore, ls, verify, mount and index of an encrypted archive need it too", 0,
 	  OFF(encryption_key), 0, 0, NULL,
-	  "Setting a key turns encryption on: archives are named\n"
+	  "Setting a key turns encryption on; \\fBnone\\fP turns it off again (a guest\n"
+	  "section under an encrypting storage). Archives are then named\n"
 	  ".IB NAME .tar.zst.cbenc\n"
 	  "and only the keyed frames, a frame table and sealed catalogs reach the\n"
 	  "dump directory (see docs/encryption.md). A key file readable or writable\n"
@@ -683,7 +684,7 @@ static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const cha
 			return -1;
 		if (s->offset == OFF(keep_staging_free) && cb_room_parse(value, NULL) < 0)
 			return -1;
-		if (s->offset == OFF(encryption_key) && *value && check_key_file(value) < 0)
+		if (s->offset == OFF(encryption_key) && strcmp(value, "none") && check_key_file(value) < 0)
 			return -1;
 		return set_string((char **)field, value);
 	case CB_OPT_INT:

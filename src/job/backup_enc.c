@@ -21,7 +21,7 @@ struct backup_enc {
 
 int backup_encrypts(const struct guest_run *r)
 {
-	return r->opts.encryption_key && *r->opts.encryption_key;
+	return r->opts.encryption_key && strcmp(r->opts.encryption_key, "none");
 }
 
 /* The previous archive under this key, decrypted for the writer to copy
