@@ -54,5 +54,10 @@ struct cb_enc_view;
 int cb_enc_cli_verify(const struct cb_cli *cli, const char *archive, struct cb_log *log);
 int cb_enc_cli_open(const struct cb_cli *cli, const char *archive, struct cb_log *log,
 		    const char **plain, struct cb_enc_view **view);
+/* The same for a view with options (restore: --path, --salvage). */
+struct cb_enc_view_opts;
+int cb_enc_cli_open_for(const struct cb_cli *cli, const char *archive,
+			const struct cb_enc_view_opts *o, struct cb_log *log, const char **plain,
+			struct cb_enc_view **view);
 
 #endif

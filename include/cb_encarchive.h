@@ -58,8 +58,22 @@ int cb_enc_check_key(const char *archive, const struct cb_enckey *k);
 struct cb_enc_view;
 int cb_enc_view_open(const struct cb_enckey *k, const char *archive, const char *tmpdir,
 		     struct cb_enc_view **out);
+/* What a view is for: restore --path decrypts only the frames holding
+ * those members (the rest are holes the plain restore never reads);
+ * --salvage decrypts what authenticates, says each unit that does not in
+ * log (its members are then lost, and named, by the plain salvage). */
+struct cb_enc_view_opts {
+	char *const *paths;
+	size_t n_paths;
+	int salvage;
+	struct cb_log *log;
+};
+int cb_enc_view_open_opts(const struct cb_enckey *k, const char *archive, const char *tmpdir,
+			  const struct cb_enc_view_opts *o, struct cb_enc_view **out);
 /* The plain archive in it (PATH.idx and PATH.sha256 beside). */
 const char *cb_enc_view_path(const struct cb_enc_view *v);
+/* The units decrypted into it (*total: the archive's). */
+uint64_t cb_enc_view_frames(const struct cb_enc_view *v, uint64_t *total);
 /* Remove the directory and everything in it. NULL is fine. */
 void cb_enc_view_free(struct cb_enc_view *v);
 

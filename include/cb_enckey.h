@@ -54,6 +54,20 @@ void cb_enckey_wipe(struct cb_enckey *k);
 /* "3f9a1b2c4d5e6f70": the short form of a fingerprint. */
 void cb_enckey_fp_hex(const unsigned char *fp, char out[CB_ENC_FP_HEX]);
 
+/*
+ * A copy of the key sealed under a passphrase, for the admin's safe:
+ * scrypt (libcrypto's EVP_PBE_scrypt, N 65536, r 8, p 1: 64 MiB) turns
+ * the passphrase and a random salt into a key that seals the secret with
+ * AES-256-GCM; the text file also names the key's fingerprint. protect:
+ * PATH created O_EXCL, mode 0600. recover: k filled, or -1 (wrong
+ * passphrase or damaged copy: one error).
+ */
+int cb_enckey_protect(const struct cb_enckey *k, const char *pass, size_t pass_len,
+		      const char *path);
+int cb_enckey_recover(const char *path, const char *pass, size_t pass_len, struct cb_enckey *k);
+/* Write k to PATH as a key file (O_EXCL, mode 0600). */
+int cb_enckey_write(const char *path, const struct cb_enckey *k);
+
 /* The unit id of len bytes: a keyed MAC, never a plain hash of them. */
 int cb_enc_unit_id(const struct cb_enckey *k, const void *buf, size_t len,
 		   unsigned char id[CB_ENC_ID]);

@@ -67,6 +67,10 @@ int enc_idx_open_blob(const struct enc_idx *x, const struct cb_enckey *k, unsign
 		      size_t *len);
 /* Record `type` of an opened blob: its bytes and length, or NULL. */
 const unsigned char *enc_blob_get(const unsigned char *b, size_t len, uint32_t type, size_t *out);
+/* For restore --path: which frames hold the members below paths (by the
+ * plain catalog at plain_idx), malloc'ed, x->n flags; NULL: every frame. */
+unsigned char *enc_frames_for_paths(const struct enc_idx *x, const char *plain_idx,
+				    char *const *paths, size_t n_paths);
 /* The whole of a regular file (not through a symlink), malloc'ed. */
 int enc_read_file(const char *path, unsigned char **buf, size_t *len);
 

@@ -26,6 +26,7 @@
 
 struct cb_enc_view {
 	char *dir, *path;
+	uint64_t frames, opened;   /* in the archive, decrypted into the view */
 };
 
 static const char *base_name(const char *path)
@@ -63,30 +64,53 @@ static int open_frame(const struct cb_enckey *k, int fd, const struct enc_frame 
 	return ret;
 }
 
+/* What a view decrypts: want[i] (NULL: every frame); with salvage a frame
+ * that fails is said in log and left a hole, the others still written. */
+struct frame_pick {
+	const unsigned char *want;
+	int salvage;
+	struct cb_log *log;
+};
+
+static int size_problem(const struct enc_idx *x, const char *archive, uint64_t size)
+{
+	if (size == x->enc_size)
+		return 0;
+	return cb_error("'%s' has %llu bytes, its catalog says %llu: %s", archive,
+			(unsigned long long)size, (unsigned long long)x->enc_size,
+			size < x->enc_size ? "truncated" : "bytes appended");
+}
+
 static int decrypt_frames(const struct cb_enckey *k, const struct enc_idx *x, const char *archive,
-			  int out)
+			  int out, const struct frame_pick *pick, uint64_t *opened)
 {
 	struct stat st;
-	int fd = cb_open_regular_given(archive, "archive", &st), ret = 0;
+	int fd = cb_open_regular_given(archive, "archive", &st), ret = 0, r;
 	unsigned char *buf = NULL, *plain = NULL;
 	size_t cap = 0;
 
 	if (fd < 0)
 		return -1;
-	if ((uint64_t)st.st_size != x->enc_size)
-		ret = cb_error("'%s' has %llu bytes, its catalog says %llu: %s", archive,
-			       (unsigned long long)st.st_size, (unsigned long long)x->enc_size,
-			       (uint64_t)st.st_size < x->enc_size ? "truncated" : "bytes appended");
+	if (!pick->salvage)
+		ret = size_problem(x, archive, (uint64_t)st.st_size);
 	for (uint64_t i = 0; ret == 0 && i < x->n; i++) {
 		const struct enc_frame *f = &x->f[i];
+		if (pick->want && !pick->want[i])
+			continue;
 		if (f->e_len > cap) {
 			cap = f->e_len;
 			buf = cb_xrealloc(buf, cap);
 			plain = cb_xrealloc(plain, cap);
 		}
-		ret = open_frame(k, fd, f, i, buf, plain, archive);
-		if (ret == 0 && pwrite(out, plain, f->p_len, (off_t)f->p_off) != (ssize_t)f->p_len)
+		r = open_frame(k, fd, f, i, buf, plain, archive);
+		if (r < 0 && pick->salvage)
+			cb_err(pick->log, "%s: its members are lost", cb_last_error());
+		else if (r < 0)
+			ret = -1;
+		else if (pwrite(out, plain, f->p_len, (off_t)f->p_off) != (ssize_t)f->p_len)
 			ret = cb_error_errno("cannot write the decrypted archive");
+		else
+			++*opened;
 	}
 	if (plain)
 		OPENSSL_cleanse(plain, cap);
@@ -128,8 +152,11 @@ out:
 	return ret;
 }
 
-static int fill_view(const struct cb_enckey *k, const char *archive, struct cb_enc_view *v)
+static int fill_view(const struct cb_enckey *k, const char *archive, struct cb_enc_view *v,
+		     const struct cb_enc_view_opts *o)
 {
+	struct frame_pick pick = { NULL, o ? o->salvage : 0, o ? o->log : NULL };
+	unsigned char *want = NULL;
 	struct enc_idx x;
 	unsigned char *blob = NULL;
 	size_t len = 0;
@@ -149,7 +176,14 @@ static int fill_view(const struct cb_enckey *k, const char *archive, struct cb_e
 		ret = out < 0 && ret == 0 ? cb_error_errno("cannot create '%s'", v->path) : -1;
 		goto out;
 	}
-	ret = decrypt_frames(k, &x, archive, out);
+	if (o && o->n_paths && !o->salvage) {
+		side = cb_xasprintf("%s.idx", v->path);
+		pick.want = want = enc_frames_for_paths(&x, side, o->paths, o->n_paths);
+		free(side);
+	}
+	v->frames = x.n;
+	ret = decrypt_frames(k, &x, archive, out, &pick, &v->opened);
+	free(want);
 out:
 	if (out >= 0)
 		close(out);
@@ -162,6 +196,12 @@ out:
 
 int cb_enc_view_open(const struct cb_enckey *k, const char *archive, const char *tmpdir,
 		     struct cb_enc_view **out)
+{
+	return cb_enc_view_open_opts(k, archive, tmpdir, NULL, out);
+}
+
+int cb_enc_view_open_opts(const struct cb_enckey *k, const char *archive, const char *tmpdir,
+			  const struct cb_enc_view_opts *o, struct cb_enc_view **out)
 {
 	struct cb_enc_view *v = cb_xcalloc(1, sizeof(*v));
 	const char *name = base_name(archive);
@@ -181,7 +221,7 @@ int cb_enc_view_open(const struct cb_enckey *k, const char *archive, const char 
 		return -1;
 	}
 	v->path = cb_xasprintf("%s/%.*s", v->dir, (int)n, name);
-	if (fill_view(k, archive, v) < 0) {
+	if (fill_view(k, archive, v, o) < 0) {
 		cb_enc_view_free(v);
 		return -1;
 	}
@@ -192,6 +232,12 @@ int cb_enc_view_open(const struct cb_enckey *k, const char *archive, const char 
 const char *cb_enc_view_path(const struct cb_enc_view *v)
 {
 	return v->path;
+}
+
+uint64_t cb_enc_view_frames(const struct cb_enc_view *v, uint64_t *total)
+{
+	*total = v->frames;
+	return v->opened;
 }
 
 void cb_enc_view_free(struct cb_enc_view *v)
@@ -239,10 +285,8 @@ static int check_frames(const struct enc_idx *x, const char *archive, char hex[6
 
 	if (fd < 0 || !all || EVP_DigestInit_ex(all, EVP_sha256(), NULL) != 1)
 		ret = fd < 0 ? -1 : cb_error("SHA-256 (libcrypto)");
-	else if ((uint64_t)st.st_size != x->enc_size)
-		ret = cb_error("'%s' has %llu bytes, its catalog says %llu: %s", archive,
-			       (unsigned long long)st.st_size, (unsigned long long)x->enc_size,
-			       (uint64_t)st.st_size < x->enc_size ? "truncated" : "bytes appended");
+	else if (size_problem(x, archive, (uint64_t)st.st_size) < 0)
+		ret = -1;
 	else if (cb_pread_all(fd, head, sizeof(head), 0) < 0 || memcmp(head, ENC_MAGIC, 8))
 		ret = cb_error("'%s' has no encrypted archive header", archive);
 	else

@@ -135,7 +135,10 @@ static const struct {
 	  (const char *const[]){ "dry-run", "help", NULL } },
 	{ "key", "cbackup key create FILE\n"
 		 "       cbackup key show FILE\n"
-		 "Make a new encryption key (mode 0600), or show a key's fingerprint.",
+		 "       cbackup key protect KEYFILE COPY\n"
+		 "       cbackup key recover COPY KEYFILE\n"
+		 "Make a new encryption key (mode 0600), show a key's fingerprint, write a\n"
+		 "passphrase-protected copy of it (scrypt), or make the key again from one.",
 	  (const char *const[]){ "help", NULL } },
 	{ "mount", "cbackup mount ARCHIVE MOUNTPOINT\nMount an archive read-only (FUSE).",
 	  (const char *const[]){ "encryption-key", "tmpdir", "help", NULL } },
@@ -230,7 +233,7 @@ void cb_cli_usage(FILE *out)
 	      "       cbackup ls ARCHIVE [PATH...] [--json]\n"
 	      "       cbackup index ARCHIVE [--dry-run]\n"
 	      "       cbackup mount ARCHIVE MOUNTPOINT\n"
-	      "       cbackup key create|show FILE\n"
+	      "       cbackup key create|show FILE | protect KEYFILE COPY | recover COPY KEYFILE\n"
 	      "       cbackup verify ARCHIVE... [--dry-run]\n"
 	      "       cbackup list [ID] [--storage NAME | --dumpdir DIR]\n"
 	      "       cbackup prune [ID] [--prune-backups keep-last=N,...] [--dry-run]\n"

@@ -41,7 +41,7 @@ static const struct cb_command_def commands[] = {
 	{ "mount",   CB_CMD_MOUNT,   2,  2, 0, 0, cb_cmd_mount },
 	{ "help",    CB_CMD_HELP,    0,  1, 0, 0, cb_cmd_help },
 	{ "guests",  CB_CMD_GUESTS,  0,  0, 1, 0, cb_cmd_guests },
-	{ "key",     CB_CMD_KEY,     2,  2, 0, 0, cb_cmd_key },
+	{ "key",     CB_CMD_KEY,     2,  3, 0, 0, cb_cmd_key },
 	{ NULL, 0, 0, 0, 0, 0, NULL }
 };
 
@@ -106,7 +106,8 @@ int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct
 		cb_err(log, "%s", cb_last_error());
 		return CB_EXIT_USAGE;
 	}
-	if ((status = cb_enc_cli_open(cli, ro.archive, log, &ro.archive, &view)) != CB_EXIT_OK)
+	struct cb_enc_view_opts vo = { ro.paths, ro.n_paths, ro.salvage, log };
+	if ((status = cb_enc_cli_open_for(cli, ro.archive, &vo, log, &ro.archive, &view)) != CB_EXIT_OK)
 		return status;
 	failed = cb_restore_run(&ro, log, &st) < 0;
 	if (failed || st.n_lost) {

@@ -73,13 +73,18 @@ static void key_text(const struct cb_enckey *k, char text[KEY_TEXT_LEN + 1])
 
 int cb_enckey_create(const char *path, struct cb_enckey *k)
 {
-	char text[KEY_TEXT_LEN + 1];
-	int fd, ret = -1;
-
 	if (RAND_bytes(k->secret, CB_ENC_SECRET) != 1)
 		return cb_error("no random bytes for a key (libcrypto)");
 	if (cb_enckey_derive(k) < 0)
 		return -1;
+	return cb_enckey_write(path, k);
+}
+
+int cb_enckey_write(const char *path, const struct cb_enckey *k)
+{
+	char text[KEY_TEXT_LEN + 1];
+	int fd, ret = -1;
+
 	fd = cb_create_excl(path, 0600);
 	if (fd < 0)
 		return cb_error_errno("cannot create key file '%s'", path);

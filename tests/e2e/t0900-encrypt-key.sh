@@ -50,6 +50,30 @@ test_expect_success 'key create never replaces a file: exit 2, the key unchanged
 	test_has "$CB_ERR" "cannot create key file"
 '
 
+test_expect_success 'key protect: a passphrase-protected copy; key recover gives the key back' '
+	echo "correct horse battery" | "$CBACKUP" key protect "$KEY" "$SCRATCH/key.safe" >out
+	test_has out "protected copy .* of key $("$CBACKUP" key show "$KEY") written"
+	test "$(stat -c %a "$SCRATCH/key.safe")" = 600
+	test_lacks "$SCRATCH/key.safe" "$(sed -n "s/^secret //p" "$KEY")"
+	echo "correct horse battery" | "$CBACKUP" key recover "$SCRATCH/key.safe" "$SCRATCH/key.back"
+	cmp "$KEY" "$SCRATCH/key.back"
+	test "$(stat -c %a "$SCRATCH/key.back")" = 600
+'
+
+test_expect_success 'key recover: a wrong passphrase or a changed copy is exit 2, no key written' '
+	echo "wrong horse" >pass
+	cbackup_run 2 key recover "$SCRATCH/key.safe" "$SCRATCH/key.bad" <pass
+	test_has "$CB_ERR" "wrong passphrase, or .* is damaged"
+	test ! -e "$SCRATCH/key.bad"
+	sed "s/^scrypt 65536/scrypt 32768/" "$SCRATCH/key.safe" >"$SCRATCH/key.changed"
+	echo "correct horse battery" >pass
+	cbackup_run 2 key recover "$SCRATCH/key.changed" "$SCRATCH/key.bad" <pass
+	test ! -e "$SCRATCH/key.bad"
+	: >empty
+	cbackup_run 2 key protect "$KEY" "$SCRATCH/key.safe2" <empty
+	test ! -e "$SCRATCH/key.safe2"
+'
+
 # bad KEYFILE WHY: backup and restore refuse it, exit 2, nothing written
 bad() {
 	backup_with 2 --encryption-key "$1"

@@ -72,12 +72,16 @@ for f in sys.argv[2:]:
         sys.exit(\"plain hash in \" + f)" "$SCRATCH/plain/a.tar.zst" "$a" "$a.idx" "$a.sha256"
 '
 
-test_expect_success ROOT 'restore with the key gives the identical tree; --path one file' '
+test_expect_success ROOT 'restore with the key gives the identical tree; --path one file, few units decrypted' '
 	cbackup_run 0 restore "$(newest)" "$SCRATCH/r1" --encryption-key "$KEY"
 	compare_trees "$SRC" "$SCRATCH/r1"
 	cbackup_run 0 restore "$(newest)" "$SCRATCH/r2" --encryption-key "$KEY" --path "./$MARK"
 	test "$(ls -A "$SCRATCH/r2")" = "$MARK"
 	cmp "$SRC/$MARK" "$SCRATCH/r2/$MARK"
+	# one file: only the units that hold it (and the first and last) decrypted
+	set -- $(sed -nE "s/.*: ([0-9]+) of ([0-9]+) units decrypted/\1 \2/p" "$CB_ERR")
+	test "$1" -lt "$2"
+	test "$1" -le 4
 	rm -rf "$SCRATCH/r1" "$SCRATCH/plain-tree"
 '
 

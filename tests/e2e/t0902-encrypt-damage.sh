@@ -83,6 +83,18 @@ test_expect_success 'restore checks each unit'\''s tag itself, not the stored ch
 	test ! -e "$SCRATCH/out"
 '
 
+test_expect_success 'restore --salvage: the damaged unit named, its members lost, the rest restored' '
+	a=$(copy_of 201)
+	set -- $(frames "$a" | sed -n 3p)
+	flip "$a" $(($2 + 1000))
+	cbackup_run 1 restore "$a" "$SCRATCH/out" --encryption-key "$KEY" --salvage
+	test_has "$CB_ERR" "ERROR: unit 3 of .* failed authentication: damaged: its members are lost"
+	test_has "$CB_ERR" "ERROR: lost: .\./srv/data/big\.bin."
+	cmp "$SCRATCH/src201/etc/hostname" "$SCRATCH/out/etc/hostname"
+	test ! -e "$SCRATCH/out/srv/data/big.bin"
+	rm -rf "$SCRATCH/out"
+'
+
 test_expect_success 'a flipped byte in the sealed catalog or in its frame table' '
 	a=$(copy_of 201)
 	flip "$a.idx" $(($(stat -c %s "$a.idx") - 40))
