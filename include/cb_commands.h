@@ -52,6 +52,8 @@ struct cb_enc_view;
 /* verify of an encrypted archive: without the key its stored checksums
  * only (and it says so), with it every frame and then the plain checks. */
 int cb_enc_cli_verify(const struct cb_cli *cli, const char *archive, struct cb_log *log);
+/* index of an encrypted archive: its catalog made again, with the key. */
+int cb_enc_cli_index(const struct cb_cli *cli, const char *archive, struct cb_log *log);
 int cb_enc_cli_open(const struct cb_cli *cli, const char *archive, struct cb_log *log,
 		    const char **plain, struct cb_enc_view **view);
 /* The same for a view with options (restore: --path, --salvage). */

@@ -84,6 +84,15 @@ void cb_enc_view_free(struct cb_enc_view *v);
  */
 int cb_enc_check_stored(const char *archive, uint64_t *frames);
 
+/*
+ * `cbackup index` of an encrypted archive: ARCHIVE.idx and ARCHIVE.sha256
+ * made again from the archive alone (every frame checked, decrypted into
+ * a private directory below tmpdir and scanned); dry_run writes nothing.
+ * *frames: the units found. 0, or -1 naming the first bad frame.
+ */
+int cb_enc_rebuild_catalog(const struct cb_enckey *k, const char *archive, const char *tmpdir,
+			   int dry_run, uint64_t *frames);
+
 /* The newest complete encrypted archive of the guest in dumpdir written
  * with this codec (malloc'ed path), or NULL. */
 char *cb_enc_prev_archive(const char *dumpdir, enum cb_guest_type type, const char *id,

@@ -71,6 +71,18 @@ const unsigned char *enc_blob_get(const unsigned char *b, size_t len, uint32_t t
  * plain catalog at plain_idx), malloc'ed, x->n flags; NULL: every frame. */
 unsigned char *enc_frames_for_paths(const struct enc_idx *x, const char *plain_idx,
 				    char *const *paths, size_t n_paths);
+/* OUT.idx from the frames and the plain catalog and .sha256 beside PLAIN
+ * (replaced if there); its SHA-256 in idx_hex. */
+int enc_write_catalog(const struct cb_enckey *k, const struct enc_frame *f, size_t n,
+		      uint64_t e_size, const char *plain, const char *out, uint64_t p_size,
+		      char idx_hex[65]);
+/* OUT.sha256: the archive's and its catalog's lines. */
+int enc_write_sums(const char *out, const char *hex, const char *idx_hex);
+/* Frame i of the archive open as fd (f its record), checked whole (tag,
+ * id from the bytes, the id f names), its plain bytes into plain;
+ * buf holds f->e_len bytes. */
+int enc_open_frame(const struct cb_enckey *k, int fd, const struct enc_frame *f, uint64_t i,
+		   unsigned char *buf, unsigned char *plain, const char *archive);
 /* The whole of a regular file (not through a symlink), malloc'ed. */
 int enc_read_file(const char *path, unsigned char **buf, size_t *len);
 

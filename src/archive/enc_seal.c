@@ -222,10 +222,11 @@ static void catalog_records(const char *plain, const char *out, unsigned char **
 	}
 }
 
-static int write_catalog(struct seal *s, const char *plain, const char *out, uint64_t p_size,
-			 char idx_hex[65])
+int enc_write_catalog(const struct cb_enckey *k, const struct enc_frame *f, size_t n,
+		      uint64_t e_size, const char *plain, const char *out, uint64_t p_size,
+		      char idx_hex[65])
 {
-	size_t table = ENC_IDX_HEAD + s->n * ENC_REC, rec_len, blob_len;
+	size_t table = ENC_IDX_HEAD + n * ENC_REC, rec_len, blob_len;
 	unsigned char *h = cb_xcalloc(1, table + 8), *rec, *blob, *all, d[32];
 	char *path = cb_xasprintf("%s.idx", out);
 	int ret;
@@ -233,22 +234,22 @@ static int write_catalog(struct seal *s, const char *plain, const char *out, uin
 	memcpy(h, ENC_IDX_MAGIC, 8);
 	enc_put32(h + 8, ENC_VERSION);
 	enc_put32(h + 12, ENC_CIPHER_AES256GCM);
-	memcpy(h + 16, s->k->fp, CB_ENC_FP);
-	enc_put64(h + 48, s->n);
+	memcpy(h + 16, k->fp, CB_ENC_FP);
+	enc_put64(h + 48, n);
 	enc_put64(h + 56, p_size);
-	enc_put64(h + 64, s->e_at);
-	for (size_t i = 0; i < s->n; i++) {
+	enc_put64(h + 64, e_size);
+	for (size_t i = 0; i < n; i++) {
 		unsigned char *p = h + ENC_IDX_HEAD + i * ENC_REC;
-		enc_put64(p, s->f[i].p_off);
-		enc_put64(p + 8, s->f[i].p_len);
-		enc_put64(p + 16, s->f[i].e_off);
-		enc_put64(p + 24, s->f[i].e_len);
-		memcpy(p + 32, s->f[i].id, CB_ENC_ID);
-		memcpy(p + 64, s->f[i].sha, 32);
+		enc_put64(p, f[i].p_off);
+		enc_put64(p + 8, f[i].p_len);
+		enc_put64(p + 16, f[i].e_off);
+		enc_put64(p + 24, f[i].e_len);
+		memcpy(p + 32, f[i].id, CB_ENC_ID);
+		memcpy(p + 64, f[i].sha, 32);
 	}
 	catalog_records(plain, out, &rec, &rec_len);
 	enc_put64(h + table, rec_len + CB_ENC_BLOB_OVER);
-	ret = cb_enc_blob_seal(s->k, h, table + 8, rec, rec_len, &blob, &blob_len);
+	ret = cb_enc_blob_seal(k, h, table + 8, rec, rec_len, &blob, &blob_len);
 	OPENSSL_cleanse(rec, rec_len);
 	free(rec);
 	if (ret == 0) {
@@ -267,7 +268,7 @@ static int write_catalog(struct seal *s, const char *plain, const char *out, uin
 	return ret;
 }
 
-static int write_sums(const char *out, const char *hex, const char *idx_hex)
+int enc_write_sums(const char *out, const char *hex, const char *idx_hex)
 {
 	const char *name = strrchr(out, '/') ? strrchr(out, '/') + 1 : out;
 	char *path = cb_xasprintf("%s.sha256", out);
@@ -293,8 +294,8 @@ static int finish(struct seal *s, const char *plain, const char *out, const char
 	s->st->bytes = s->e_at;
 	if (fsync(s->out) < 0)
 		return cb_error_errno("cannot write '%s'", tmp);
-	if (write_catalog(s, plain, out, p_size, idx_hex) < 0 ||
-	    write_sums(out, s->st->sha256, idx_hex) < 0)
+	if (enc_write_catalog(s->k, s->f, s->n, s->e_at, plain, out, p_size, idx_hex) < 0 ||
+	    enc_write_sums(out, s->st->sha256, idx_hex) < 0)
 		return -1;
 	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, out, RENAME_NOREPLACE) < 0)
 		return cb_error_errno("cannot rename '%s'", tmp);

@@ -37,8 +37,8 @@ static const char *base_name(const char *path)
 
 /* Frame i of the archive open as fd, checked whole, its plain bytes into
  * plain (f->p_len bytes). */
-static int open_frame(const struct cb_enckey *k, int fd, const struct enc_frame *f, uint64_t i,
-		      unsigned char *buf, unsigned char *plain, const char *archive)
+int enc_open_frame(const struct cb_enckey *k, int fd, const struct enc_frame *f, uint64_t i,
+		   unsigned char *buf, unsigned char *plain, const char *archive)
 {
 	unsigned char key[32], id[CB_ENC_ID];
 	int ret = -1;
@@ -102,7 +102,7 @@ static int decrypt_frames(const struct cb_enckey *k, const struct enc_idx *x, co
 			buf = cb_xrealloc(buf, cap);
 			plain = cb_xrealloc(plain, cap);
 		}
-		r = open_frame(k, fd, f, i, buf, plain, archive);
+		r = enc_open_frame(k, fd, f, i, buf, plain, archive);
 		if (r < 0 && pick->salvage)
 			cb_err(pick->log, "%s: its members are lost", cb_last_error());
 		else if (r < 0)

@@ -132,7 +132,7 @@ static const struct {
 	  (const char *const[]){ "json", "encryption-key", "tmpdir", "help", NULL } },
 	{ "index", "cbackup index ARCHIVE [--dry-run]\n"
 		   "Write the catalog (ARCHIVE.idx) of an archive without one.",
-	  (const char *const[]){ "dry-run", "help", NULL } },
+	  (const char *const[]){ "dry-run", "encryption-key", "tmpdir", "help", NULL } },
 	{ "key", "cbackup key create FILE\n"
 		 "       cbackup key show FILE\n"
 		 "       cbackup key protect KEYFILE COPY\n"

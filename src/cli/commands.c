@@ -146,11 +146,8 @@ int cb_cmd_ls(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_l
 int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	(void)cfg;   /* index reads no configuration */
-	if (cb_enc_is_encrypted(cli->args.v[0])) {
-		cb_err(log, "index of '%s' failed - the catalog of an encrypted archive cannot be "
-		       "rebuilt (it holds the frame table; see docs/encryption.md)", cli->args.v[0]);
-		return CB_EXIT_FAILED;
-	}
+	if (cb_enc_is_encrypted(cli->args.v[0]))
+		return cb_enc_cli_index(cli, cli->args.v[0], log);
 	if (cb_index_run(cli->args.v[0], cli->dry_run, log) < 0) {
 		cb_err(log, "index of '%s' failed - %s", cli->args.v[0], cb_last_error());
 		return CB_EXIT_FAILED;

@@ -172,6 +172,33 @@ static int load_key_for(const struct cb_cli *cli, const char *archive, struct cb
 	return 0;
 }
 
+int cb_enc_cli_index(const struct cb_cli *cli, const char *archive, struct cb_log *log)
+{
+	const char *file = cb_cli_get(cli, "encryption-key");
+	struct cb_enckey k;
+	uint64_t frames = 0;
+	int ret;
+
+	if (!file || !strcmp(file, "none")) {
+		cb_err(log, "'%s' is encrypted: give its key with --encryption-key FILE", archive);
+		return CB_EXIT_USAGE;
+	}
+	if (cb_enckey_load(file, &k) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		return CB_EXIT_USAGE;
+	}
+	ret = cb_enc_rebuild_catalog(&k, archive, view_dir(cli), cli->dry_run, &frames);
+	cb_enckey_wipe(&k);
+	if (ret < 0) {
+		cb_err(log, "index of '%s' failed - %s", archive, cb_last_error());
+		return strstr(cb_last_error(), "archive was encrypted with key") ? CB_EXIT_USAGE
+										  : CB_EXIT_FAILED;
+	}
+	cb_info(log, "%s catalog '%s.idx' and '%s.sha256' from %llu units", cli->dry_run ?
+		"dry run: would write" : "wrote", archive, archive, (unsigned long long)frames);
+	return CB_EXIT_OK;
+}
+
 int cb_enc_cli_open(const struct cb_cli *cli, const char *archive, struct cb_log *log,
 		    const char **plain, struct cb_enc_view **view)
 {

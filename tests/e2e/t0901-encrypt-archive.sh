@@ -24,6 +24,7 @@ night() {
 		--dumpdir "$DUMP" --keep-staging 1 --unit-size 1 "$@"
 }
 newest() { ls -1 "$DUMP"/vzdump-lxc-101-*.tar.zst.cbenc | tail -n 1; }
+view_gone() { test -z "$(ls -A "$SCRATCH/vtmp")"; }
 oldest() { ls -1 "$DUMP"/vzdump-lxc-101-*.tar.zst.cbenc | head -n 1; }
 
 test_expect_success ROOT 'setup: a full tree with a marked file, two keys, one encrypted night' '
@@ -124,6 +125,23 @@ test_expect_success ROOT 'verify with the key: every unit and the contents; .ver
 	test -f "$(newest).verified"
 '
 
+if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null; then
+	test_expect_success ROOT 'mount with the key reads files back; the view goes at the unmount' '
+		mkdir "$SCRATCH/mnt" "$SCRATCH/vtmp"
+		cleanup_mount "$SCRATCH/mnt"
+		cbackup_run 0 mount "$(newest)" "$SCRATCH/mnt" --encryption-key "$KEY" \
+			--tmpdir "$SCRATCH/vtmp"
+		cmp "$SRC/$MARK" "$SCRATCH/mnt/$MARK"
+		cmp "$SRC/usr/share/f9.txt" "$SCRATCH/mnt/usr/share/f9.txt"
+		test -n "$(ls "$SCRATCH/vtmp")"
+		fusermount3 -u "$SCRATCH/mnt"
+		wait_for 10 test_must_fail mountpoint -q "$SCRATCH/mnt"
+		wait_for 10 view_gone
+	'
+else
+	test_skip 'mount with the key' 'no /dev/fuse or no fusermount3'
+fi
+
 test_expect_success ROOT 'list shows the encrypted archive, its notes sealed' '
 	cbackup_run 0 list --dumpdir "$DUMP"
 	test_has "$CB_OUT" "vzdump-lxc-101-.*\.tar\.zst\.cbenc +\(encrypted\)$"
@@ -162,6 +180,22 @@ test_expect_success ROOT 'a plain night after encrypted ones reuses nothing of t
 	a=$(find_archive "$DUMP" ct 101 .zst)
 	test_has "$CB_ERR" "reused 0 units"
 	cbackup_run 0 verify "$a"
+'
+
+test_expect_success ROOT 'index with the key makes a lost catalog again; without it, no' '
+	a=$(newest)
+	mv "$a.idx" "$SCRATCH/saved.idx"
+	cbackup_run 2 index "$a"
+	test ! -e "$a.idx"
+	cbackup_run 2 index "$a" --encryption-key "$KEY"
+	test_has "$CB_ERR" "archive was encrypted with key"
+	test ! -e "$a.idx"
+	cbackup_run 0 index "$a" --encryption-key "$KEY2"
+	test_has "$CB_ERR" "wrote catalog .* from [0-9]+ units"
+	(cd "$DUMP" && sha256sum --quiet -c "$(basename "$a").sha256")
+	cbackup_run 0 verify "$a" --encryption-key "$KEY2"
+	cbackup_run 0 restore "$a" "$SCRATCH/r7" --encryption-key "$KEY2" --path "./$MARK"
+	cmp "$SRC/$MARK" "$SCRATCH/r7/$MARK"
 '
 
 test_expect_success ROOT 'prune keeps the newest and removes the rest with their side files' '

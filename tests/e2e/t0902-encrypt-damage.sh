@@ -39,12 +39,10 @@ put() {
 		count=$(($5 / 4096)) conv=notrunc status=none
 }
 
-# fails_restore ARCHIVE PATTERN: restore and verify (key or not) fail
+# fails_everywhere ARCHIVE PATTERN: restore and verify (key or not) fail
 fails_everywhere() {
 	cbackup_run 1 restore "$1" "$SCRATCH/out" --encryption-key "$KEY"
 	test_has "$CB_ERR" "$2"
-	test ! -e "$SCRATCH/out"
-	cbackup_run 1 restore "$1" "$SCRATCH/out" --encryption-key "$KEY" --path ./etc/hostname
 	test ! -e "$SCRATCH/out"
 	cbackup_run 1 verify "$1" --encryption-key "$KEY"
 	cbackup_run 1 verify "$1"
@@ -72,6 +70,14 @@ test_expect_success 'a flipped byte in a unit: named by verify and restore, noth
 	fails_everywhere "$a" "unit 3 of .* failed authentication: damaged"
 	cbackup_run 1 verify "$a"
 	test_has "$CB_ERR" "unit 3 of .* is damaged: its SHA-256 is not the catalog"
+	# --path: a member in the damaged unit fails, naming it; one elsewhere
+	# comes back (only the units that hold it are decrypted)
+	cbackup_run 1 restore "$a" "$SCRATCH/out" --encryption-key "$KEY" --path ./srv/data/big.bin
+	test_has "$CB_ERR" "unit 3 of .* failed authentication"
+	test ! -e "$SCRATCH/out"
+	cbackup_run 0 restore "$a" "$SCRATCH/out" --encryption-key "$KEY" --path ./etc/hostname
+	cmp "$SCRATCH/src201/etc/hostname" "$SCRATCH/out/etc/hostname"
+	rm -rf "$SCRATCH/out"
 '
 
 test_expect_success 'restore checks each unit'\''s tag itself, not the stored checksums' '
