@@ -238,6 +238,9 @@ static int check_job(const struct cb_cli *cli, const struct cb_opts *guests, siz
 		return cb_error("--stdout and --output-format json both want standard output");
 	if (guests[0].to_stdout && isatty(STDOUT_FILENO))
 		return cb_error("refusing to write an archive to a terminal (redirect --stdout)");
+	if (guests[0].to_stdout && guests[0].encryption_key && strcmp(guests[0].encryption_key, "none"))
+		return cb_error("--stdout cannot be encrypted (encryption-key): an encrypted archive "
+				"is sealed from its catalog, in a dump directory");
 	if (cb_cli_get(cli, "maxfiles"))
 		cb_warn(log, "option --maxfiles is deprecated: it means --prune-backups keep-last=%s; "
 			"use that instead", cb_cli_get(cli, "maxfiles"));

@@ -119,6 +119,13 @@ test_expect_success 'a bad key in the config is exit 2 naming file and line, not
 	test -z "$(ls -A "$DUMP")"
 '
 
+test_expect_success 'a key with --stdout: a usage error before anything is copied' '
+	cbackup_run 2 backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/tmp" --stdout \
+		--encryption-key "$KEY" >/dev/null
+	test_has "$CB_ERR" "ERROR: .*--stdout cannot be encrypted"
+	test_lacks "$CB_ERR" "first sync"
+'
+
 for where in global storage guest; do
 	test_expect_success "encryption-key in the $where section encrypts the archive" "
 		rm -rf \"\$DUMP\"
