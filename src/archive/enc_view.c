@@ -19,6 +19,7 @@
 #include <openssl/sha.h>
 
 #include "cb_catalog.h"
+#include "cb_cleanup.h"
 #include "cb_private.h"
 #include "cb_rmtree.h"
 #include "enc_int.h"
@@ -27,7 +28,21 @@
 struct cb_enc_view {
 	char *dir, *path;
 	uint64_t frames, opened;   /* in the archive, decrypted into the view */
+	/* what a signal's cleanup unlinks (no allocation in a handler) */
+	char *sides[3];            /* PATH.idx, PATH.sha256, PATH.verified */
+	int cleanup;               /* its handle, or -1 */
 };
+
+/* On SIGINT/SIGTERM: no plain copy of the archive is left behind. */
+static void view_cleanup(void *arg)
+{
+	struct cb_enc_view *v = arg;
+
+	unlink(v->path);
+	for (int i = 0; i < 3; i++)
+		unlink(v->sides[i]);
+	rmdir(v->dir);
+}
 
 static const char *base_name(const char *path)
 {
@@ -97,6 +112,10 @@ static int decrypt_frames(const struct cb_enckey *k, const struct enc_idx *x, co
 		const struct enc_frame *f = &x->f[i];
 		if (pick->want && !pick->want[i])
 			continue;
+		if (cb_check_interrupt() < 0) {
+			ret = -1;
+			break;
+		}
 		if (f->e_len > cap) {
 			cap = f->e_len;
 			buf = cb_xrealloc(buf, cap);
@@ -203,16 +222,17 @@ int cb_enc_view_open(const struct cb_enckey *k, const char *archive, const char 
 int cb_enc_view_open_opts(const struct cb_enckey *k, const char *archive, const char *tmpdir,
 			  const struct cb_enc_view_opts *o, struct cb_enc_view **out)
 {
-	struct cb_enc_view *v = cb_xcalloc(1, sizeof(*v));
 	const char *name = base_name(archive);
-	size_t n = strlen(name) - strlen(CB_ENC_SUFFIX);
+	struct cb_enc_view *v;
+	size_t n;
 
 	*out = NULL;
-	if (!cb_enc_is_encrypted(name)) {
-		free(v);
+	if (!cb_enc_is_encrypted(name))
 		return cb_error("'%s' is not an encrypted archive (no %s suffix)", archive,
 				CB_ENC_SUFFIX);
-	}
+	n = strlen(name) - strlen(CB_ENC_SUFFIX);
+	v = cb_xcalloc(1, sizeof(*v));
+	v->cleanup = -1;
 	v->dir = cb_xasprintf("%s/cbackup-view.XXXXXX", tmpdir);
 	if (!mkdtemp(v->dir)) {   /* mode 0700, a new name */
 		cb_error_errno("cannot create a private directory in '%s'", tmpdir);
@@ -221,7 +241,12 @@ int cb_enc_view_open_opts(const struct cb_enckey *k, const char *archive, const 
 		return -1;
 	}
 	v->path = cb_xasprintf("%s/%.*s", v->dir, (int)n, name);
-	if (fill_view(k, archive, v, o) < 0) {
+	v->sides[0] = cb_xasprintf("%s.idx", v->path);
+	v->sides[1] = cb_xasprintf("%s.sha256", v->path);
+	v->sides[2] = cb_xasprintf("%s.verified", v->path);
+	if ((v->cleanup = cb_cleanup_push(view_cleanup, v)) < 0)
+		cb_error("too many cleanup actions");
+	if (v->cleanup < 0 || fill_view(k, archive, v, o) < 0) {
 		cb_enc_view_free(v);
 		return -1;
 	}
@@ -244,9 +269,13 @@ void cb_enc_view_free(struct cb_enc_view *v)
 {
 	if (!v)
 		return;
+	if (v->cleanup >= 0)
+		cb_cleanup_pop(v->cleanup, 0);
 	cb_remove_tree(v->dir);
 	free(v->dir);
 	free(v->path);
+	for (int i = 0; i < 3; i++)
+		free(v->sides[i]);
 	free(v);
 }
 

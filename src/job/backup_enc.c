@@ -49,6 +49,34 @@ static void open_prev(struct guest_run *r, struct backup_enc *e)
 	*strrchr(e->prev_dir, '/') = '\0';
 }
 
+/* A killed run's private directory (a plain archive in it): removed, with
+ * the guest's lock held. Only cbackup-enc-ID.XXXXXX, never another guest's
+ * (IDs may hold '.': "web" must not take "web.1"'s). */
+static void remove_stale(const struct guest_run *r)
+{
+	char *prefix = cb_xasprintf("cbackup-enc-%s.", r->opts.id);
+	size_t k = strlen(prefix);
+	DIR *d = opendir(r->opts.tmpdir);
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		struct stat st;
+		char *p;
+		if (strncmp(de->d_name, prefix, k) || strlen(de->d_name) != k + 6 ||
+		    strspn(de->d_name + k, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") != 6)
+			continue;
+		p = cb_xasprintf("%s/%s", r->opts.tmpdir, de->d_name);
+		if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid()) {
+			cb_info(r->log, "removing '%s', left by an interrupted backup", p);
+			cb_remove_tree(p);
+		}
+		free(p);
+	}
+	if (d)
+		closedir(d);
+	free(prefix);
+}
+
 int backup_enc_begin(struct guest_run *r, struct backup_enc **out)
 {
 	struct backup_enc *e;
@@ -64,6 +92,7 @@ int backup_enc_begin(struct guest_run *r, struct backup_enc **out)
 		free(e);
 		return -1;
 	}
+	remove_stale(r);
 	e->dir = cb_xasprintf("%s/cbackup-enc-%s.XXXXXX", r->opts.tmpdir, r->opts.id);
 	if (!mkdtemp(e->dir)) {   /* mode 0700, a new name */
 		cb_error_errno("cannot create a private directory in '%s'", r->opts.tmpdir);

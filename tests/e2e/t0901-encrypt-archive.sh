@@ -106,6 +106,17 @@ test_expect_success ROOT 'a wrong key: one error naming both fingerprints, exit 
 	test ! -e "$(newest).verified"
 '
 
+test_expect_success ROOT 'a restore stopped by SIGTERM while decrypting leaves no plain copy' '
+	build_helpers
+	mkdir "$SCRATCH/vt"
+	with_fault "write:SIGTERM:cbackup-view:after=4096" \
+		cbackup_run 143 restore "$(newest)" "$SCRATCH/r8" --encryption-key "$KEY" --tmpdir "$SCRATCH/vt"
+	fault_fired "^write .*cbackup-view"
+	test_has "$CB_ERR" "interrupted by signal TERM"
+	test -z "$(ls -A "$SCRATCH/vt")"
+	test ! -e "$SCRATCH/r8"
+'
+
 test_expect_success ROOT 'ls with the key lists from the sealed catalog' '
 	cbackup_run 0 ls "$(newest)" --encryption-key "$KEY"
 	test_has "$CB_OUT" " \./$MARK$"
@@ -154,6 +165,16 @@ test_expect_success ROOT 'next night, nothing changed: every unit copied, the sa
 	set -- $n
 	test "$1" = "$2"
 	cmp "$(oldest)" "$(newest)"
+'
+
+test_expect_success ROOT 'a killed run'\''s private directory is removed, not another guest'\''s' '
+	mkdir -m 700 "$SCRATCH/tmp/cbackup-enc-101.AbC123" "$SCRATCH/tmp/cbackup-enc-101.1.XyZ789"
+	echo plain >"$SCRATCH/tmp/cbackup-enc-101.AbC123/left.tar.zst"
+	night --encryption-key "$KEY"
+	test_has "$CB_ERR" "removing .*cbackup-enc-101\.AbC123., left by an interrupted backup"
+	test ! -e "$SCRATCH/tmp/cbackup-enc-101.AbC123"
+	test -d "$SCRATCH/tmp/cbackup-enc-101.1.XyZ789"
+	rmdir "$SCRATCH/tmp/cbackup-enc-101.1.XyZ789"
 '
 
 test_expect_success ROOT 'a file changed: its units sealed anew, the rest copied' '
