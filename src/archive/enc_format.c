@@ -74,6 +74,8 @@ static int parse_frames(struct enc_idx *x, const char *path)
 	uint64_t p_at = 0, e_at = ENC_HEAD;
 
 	x->f = cb_xcalloc(x->n + 1, sizeof(*x->f));
+	if (x->enc_size < ENC_HEAD)
+		return cb_error("catalog '%s' is damaged: no room for the archive header", path);
 	for (uint64_t i = 0; i < x->n; i++, p += ENC_REC) {
 		struct enc_frame *f = &x->f[i];
 		f->p_off = enc_get64(p);
@@ -82,7 +84,9 @@ static int parse_frames(struct enc_idx *x, const char *path)
 		f->e_len = enc_get64(p + 24);
 		memcpy(f->id, p + 32, CB_ENC_ID);
 		memcpy(f->sha, p + 64, 32);
-		if (f->p_off != p_at || f->e_off != e_at || f->e_len != enc_frame_size(f->p_len))
+		/* in bounds first: no sum below can wrap around */
+		if (f->p_len > x->plain_size - p_at || f->e_len > x->enc_size - e_at ||
+		    f->p_off != p_at || f->e_off != e_at || f->e_len != enc_frame_size(f->p_len))
 			return cb_error("catalog '%s' is damaged: frame %llu out of place", path,
 					(unsigned long long)i + 1);
 		p_at += f->p_len;
