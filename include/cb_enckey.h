@@ -68,6 +68,10 @@ int cb_enckey_recover(const char *path, const char *pass, size_t pass_len, struc
 /* Write k to PATH as a key file (O_EXCL, mode 0600). */
 int cb_enckey_write(const char *path, const struct cb_enckey *k);
 
+/* 0 when fp (recorded in an archive or manifest) is k's, else -1 with the
+ * one error "archive was encrypted with key 3f9a..., this key is 71c2...". */
+int cb_enckey_check_fp(const unsigned char *fp, const struct cb_enckey *k);
+
 /* The unit id of len bytes: a keyed MAC, never a plain hash of them. */
 int cb_enc_unit_id(const struct cb_enckey *k, const void *buf, size_t len,
 		   unsigned char id[CB_ENC_ID]);

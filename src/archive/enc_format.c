@@ -138,17 +138,6 @@ void enc_idx_release(struct enc_idx *x)
 	memset(x, 0, sizeof(*x));
 }
 
-int enc_check_fp(const unsigned char *fp, const struct cb_enckey *k)
-{
-	char a[CB_ENC_FP_HEX], b[CB_ENC_FP_HEX];
-
-	if (!memcmp(fp, k->fp, CB_ENC_FP))
-		return 0;
-	cb_enckey_fp_hex(fp, a);
-	cb_enckey_fp_hex(k->fp, b);
-	return cb_error("archive was encrypted with key %s, this key is %s", a, b);
-}
-
 int cb_enc_archive_fp(const char *archive, unsigned char fp[CB_ENC_FP])
 {
 	char *path = cb_xasprintf("%s.idx", archive);
@@ -168,13 +157,13 @@ int cb_enc_check_key(const char *archive, const struct cb_enckey *k)
 
 	if (cb_enc_archive_fp(archive, fp) < 0)
 		return -1;
-	return enc_check_fp(fp, k);
+	return cb_enckey_check_fp(fp, k);
 }
 
 int enc_idx_open_blob(const struct enc_idx *x, const struct cb_enckey *k, unsigned char **plain,
 		      size_t *len)
 {
-	if (enc_check_fp(x->fp, k) < 0)
+	if (cb_enckey_check_fp(x->fp, k) < 0)
 		return -1;
 	if (cb_enc_blob_open(k, x->buf, x->blob_at, x->buf + x->blob_at, x->blob_len, plain, len) < 0)
 		return cb_error("the encrypted catalog failed authentication (damaged)");

@@ -60,8 +60,6 @@ int enc_idx_read(const char *path, struct enc_idx *x);
 void enc_idx_release(struct enc_idx *x);
 /* The bytes a frame of ct_len ciphertext bytes takes. */
 uint64_t enc_frame_size(uint64_t ct_len);
-/* "archive was encrypted with key A, this key is B" unless fp is k's. */
-int enc_check_fp(const unsigned char *fp, const struct cb_enckey *k);
 /* Open x's blob: its records, malloc'ed in *plain (*len). */
 int enc_idx_open_blob(const struct enc_idx *x, const struct cb_enckey *k, unsigned char **plain,
 		      size_t *len);

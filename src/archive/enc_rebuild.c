@@ -82,7 +82,7 @@ static int all_frames(struct rescan *r)
 
 	if (cb_pread_all(r->in, head, sizeof(head), 0) < 0 || memcmp(head, ENC_MAGIC, 8))
 		return cb_error("'%s' is not an encrypted archive", r->archive);
-	if (enc_check_fp(head + 16, r->k) < 0)
+	if (cb_enckey_check_fp(head + 16, r->k) < 0)
 		return -1;
 	EVP_DigestUpdate(r->all, head, sizeof(head));
 	for (; at < r->size; at += len)

@@ -60,6 +60,17 @@ void cb_enckey_fp_hex(const unsigned char *fp, char out[CB_ENC_FP_HEX])
 		snprintf(out + 2 * i, 3, "%02x", fp[i]);
 }
 
+int cb_enckey_check_fp(const unsigned char *fp, const struct cb_enckey *k)
+{
+	char a[CB_ENC_FP_HEX], b[CB_ENC_FP_HEX];
+
+	if (!memcmp(fp, k->fp, CB_ENC_FP))
+		return 0;
+	cb_enckey_fp_hex(fp, a);
+	cb_enckey_fp_hex(k->fp, b);
+	return cb_error("archive was encrypted with key %s, this key is %s", a, b);
+}
+
 static void key_text(const struct cb_enckey *k, char text[KEY_TEXT_LEN + 1])
 {
 	size_t at = sizeof(KEY_MAGIC) - 1;
