@@ -126,6 +126,13 @@ test_expect_success 'a key with --stdout: a usage error before anything is copie
 	test_lacks "$CB_ERR" "first sync"
 '
 
+test_expect_success 'a key with a unit store: a usage error, nothing written' '
+	cbackup_run 2 backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/tmp" \
+		--dumpdir "$DUMP" --layout store --encryption-key "$KEY"
+	test_has "$CB_ERR" "ERROR: .*encryption-key is for a directory of archives"
+	test -z "$(ls -A "$DUMP")"
+'
+
 for where in global storage guest; do
 	test_expect_success "encryption-key in the $where section encrypts the archive" "
 		rm -rf \"\$DUMP\"
