@@ -259,7 +259,7 @@ int enc_write_catalog(const struct cb_enckey *k, const struct enc_frame *f, size
 		SHA256(all, table + 8 + blob_len, d);
 		for (int i = 0; i < 32; i++)
 			snprintf(idx_hex + 2 * i, 3, "%02x", d[i]);
-		ret = cb_write_file_replace_bytes(path, all, table + 8 + blob_len, 0644);
+		ret = cb_write_file_replace_bytes(path, all, table + 8 + blob_len, 0640);
 		free(all);
 		free(blob);
 	}
@@ -355,7 +355,7 @@ int cb_enc_seal_archive(const struct cb_enckey *k, const char *plain, const char
 	}
 	if ((s.in = cb_open_regular(plain, 0, "plain archive", &sb)) < 0)
 		goto out;
-	if ((s.out = cb_create_excl(tmp, 0644)) < 0) {
+	if ((s.out = cb_create_excl(tmp, 0640)) < 0) {
 		cb_error_errno("cannot create '%s'", tmp);
 		goto out;
 	}

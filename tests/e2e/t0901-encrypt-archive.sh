@@ -45,6 +45,7 @@ test_expect_success ROOT 'only the encrypted archive, its sealed catalog and .sh
 	test -f "$a.notes"
 	test -z "$(ls "$DUMP" | grep -v -e "\.cbenc" -e "\.log$" -e "^\.cbackup-ct-101.lock$")"
 	(cd "$DUMP" && sha256sum --quiet -c "$(basename "$a").sha256")
+	test "$(stat -c %a "$a") $(stat -c %a "$a.idx")" = "640 640"
 	# no cleartext: no name, no content, not the notes, in any file there
 	test_must_fail grep -r -a -l -e "$MARK" -e "$CONTENT" -e usr/share/f1.txt -e xattrs.txt "$DUMP"
 	test_lacks "$a.notes" "guest 101"
