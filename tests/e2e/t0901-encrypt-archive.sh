@@ -238,4 +238,20 @@ test_expect_success ROOT 'contrib/cbackup-decrypt.py + stock zstd + GNU tar give
 	test_has err "archive was encrypted with key $("$CBACKUP" key show "$KEY2"), this key is"
 '
 
+for c in gzip lzo 0; do
+	test_expect_success ROOT "codec $c: restore and the reference decrypter with stock tools" "
+		d=\$SCRATCH/dump-$c
+		mkdir \"\$d\"
+		cbackup_run 0 backup --root \"\$SRC/usr\" --id 102 --type ct --tmpdir \"\$SCRATCH/tmp\" \
+			--dumpdir \"\$d\" --unit-size 1 --compress $c --encryption-key \"\$KEY\"
+		a=\$(ls \"\$d\"/*.cbenc)
+		cbackup_run 0 restore \"\$a\" \"\$SCRATCH/rc-$c\" --encryption-key \"\$KEY\"
+		compare_trees --no-xattr --no-acl \"\$SRC/usr\" \"\$SCRATCH/rc-$c\"
+		mkdir \"\$SCRATCH/xc-$c\"
+		case $c in gzip) dec='gzip -dc' ;; lzo) dec='lzop -dc' ;; 0) dec=cat ;; esac
+		python3 \"\$DECRYPT\" \"\$KEY\" \"\$a\" - | \$dec | tar --numeric-owner -xpf - -C \"\$SCRATCH/xc-$c\"
+		compare_trees --no-xattr --no-acl \"\$SRC/usr\" \"\$SCRATCH/xc-$c\"
+	"
+done
+
 test_done
