@@ -17,6 +17,7 @@
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include "cb_cleanup.h"
 #include "cb_index.h"
 #include "cb_private.h"
 #include "enc_int.h"
@@ -181,7 +182,10 @@ static int put_frames(struct seal *s, uint64_t size, const uint64_t *starts, siz
 		uint64_t len = (i + 1 < n ? starts[i + 1] : size) - starts[i];
 		if (len > cap)
 			buf = cb_xrealloc(buf, cap = len);
-		ret = cb_pread_all(s->in, buf, len, starts[i]) < 0
+		if (cb_check_interrupt() < 0)   /* SIGINT/SIGTERM: no half archive left */
+			ret = -1;
+		else
+			ret = cb_pread_all(s->in, buf, len, starts[i]) < 0
 			      ? cb_error_errno("cannot read the plain archive")
 			      : put_frame(s, buf, starts[i], len);
 	}

@@ -118,6 +118,17 @@ test_expect_success ROOT 'a restore stopped by SIGTERM while decrypting leaves n
 	test ! -e "$SCRATCH/r8"
 '
 
+test_expect_success ROOT 'a backup stopped by SIGTERM while sealing leaves nothing: no part, no plain copy' '
+	mkdir "$SCRATCH/d9" "$SCRATCH/t9"
+	with_fault "write:SIGTERM:.cbenc.tmp:after=8192" \
+		cbackup_run 143 backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/t9" \
+		--dumpdir "$SCRATCH/d9" --encryption-key "$KEY"
+	fault_fired "^write .*\.cbenc\.tmp"
+	test_has "$CB_ERR" "ERROR: Backup of VM 101 failed - archive: encryption: interrupted by signal TERM"
+	test -z "$(ls "$SCRATCH/d9" | grep -v -e "\.log$" -e "^\.cbackup-ct-101\.lock$")"
+	test -z "$(ls -A "$SCRATCH/t9")"
+'
+
 test_expect_success ROOT 'ls with the key lists from the sealed catalog' '
 	cbackup_run 0 ls "$(newest)" --encryption-key "$KEY"
 	test_has "$CB_OUT" " \./$MARK$"
