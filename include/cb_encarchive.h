@@ -67,6 +67,11 @@ struct cb_enc_view_opts {
 	size_t n_paths;
 	int salvage;
 	struct cb_log *log;
+	/* 1: a frame is taken on its tag alone, its id not recomputed from its
+	 * bytes (one SHA-256 pass less): for the previous archive a backup
+	 * copies from, whose every copied unit is checked against its
+	 * (sealed) catalog anyway */
+	int tag_only;
 };
 int cb_enc_view_open_opts(const struct cb_enckey *k, const char *archive, const char *tmpdir,
 			  const struct cb_enc_view_opts *o, struct cb_enc_view **out);

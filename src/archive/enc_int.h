@@ -77,10 +77,10 @@ int enc_write_catalog(const struct cb_enckey *k, const struct enc_frame *f, size
 /* OUT.sha256: the archive's and its catalog's lines. */
 int enc_write_sums(const char *out, const char *hex, const char *idx_hex);
 /* Frame i of the archive open as fd (f its record), checked whole (tag,
- * id from the bytes, the id f names), its plain bytes into plain;
- * buf holds f->e_len bytes. */
+ * the id f names; with check_id also the id computed from the bytes), its
+ * plain bytes into plain; buf holds f->e_len bytes. */
 int enc_open_frame(const struct cb_enckey *k, int fd, const struct enc_frame *f, uint64_t i,
-		   unsigned char *buf, unsigned char *plain, const char *archive);
+		   unsigned char *buf, unsigned char *plain, const char *archive, int check_id);
 /* The whole of a regular file (not through a symlink), malloc'ed. */
 int enc_read_file(const char *path, unsigned char **buf, size_t *len);
 

@@ -54,7 +54,7 @@ static int one_frame(struct rescan *r, uint64_t e_off, uint64_t *len)
 	memcpy(f.id, h + 16, CB_ENC_ID);
 	buf = cb_xmalloc(f.e_len);
 	plain = cb_xmalloc(f.e_len);
-	if (enc_open_frame(r->k, r->in, &f, r->n, buf, plain, r->archive) < 0)
+	if (enc_open_frame(r->k, r->in, &f, r->n, buf, plain, r->archive, 1) < 0)
 		goto out;
 	if (pwrite(r->out, plain, f.p_len, (off_t)f.p_off) != (ssize_t)f.p_len) {
 		cb_error_errno("cannot write the decrypted archive");

@@ -99,8 +99,10 @@ static void open_prev(struct seal *s, const char *prev)
 }
 
 /* The frame bytes at out's current end are the previous archive's copy
- * of frame fr (same id, same length): clone it, and read it back. */
-static int copy_prev(struct seal *s, const unsigned char *frame, uint64_t len)
+ * of frame fr (same id, same length): clone it, and read it back. The
+ * previous frame record, or NULL (then fr is written as it is). */
+static const struct enc_frame *copy_prev(struct seal *s, const unsigned char *frame,
+					 uint64_t len)
 {
 	struct enc_frame key, *p;
 	unsigned char *back;
@@ -108,24 +110,25 @@ static int copy_prev(struct seal *s, const unsigned char *frame, uint64_t len)
 	int same = 0;
 
 	if (s->prev < 0)
-		return 0;
+		return NULL;
 	memcpy(key.id, frame + 16, CB_ENC_ID);
 	p = bsearch(&key, s->prev_idx.f, s->prev_idx.n, sizeof(key), cmp_id);
 	if (!p || p->e_len != len)
-		return 0;
+		return NULL;
 	from = (loff_t)p->e_off;
 	if (copy_file_range(s->prev, &from, s->out, &to, len, 0) != (ssize_t)len)
-		return 0;
+		return NULL;
 	back = cb_xmalloc(len);
 	same = cb_pread_all(s->back, back, len, s->e_at) == 0 && !memcmp(back, frame, len);
 	free(back);
-	return same;
+	return same ? p : NULL;
 }
 
 static int put_frame(struct seal *s, const unsigned char *plain, uint64_t p_off, uint64_t p_len)
 {
 	uint64_t len = enc_frame_size(p_len);
 	unsigned char *fr = cb_xcalloc(1, len), key[32];
+	const struct enc_frame *prev;
 	struct enc_frame *f;
 	int ret = -1;
 
@@ -135,7 +138,7 @@ static int put_frame(struct seal *s, const unsigned char *plain, uint64_t p_off,
 	    cb_enc_seal(key, (const unsigned char[CB_ENC_NONCE]){ 0 }, fr, ENC_FRAME_HDR, plain, p_len,
 			fr + ENC_FRAME_HDR, fr + ENC_FRAME_HDR + p_len) < 0)
 		goto out;
-	if (copy_prev(s, fr, len))
+	if ((prev = copy_prev(s, fr, len)))
 		s->st->frames_copied++;
 	else if (pwrite(s->out, fr, len, (off_t)s->e_at) != (ssize_t)len) {
 		cb_error_errno("cannot write the encrypted archive");
@@ -146,7 +149,12 @@ static int put_frame(struct seal *s, const unsigned char *plain, uint64_t p_off,
 	f = &s->f[s->n++];
 	*f = (struct enc_frame){ p_off, p_len, s->e_at, len, { 0 }, { 0 } };
 	memcpy(f->id, fr + 16, CB_ENC_ID);
-	SHA256(fr, len, f->sha);
+	/* the same id and length under one key is the same frame, byte for
+	 * byte: the previous (authenticated) table has its SHA-256 already */
+	if (prev)
+		memcpy(f->sha, prev->sha, sizeof(f->sha));
+	else
+		SHA256(fr, len, f->sha);
 	EVP_DigestUpdate(s->sum, fr, len);
 	s->e_at += len;
 	s->st->frames++;

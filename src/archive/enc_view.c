@@ -53,7 +53,7 @@ static const char *base_name(const char *path)
 /* Frame i of the archive open as fd, checked whole, its plain bytes into
  * plain (f->p_len bytes). */
 int enc_open_frame(const struct cb_enckey *k, int fd, const struct enc_frame *f, uint64_t i,
-		   unsigned char *buf, unsigned char *plain, const char *archive)
+		   unsigned char *buf, unsigned char *plain, const char *archive, int check_id)
 {
 	unsigned char key[32], id[CB_ENC_ID];
 	int ret = -1;
@@ -70,7 +70,8 @@ int enc_open_frame(const struct cb_enckey *k, int fd, const struct enc_frame *f,
 	if (cb_enc_unit_key(k, f->id, key) == 0 &&
 	    cb_enc_open(key, (const unsigned char[CB_ENC_NONCE]){ 0 }, buf, ENC_FRAME_HDR,
 			buf + ENC_FRAME_HDR, f->p_len, plain, buf + ENC_FRAME_HDR + f->p_len) == 0 &&
-	    cb_enc_unit_id(k, plain, f->p_len, id) == 0 && !memcmp(id, f->id, CB_ENC_ID))
+	    (!check_id || (cb_enc_unit_id(k, plain, f->p_len, id) == 0 &&
+			   !memcmp(id, f->id, CB_ENC_ID))))
 		ret = 0;
 	else
 		cb_error("unit %llu of '%s' (at byte %llu) failed authentication: damaged",
@@ -83,7 +84,7 @@ int enc_open_frame(const struct cb_enckey *k, int fd, const struct enc_frame *f,
  * that fails is said in log and left a hole, the others still written. */
 struct frame_pick {
 	const unsigned char *want;
-	int salvage;
+	int salvage, check_id;
 	struct cb_log *log;
 };
 
@@ -121,7 +122,7 @@ static int decrypt_frames(const struct cb_enckey *k, const struct enc_idx *x, co
 			buf = cb_xrealloc(buf, cap);
 			plain = cb_xrealloc(plain, cap);
 		}
-		r = enc_open_frame(k, fd, f, i, buf, plain, archive);
+		r = enc_open_frame(k, fd, f, i, buf, plain, archive, pick->check_id);
 		if (r < 0 && pick->salvage)
 			cb_err(pick->log, "%s: its members are lost", cb_last_error());
 		else if (r < 0)
@@ -174,7 +175,8 @@ out:
 static int fill_view(const struct cb_enckey *k, const char *archive, struct cb_enc_view *v,
 		     const struct cb_enc_view_opts *o)
 {
-	struct frame_pick pick = { NULL, o ? o->salvage : 0, o ? o->log : NULL };
+	struct frame_pick pick = { NULL, o ? o->salvage : 0, o ? !o->tag_only : 1,
+				   o ? o->log : NULL };
 	unsigned char *want = NULL;
 	struct enc_idx x;
 	unsigned char *blob = NULL;

@@ -108,7 +108,7 @@ int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct
 		cb_err(log, "%s", cb_last_error());
 		return CB_EXIT_USAGE;
 	}
-	struct cb_enc_view_opts vo = { ro.paths, ro.n_paths, ro.salvage, log };
+	struct cb_enc_view_opts vo = { ro.paths, ro.n_paths, ro.salvage, log, 0 };
 	if ((status = cb_enc_cli_open_for(cli, ro.archive, &vo, log, &ro.archive, &view)) != CB_EXIT_OK)
 		return status;
 	failed = cb_restore_run(&ro, log, &st) < 0;

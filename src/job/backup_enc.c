@@ -29,6 +29,7 @@ int backup_encrypts(const struct guest_run *r)
 static void open_prev(struct guest_run *r, struct backup_enc *e)
 {
 	char *prev = cb_enc_prev_archive(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.compress);
+	const struct cb_enc_view_opts tag_only = { .tag_only = 1 };
 	const char *why = NULL;
 
 	if (!prev || !r->opts.reuse) {
@@ -37,7 +38,7 @@ static void open_prev(struct guest_run *r, struct backup_enc *e)
 	}
 	if (cb_enc_check_key(prev, &e->k) < 0)
 		why = cb_last_error();
-	else if (cb_enc_view_open(&e->k, prev, e->dir, &e->prev_view) < 0)
+	else if (cb_enc_view_open_opts(&e->k, prev, e->dir, &tag_only, &e->prev_view) < 0)
 		why = cb_last_error();
 	if (why) {
 		cb_info(r->log, "no units reused from '%s': %s", strrchr(prev, '/') + 1, why);

@@ -177,6 +177,9 @@ test_expect_success ROOT 'next night, nothing changed: every unit copied, the sa
 	set -- $n
 	test "$1" = "$2"
 	cmp "$(oldest)" "$(newest)"
+	# the stored checksums of the copied frames hold (taken from the previous table)
+	cbackup_run 0 verify "$(newest)"
+	test_has "$CB_ERR" "units and the \.sha256 checked"
 '
 
 test_expect_success ROOT 'a killed run'\''s private directory is removed, not another guest'\''s' '
@@ -194,6 +197,7 @@ test_expect_success ROOT 'a file changed: its units sealed anew, the rest copied
 	night --encryption-key "$KEY"
 	test_has "$CB_ERR" "INFO: reused [1-9][0-9]* units .* compressed [1-9][0-9]* units"
 	test_has "$CB_ERR" "encrypted with key [0-9a-f]+: [0-9]+ units \([1-9][0-9]* copied"
+	cbackup_run 0 verify "$(newest)"
 	cbackup_run 0 restore "$(newest)" "$SCRATCH/r5" --encryption-key "$KEY" --path ./usr/share/f40.txt
 	cmp "$SRC/usr/share/f40.txt" "$SCRATCH/r5/usr/share/f40.txt"
 '
