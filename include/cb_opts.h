@@ -78,6 +78,7 @@ struct cb_opts {
 	int mail_timeout;         /* seconds the mail program has, report written included */
 	char *notes_template;     /* ARCHIVE.notes, NULL = none */
 	int protected_;           /* create ARCHIVE.protected */
+	char *encryption_key;     /* key file: archives encrypted (cb_encarchive.h); NULL = plain */
 	enum cb_archive_name archive_name; /* containers: vzdump-lxc-ID-... or cbackup-ct-ID-... */
 	enum cb_output_format output_format;
 	char *json_status;        /* directory for cbackup-job-<start>.json */

@@ -16,6 +16,7 @@
 #include "cb_commands.h"
 #include "cb_config.h"
 #include "cb_discover.h"
+#include "cb_encarchive.h"
 #include "cb_exit.h"
 #include "cb_job.h"
 #include "cb_leftovers.h"
@@ -42,6 +43,7 @@ static const struct cb_command_def commands[] = {
 	{ "mount",   CB_CMD_MOUNT,   2,  2, 0, 0, cb_cmd_mount },
 	{ "help",    CB_CMD_HELP,    0,  1, 0, 0, cb_cmd_help },
 	{ "guests",  CB_CMD_GUESTS,  0,  0, 1, 0, cb_cmd_guests },
+	{ "key",     CB_CMD_KEY,     2,  3, 0, 0, cb_cmd_key },
 	{ NULL, 0, 0, 0, 0, 0, NULL }
 };
 
@@ -97,6 +99,7 @@ int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct
 				      .salvage = cli->salvage, .progress = !cli_quiet(cli),
 				      .map_ids = cli->map_ids };
 	struct cb_restore_stats st = { 0 };
+	struct cb_enc_view *view;
 	const char *format = cb_cli_get(cli, "output-format");
 	int failed, status = CB_EXIT_OK;
 
@@ -105,33 +108,48 @@ int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct
 		cb_err(log, "%s", cb_last_error());
 		return CB_EXIT_USAGE;
 	}
+	struct cb_enc_view_opts vo = { ro.paths, ro.n_paths, ro.salvage, log, 0 };
+	if ((status = cb_enc_cli_open_for(cli, ro.archive, &vo, log, &ro.archive, &view)) != CB_EXIT_OK)
+		return status;
 	failed = cb_restore_run(&ro, log, &st) < 0;
 	if (failed || st.n_lost) {
-		cb_err(log, "restore of '%s' %s - %s", ro.archive, failed ? "failed" : "incomplete",
+		cb_err(log, "restore of '%s' %s - %s", cli->args.v[0], failed ? "failed" : "incomplete",
 		       cb_last_error());
 		status = CB_EXIT_FAILED;
 	}
+	ro.archive = cli->args.v[0];
 	if (format && !strcmp(format, "json"))
 		cb_restore_json(stdout, &ro, &st, failed ? cb_last_error() : NULL);
 	cb_restore_stats_release(&st);
+	cb_enc_view_free(view);
 	return status;
 }
 
 int cb_cmd_ls(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
+	struct cb_enc_view *view;
+	const char *archive;
+	int status;
+
 	(void)cfg;   /* ls reads no configuration */
-	if (cb_ls_run(cli->args.v[0], cli->args.v + 1, cli->args.n - 1, cli->json, stdout, log) < 0) {
+	if ((status = cb_enc_cli_open(cli, cli->args.v[0], log, &archive, &view)) != CB_EXIT_OK)
+		return status;
+	if (cb_ls_run(archive, cli->args.v + 1, cli->args.n - 1, cli->json, stdout, log) < 0) {
+		status = CB_EXIT_FAILED;
 		if (cb_stdout_gone())
-			return CB_EXIT_PIPE;   /* `| head` had enough: quietly, as tar */
-		cb_err(log, "ls of '%s' failed - %s", cli->args.v[0], cb_last_error());
-		return CB_EXIT_FAILED;
+			status = CB_EXIT_PIPE;   /* `| head` had enough: quietly, as tar */
+		else
+			cb_err(log, "ls of '%s' failed - %s", cli->args.v[0], cb_last_error());
 	}
-	return CB_EXIT_OK;
+	cb_enc_view_free(view);
+	return status;
 }
 
 int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	(void)cfg;   /* index reads no configuration */
+	if (cb_enc_is_encrypted(cli->args.v[0]))
+		return cb_enc_cli_index(cli, cli->args.v[0], log);
 	if (cb_index_run(cli->args.v[0], cli->dry_run, log) < 0) {
 		cb_err(log, "index of '%s' failed - %s", cli->args.v[0], cb_last_error());
 		return CB_EXIT_FAILED;
@@ -141,12 +159,20 @@ int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 
 int cb_cmd_mount(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
+	struct cb_enc_view *view;
+	const char *archive;
+	int status;
+
 	(void)cfg;   /* mount reads no configuration */
-	if (cb_mount_run(cli->args.v[0], cli->args.v[1], log) < 0) {
+	if ((status = cb_enc_cli_open(cli, cli->args.v[0], log, &archive, &view)) != CB_EXIT_OK)
+		return status;
+	/* the daemon returns here at the unmount: the view goes with it */
+	if (cb_mount_run(archive, cli->args.v[1], log) < 0) {
 		cb_err(log, "mount of '%s' failed - %s", cli->args.v[0], cb_last_error());
-		return CB_EXIT_FAILED;
+		status = CB_EXIT_FAILED;
 	}
-	return CB_EXIT_OK;
+	cb_enc_view_free(view);
+	return status;
 }
 
 int cb_cmd_verify(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
@@ -156,7 +182,10 @@ int cb_cmd_verify(const struct cb_cli *cli, const struct cb_config *cfg, struct 
 
 	(void)cfg;   /* verify reads no configuration */
 	for (size_t i = 0; i < cli->args.n; i++)   /* each archive, whatever the others gave */
-		if (cb_verify_run(cli->args.v[i], cli->dry_run, !cli_quiet(cli), log, &st) < 0) {
+		if (cb_enc_is_encrypted(cli->args.v[i])) {
+			int s = cb_enc_cli_verify(cli, cli->args.v[i], log);
+			status = s > status ? s : status;
+		} else if (cb_verify_run(cli->args.v[i], cli->dry_run, !cli_quiet(cli), log, &st) < 0) {
 			cb_err(log, "verify of '%s' failed - %s", cli->args.v[i], cb_last_error());
 			status = CB_EXIT_FAILED;
 		}

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "cb_enckey.h"
 #include "cb_opts.h"
 #include "cb_notes.h"
 #include "cb_mailto.h"
@@ -232,6 +233,17 @@ const struct cb_opt_schema cb_opt_table[] = {
 	{ "protected", CB_OPT_BOOL, "0", G | S | U | C, "0|1",
 	  "mark the new backup protected (ARCHIVE.protected): prune never removes it", 0,
 	  OFF(protected_), 0, 1, NULL, NULL },
+	{ "encryption-key", CB_OPT_STRING, NULL, G | S | U | C, "FILE",
+	  "encrypt archives, catalogs and notes with the key in FILE (made by cbackup key create); "
+	  "restore, ls, verify, mount and index of an encrypted archive need it too", 0,
+	  OFF(encryption_key), 0, 0, NULL,
+	  "Setting a key turns encryption on; \\fBnone\\fP turns it off again (a guest\n"
+	  "section under an encrypting storage). Archives are then named\n"
+	  ".IB NAME .tar.zst.cbenc\n"
+	  "and only the keyed frames, a frame table and sealed catalogs reach the\n"
+	  "dump directory (see docs/encryption.md). A key file readable or writable\n"
+	  "by group or others, empty, short or a directory is refused (exit 2).\n"
+	  "Losing the key loses every backup made with it: keep a copy apart." },
 	{ "archive-name", CB_OPT_ENUM, "vzdump", G | S | U | C, "vzdump|cbackup",
 	  "vzdump: a container whose ID Proxmox VE can hold (100-999999999) is archived as "
 	  "vzdump names it, vzdump-lxc-ID-DATE.tar.EXT; cbackup: cbackup-ct-ID-DATE... "
@@ -735,6 +747,17 @@ static int split_blanks(struct cb_strvec *v, const char *value)
 	return 0;
 }
 
+/* A key named in the config or on the command line is checked when it is
+ * read: a bad one is a usage error before anything is touched. */
+static int check_key_file(const char *path)
+{
+	struct cb_enckey k;
+	int ret = cb_enckey_load(path, &k);
+
+	cb_enckey_wipe(&k);
+	return ret;
+}
+
 static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const char *value)
 {
 	char *field = (char *)o + s->offset;
@@ -751,6 +774,8 @@ static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const cha
 		if (s->offset == OFF(id) && cb_guest_id_check(value) < 0)
 			return -1;
 		if (s->offset == OFF(keep_staging_free) && cb_room_parse(value, NULL) < 0)
+			return -1;
+		if (s->offset == OFF(encryption_key) && strcmp(value, "none") && check_key_file(value) < 0)
 			return -1;
 		if (s->where == S && cb_store_value_check(s->key, value) < 0)
 			return -1;
