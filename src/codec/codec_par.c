@@ -31,7 +31,7 @@
 #include "cb_util.h"
 #include "codec_int.h"
 
-#define PAR_THREADS_MAX 16
+#define PAR_THREADS_MAX 8
 
 struct par_slot {
 	unsigned char *d;           /* the unit's decoded bytes */
@@ -374,7 +374,8 @@ int cb_codec_zstd_par_reader(void **st, const struct cb_codec_rops **ops, struct
 	memcpy(p->u, par->units->v, p->n * sizeof(*p->u));
 	p->u_total = par->u_total;
 	p->crc = par->crc;
-	/* at least two: the decoding leaves the reader's thread even on one core */
+	/* at least two: the decoding leaves the reader's thread even on one
+	 * core; at most 8: the ring holds 2 units a thread */
 	p->threads = t < 2 ? 2 : t > PAR_THREADS_MAX ? PAR_THREADS_MAX : t;
 	p->depth = 2 * p->threads;
 	p->fail_at = UINT64_MAX;
