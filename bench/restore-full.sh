@@ -10,7 +10,7 @@
 # the stock pipeline, then the system calls of one restore each
 # (strace -f -c): opens, stats and unlinks an entry. Asserts nothing.
 #
-#   bash bench/restore-full.sh      BEFORE=/work/main/cbackup bash bench/restore-full.sh
+#   bash bench/restore-full.sh      BEFORE=/work/main/cbackup FS=btrfs bash bench/restore-full.sh
 set -eu
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/bench/lib.sh"
@@ -21,9 +21,22 @@ BEFORE=${BEFORE:-}
 export CBACKUP_LOCK_DIR=$WORK/locks
 
 rm -rf "$WORK"
+mkdir -p "$WORK"
+# FS=ext4|btrfs: WORK (the dump dir and every destination) on a fresh
+# loop-mounted file system of 20G (sparse, next to WORK), unmounted at
+# the end: no earlier removal weighs on the creates
+if [ -n "${FS:-}" ]; then
+	truncate -s 20G "$WORK.img"
+	case $FS in
+	ext4) mkfs.ext4 -q -F "$WORK.img" ;;
+	btrfs) mkfs.btrfs -q -f "$WORK.img" >/dev/null ;;
+	*) echo "FS: ext4 or btrfs" >&2; exit 2 ;;
+	esac
+	mount -o loop "$WORK.img" "$WORK"
+fi
 mkdir -p "$WORK/tmp" "$WORK/dump" "$WORK/res"
 mkdir -m 700 "$WORK/locks"
-trap '[ "${KEEP:-0}" = 1 ] || rm -rf "$WORK"' EXIT
+trap '[ "${KEEP:-0}" = 1 ] || { ! mountpoint -q "$WORK" || umount "$WORK"; rm -rf "$WORK" "$WORK.img"; }' EXIT
 if [ -z "${SRC:-}" ]; then
 	if [ -e /work/distroot/.ready ]; then
 		SRC=/work/distroot
@@ -36,7 +49,7 @@ make -C "$ROOT" --no-print-directory all >/dev/null
 echo "tree: $SRC ($(du -sh "$SRC" 2>/dev/null | cut -f1), $(find "$SRC" | wc -l) entries)"
 "$CB" backup --root "$SRC" --id 990 --type ct --tmpdir "$WORK/tmp" --dumpdir "$WORK/dump" \
 	--compress zstd --quiet 1 >/dev/null 2>"$WORK/backup.err"
-A=$(ls "$WORK"/dump/cbackup-ct-990-*.tar.zst)
+A=$(ls "$WORK"/dump/*-990-*.tar.zst)
 
 stock() { zstd -dc "$A" | tar --numeric-owner --xattrs --xattrs-include='*' --acls -xpf - -C "$1"; }
 # run NAME ROUND CMD...: one timed restore into a fresh directory; "wall

@@ -99,6 +99,7 @@ struct cb_codec_unit {
 struct cb_codec_units {
 	struct cb_codec_unit *v;
 	size_t n, cap;
+	uint64_t total;   /* the decoded bytes, when known (cb_codec_units_finish) */
 };
 
 /* Add a unit start; one at the same u_off as the last replaces it (a unit
@@ -300,6 +301,29 @@ void cb_codec_reader_check_units(struct cb_codec_reader *r, const struct cb_code
 				 uint64_t file_size);
 /* 1 + the number of the unit found damaged, or 0. */
 uint64_t cb_codec_reader_bad_unit(const struct cb_codec_reader *r);
+
+/*
+ * A zstd archive whose units are known decoded on several threads, one
+ * ring of decoded units (2 a thread) read in order (codec_par.c): for a
+ * reader that has read nothing yet, on a file it may pread. units: every
+ * unit from the file's first byte (the catalog's, crc 1: their CRC-32s
+ * are checked as the sequential reader checks them; or the seek table's,
+ * crc 0), u_total: the decoded stream's length, threads: 0 = the cores
+ * (at least 2). 0 switched, 1 left sequential (another codec, units that
+ * do not cover the file), -1 on error.
+ */
+struct cb_codec_par {
+	const struct cb_codec_units *units;
+	uint64_t u_total, file_size;
+	int crc, threads;
+};
+int cb_codec_reader_parallel(struct cb_codec_reader *r, const struct cb_codec_par *par);
+/* As cb_codec_read, the bytes at *data: in buf, or (a parallel reader) in
+ * its ring, valid until the next read. */
+ssize_t cb_codec_read_view(struct cb_codec_reader *r, void *buf, size_t len, const void **data);
+/* A parallel reader's threads (0: sequential), units[i] the units thread
+ * i decoded (up to max of them). */
+int cb_codec_reader_threads(const struct cb_codec_reader *r, uint64_t *units, int max);
 
 /*
  * The seek table of zstd's seekable format at the end of a zstd archive of

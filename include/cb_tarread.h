@@ -39,6 +39,9 @@ struct cb_tarread {
 	struct cb_codec_units units;    /* the .idx's units the reader checks */
 };
 
+/* The whole archive from its start: a zstd one with units (the catalog's
+ * or the seek table's) is decoded on several threads
+ * (cb_codec_reader_parallel), the tee then hashing the file beside it. */
 int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256);
 /*
  * Open to read the whole archive with every check there is: each unit

@@ -38,6 +38,16 @@ char *cb_xstrdup(const char *s);
  * out-of-memory; free with the same size. */
 void *cb_xmalloc_huge(size_t n);
 void cb_free_huge(void *p, size_t n);
+/* Large buffers sized for the worst case and mostly used far less (a
+ * segment of up to 2 units, its compressed bytes): small pages, so that
+ * only those touched count in the resident set; cb_pages_drop() gives the
+ * part of a buffer past what it usually holds back after a rare large
+ * use (those pages read as zeros when touched again). Free with
+ * cb_free_huge. */
+void *cb_xmalloc_pages(size_t n);
+/* Buffer buf of cap bytes that just held used: the pages past keep
+ * given back when used went past it. */
+void cb_pages_trim(void *buf, size_t cap, size_t keep, size_t used);
 char *cb_xasprintf(const char *fmt, ...) CB_PRINTF(1, 2);
 
 /* A growable NULL-terminated array of owned strings. */

@@ -30,22 +30,26 @@ static void *tee_main(void *arg)
 	EVP_MD_CTX *sha = EVP_MD_CTX_new();
 	unsigned int n_md = 0;
 	ssize_t n;
-	int pipe_open = 1;
+	off_t off = 0;
+	int pipe_open = ta->out >= 0;
 
 	EVP_DigestInit_ex(sha, EVP_sha256(), NULL);
-	while ((n = read(t->file_fd, buf, READ_BUF)) != 0) {
+	/* pread: a parallel reader reads the same fd (ta->out -1: no pipe) */
+	while ((n = pread(t->file_fd, buf, READ_BUF, off)) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
 			t->tee_error = errno;
 			break;
 		}
+		off += n;
 		EVP_DigestUpdate(sha, buf, (size_t)n);
 		/* the reader may stop early (corrupt data): keep hashing anyway */
 		if (pipe_open && cb_write_all(ta->out, buf, (size_t)n) < 0)
 			pipe_open = 0;
 	}
-	close(ta->out);
+	if (ta->out >= 0)
+		close(ta->out);
 	EVP_DigestFinal_ex(sha, md, &n_md);
 	for (unsigned int i = 0; i < n_md && i < 32; i++)
 		snprintf(t->sha256 + 2 * i, 3, "%02x", md[i]);
@@ -55,24 +59,28 @@ static void *tee_main(void *arg)
 	return NULL;
 }
 
-static int start_tee(struct cb_tarread *t)
+/* The tee; with pipe, the codec reads the file through it (t->fd). */
+static int start_tee(struct cb_tarread *t, int pipe)
 {
 	struct tee_args *ta;
-	int p[2];
+	int p[2] = { -1, -1 };
 
-	if (pipe2(p, O_CLOEXEC) < 0)
+	if (pipe && pipe2(p, O_CLOEXEC) < 0)
 		return cb_error_errno("cannot create pipe");
 	ta = cb_xmalloc(sizeof(*ta));
 	ta->t = t;
 	ta->out = p[1];
 	if (cb_thread_start(&t->tee, tee_main, ta) < 0) {
-		close(p[0]);
-		close(p[1]);
+		if (pipe) {
+			close(p[0]);
+			close(p[1]);
+		}
 		free(ta);
 		return cb_error("cannot start the checksum thread");
 	}
 	t->tee_started = 1;
-	t->fd = p[0];
+	if (pipe)
+		t->fd = p[0];
 	return 0;
 }
 
@@ -93,10 +101,11 @@ static la_ssize_t read_cb(struct archive *a, void *cd, const void **buf)
 	struct cb_tarread *t = cd;
 	size_t want = t->limit && t->limit - t->total < READ_BUF ? (size_t)(t->limit - t->total)
 								 : READ_BUF;
-	ssize_t n = want ? cb_codec_read(t->reader, t->buf, want) : 0;
+	const void *data = t->buf;
+	ssize_t n = want ? cb_codec_read_view(t->reader, t->buf, want, &data) : 0;
 
 	if (n > 0) {
-		account(t, t->buf, (size_t)n);
+		account(t, data, (size_t)n);
 		cb_progress_update(t->progress, t->progress_base + t->total);
 	}
 	if (n < 0) {
@@ -104,7 +113,7 @@ static la_ssize_t read_cb(struct archive *a, void *cd, const void **buf)
 		archive_set_error(a, EIO, "%s", cb_last_error());
 		return -1;
 	}
-	*buf = t->buf;
+	*buf = data;
 	return n;
 }
 
@@ -131,12 +140,43 @@ static void keep_units(struct cb_tarread *t, const struct cb_codec_units *u)
 	t->units.v = cb_xmalloc(u->n * sizeof(*u->v));
 	memcpy(t->units.v, u->v, u->n * sizeof(*u->v));
 	t->units.n = t->units.cap = u->n;
+	t->units.total = u->total;
+}
+
+/* A zstd archive read whole from its start: decoded on several threads
+ * by the catalog's units (their CRC-32s checked), else by the seek
+ * table's. 0 so, 1 not (the reader closed: read it the usual way), -1
+ * on error. */
+static int open_parallel(struct cb_tarread *t, uint64_t size)
+{
+	struct cb_codec_units seek = { 0 };
+	struct cb_codec_par par = { &t->units, t->units.total, size, 1, 0 };
+	int rc = 1;
+
+	if (cb_codec_reader_new(&t->reader, t->file_fd) < 0)
+		return cb_error_prefix("'%s'", t->path);
+	if (cb_codec_reader_type(t->reader) == CB_COMPRESS_ZSTD && !t->units.n &&
+	    cb_zstd_read_seek_table(t->file_fd, size, &seek) == 0)
+		par = (struct cb_codec_par){ &seek, seek.total, size, 0, 0 };
+	if (par.units->n)
+		rc = cb_codec_reader_parallel(t->reader, &par);
+	cb_codec_units_release(&seek);
+	if (rc < 0)
+		return cb_error_prefix("'%s'", t->path);
+	if (rc > 0) {
+		cb_codec_reader_free(t->reader);
+		t->reader = NULL;
+		if (lseek(t->file_fd, 0, SEEK_SET) < 0)
+			return cb_error_errno("cannot seek in '%s'", t->path);
+	}
+	return rc;
 }
 
 static int tarread_open(struct cb_tarread *t, const char *path, int want_sha256,
 			const struct cb_tarread_at *at, const struct cb_codec_units *units)
 {
 	struct stat st;
+	int par = 1;
 
 	memset(t, 0, sizeof(*t));
 	t->path = path;
@@ -146,12 +186,20 @@ static int tarread_open(struct cb_tarread *t, const char *path, int want_sha256,
 	if (t->file_fd < 0)
 		return -1;
 	posix_fadvise(t->file_fd, 0, 0, at ? POSIX_FADV_RANDOM : POSIX_FADV_SEQUENTIAL);
-	if (want_sha256 ? start_tee(t) < 0 : (t->fd = t->file_fd, 0))
-		return -1;
 	t->buf = cb_xmalloc(READ_BUF);
-	if (cb_codec_reader_new(&t->reader, t->fd) < 0)
-		return cb_error_prefix("'%s'", path);
 	keep_units(t, at ? at->units : units);
+	if (!at) {
+		if ((par = open_parallel(t, (uint64_t)st.st_size)) < 0)
+			return -1;
+		if (par == 0 && want_sha256 && start_tee(t, 0) < 0)
+			return -1;
+	}
+	if (par != 0) {
+		if (want_sha256 ? start_tee(t, 1) < 0 : (t->fd = t->file_fd, 0))
+			return -1;
+		if (cb_codec_reader_new(&t->reader, t->fd) < 0)
+			return cb_error_prefix("'%s'", path);
+	}
 	cb_codec_reader_check_units(t->reader, &t->units, (uint64_t)st.st_size);
 	if (at && (cb_codec_reader_seek(t->reader, at->c_off, at->u_off) < 0 ||
 		   discard(t, at->skip) < 0))
@@ -209,8 +257,10 @@ static void catalog_units(const char *archive, struct cb_codec_units *u)
 	memset(u, 0, sizeof(*u));
 	if (stat(archive, &st) == 0 && access(path, F_OK) == 0 &&
 	    cb_idx_open(&x, path, (uint64_t)st.st_size) == 0) {
-		if (cb_idx_check_digest(&x) == 0)
+		if (cb_idx_check_digest(&x) == 0) {
 			cb_idx_units(&x, u);
+			u->total = x.tar_size;
+		}
 		cb_idx_close(&x);
 	}
 	free(path);

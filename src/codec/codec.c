@@ -209,7 +209,7 @@ static ssize_t none_read(void *st, void *buf, size_t len)
 	return n;
 }
 
-static const struct cb_codec_rops none_rops = { none_read, none_free, none_reset };
+static const struct cb_codec_rops none_rops = { none_read, none_free, none_reset, NULL, NULL };
 
 /* ---- reader front end ---- */
 
@@ -272,6 +272,41 @@ ssize_t cb_codec_read(struct cb_codec_reader *r, void *buf, size_t len)
 	if (n == 0)   /* the stream's end: its last bytes are the last unit's */
 		cb_codec_in_sum(&r->in, r->in.base + r->in.len);
 	return n;
+}
+
+ssize_t cb_codec_read_view(struct cb_codec_reader *r, void *buf, size_t len, const void **data)
+{
+	ssize_t n;
+
+	*data = buf;
+	if (!r->ops->view)
+		return cb_codec_read(r, buf, len);
+	n = len ? r->ops->view(r->st, data, len) : 0;
+	if (n > 0)
+		r->in.u_pos += (uint64_t)n;
+	return n;
+}
+
+int cb_codec_reader_parallel(struct cb_codec_reader *r, const struct cb_codec_par *par)
+{
+	const struct cb_codec_rops *ops;
+	void *st;
+	int rc;
+
+	if (r->type != CB_COMPRESS_ZSTD || r->in.u_pos || r->in.rec)
+		return 1;
+	rc = cb_codec_zstd_par_reader(&st, &ops, &r->in, par);
+	if (rc != 0)
+		return rc;
+	r->ops->free(r->st);
+	r->ops = ops;
+	r->st = st;
+	return 0;
+}
+
+int cb_codec_reader_threads(const struct cb_codec_reader *r, uint64_t *units, int max)
+{
+	return r->ops->threads ? r->ops->threads(r->st, units, max) : 0;
 }
 
 void cb_codec_reader_record_units(struct cb_codec_reader *r, struct cb_codec_units *u)

@@ -748,7 +748,7 @@ static int gzip_reset(void *st)
 	return 0;
 }
 
-static const struct cb_codec_rops gzip_rops = { gzip_read, gzip_rfree, gzip_reset };
+static const struct cb_codec_rops gzip_rops = { gzip_read, gzip_rfree, gzip_reset, NULL, NULL };
 
 int cb_codec_gzip_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in)
 {

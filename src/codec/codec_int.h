@@ -265,6 +265,10 @@ struct cb_codec_rops {
 	void (*free)(void *st);
 	/* forget the stream state: the input now starts at a unit */
 	int (*reset)(void *st);
+	/* optional: up to len bytes at *data, valid until the next call */
+	ssize_t (*view)(void *st, const void **data, size_t len);
+	/* optional: the decoding threads, the units each decoded */
+	int (*threads)(const void *st, uint64_t *units, int max);
 };
 
 /* CRC-32 as gzip and lzop define it (zlib's crc32() values, chainable the
@@ -286,6 +290,9 @@ int cb_codec_gzip_writer(void **st, const struct cb_codec_wops **ops,
 int cb_codec_zstd_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in);
 int cb_codec_lzo_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in);
 int cb_codec_gzip_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in);
+/* codec_par.c: 1 (nothing done) when par's units do not cover the file. */
+int cb_codec_zstd_par_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in,
+			     const struct cb_codec_par *par);
 
 /* codec_same.c: 1 if the clen bytes c (whole units of a previous archive
  * of codec type, as cbackup writes them) decode to exactly the ulen bytes

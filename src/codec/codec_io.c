@@ -96,6 +96,7 @@ void cb_codec_units_sum_crc(struct cb_codec_units *u, uint32_t crc, size_t len)
 
 void cb_codec_units_finish(struct cb_codec_units *u, uint64_t total)
 {
+	u->total = total;
 	while (u->n > 0 && u->v[u->n - 1].u_off >= total) {
 		units_merge(u->n > 1 ? &u->v[u->n - 2] : NULL, &u->v[u->n - 1]);
 		u->n--;

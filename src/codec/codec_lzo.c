@@ -543,7 +543,7 @@ static int lzo_reset(void *st)
 	return 0;
 }
 
-static const struct cb_codec_rops lzo_rops = { lzo_read, lzo_rfree, lzo_reset };
+static const struct cb_codec_rops lzo_rops = { lzo_read, lzo_rfree, lzo_reset, NULL, NULL };
 
 int cb_codec_lzo_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in)
 {

@@ -124,7 +124,7 @@ void cb_codec_seg_init(struct cb_codec_writer *w, const struct cb_codec_params *
 		return;
 	s = cb_xcalloc(1, sizeof(*s));
 	s->cap = (size_t)(2 * w->unit_size);
-	s->buf = cb_xmalloc_huge(s->cap);
+	s->buf = cb_xmalloc_pages(s->cap);
 	s->bytes_sha = sha_new();
 	s->ev_sha = sha_new();
 	s->min_store = w->ops->min_store;
@@ -485,6 +485,7 @@ static int seg_end(struct cb_codec_writer *w)
 	if (tokened)
 		seg_trust_record(&s->trust, tkey, g->key, s->len);
 	s->start += s->len;
+	cb_pages_trim(s->buf, s->cap, s->cap / 2, s->len);
 	seg_begin(s);
 	return 0;
 }

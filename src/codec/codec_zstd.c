@@ -459,7 +459,7 @@ static int zstd_reset(void *st)
 	return 0;
 }
 
-static const struct cb_codec_rops zstd_rops = { zstd_read, zstd_rfree, zstd_reset };
+static const struct cb_codec_rops zstd_rops = { zstd_read, zstd_rfree, zstd_reset, NULL, NULL };
 
 int cb_codec_zstd_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in)
 {

@@ -89,10 +89,11 @@ struct cb_pool *cb_pool_new_sized(int threads, size_t in_cap, size_t out_cap, si
 	p->njobs = p->threads == 1 ? 1 : (size_t)p->threads + 2;
 	p->jobs = cb_xcalloc(p->njobs, sizeof(*p->jobs));
 	p->done = cb_xcalloc(p->njobs, 1);
-	/* two regions, so that huge pages back them (see cb_xmalloc_huge) */
+	/* small pages: a job is sized for the largest frame and most hold
+	 * half of it or less (huge pages made every job count whole) */
 	p->out_cap = out_cap;
-	p->in_mem = cb_xmalloc_huge(p->njobs * in_cap);
-	p->out_mem = cb_xmalloc_huge(p->njobs * out_cap);
+	p->in_mem = cb_xmalloc_pages(p->njobs * in_cap);
+	p->out_mem = cb_xmalloc_pages(p->njobs * out_cap);
 	for (size_t i = 0; i < p->njobs; i++) {
 		p->jobs[i].in = p->in_mem + i * in_cap;
 		p->jobs[i].out = p->out_mem + i * out_cap;
@@ -126,6 +127,10 @@ static int emit_job(struct cb_pool *p, struct cb_pool_job *j)
 		p->failed = 1;
 		return -1;
 	}
+	/* a rare large frame (a segment of 2 units, output of more than
+	 * half a unit) does not keep its pages in every job */
+	cb_pages_trim(j->in, p->in_cap, p->in_cap / 2, j->m.len);
+	cb_pages_trim(j->out, p->out_cap, p->out_cap / 4, j->out_len);
 	return 1;
 }
 
@@ -226,7 +231,7 @@ void cb_pool_free(struct cb_pool *p)
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->work_cv);
 	pthread_cond_destroy(&p->done_cv);
-	cb_free_huge(p->in_mem, p->njobs * p->in_cap);
+	cb_free_huge(p->in_mem, p->njobs * p->in_cap);   /* unmaps small pages too */
 	cb_free_huge(p->out_mem, p->njobs * p->out_cap);
 	free(p->th);
 	free(p->jobs);

@@ -155,6 +155,29 @@ void cb_free_huge(void *p, size_t n)
 	if (p)
 		munmap(p, huge_round(n ? n : 1));
 }
+
+/* Mapped (page-aligned), as huge ones, only not advised: cb_free_huge's
+ * rounding unmaps the whole mapping of either. */
+void *cb_xmalloc_pages(size_t n)
+{
+	size_t len = huge_round(n ? n : 1);
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return oom(n);
+	madvise(p, len, MADV_NOHUGEPAGE);
+	return p;
+}
+
+void cb_pages_trim(void *buf, size_t cap, size_t keep, size_t used)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t from = ((uintptr_t)buf + keep + page - 1) & ~(page - 1);
+	uintptr_t to = ((uintptr_t)buf + cap) & ~(page - 1);
+
+	if (used > keep && to > from)
+		madvise((void *)from, to - from, MADV_DONTNEED);
+}
 #else
 /* ASan checks the bounds of heap blocks, not of mappings: keep them there */
 void *cb_xmalloc_huge(size_t n)
@@ -166,6 +189,16 @@ void cb_free_huge(void *p, size_t n)
 {
 	(void)n;
 	free(p);
+}
+
+void *cb_xmalloc_pages(size_t n)
+{
+	return cb_xmalloc(n);
+}
+
+void cb_pages_trim(void *buf, size_t cap, size_t keep, size_t used)
+{
+	(void)buf, (void)cap, (void)keep, (void)used;
 }
 #endif
 

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -108,6 +109,24 @@ static int is_guest_config(struct archive_entry *e)
 	return 0;
 }
 
+/* DEBUG: the units each decoding thread took (none: one thread) */
+static void say_threads(struct restore_job *r)
+{
+	uint64_t units[16], sum = 0;
+	char list[16 * 24] = "";
+	size_t at = 0;
+	int n = cb_codec_reader_threads(r->tr.reader, units, 16);
+
+	for (int i = 0; i < n && i < 16; i++) {
+		sum += units[i];
+		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%llu", i ? " " : "",
+				       (unsigned long long)units[i]);
+	}
+	if (n > 0)
+		cb_debug(r->log, "decoded %llu units on %d threads (units each: %s)",
+			 (unsigned long long)sum, n, list);
+}
+
 static int restore_all(struct restore_job *r)
 {
 	struct archive_entry *e;
@@ -119,8 +138,10 @@ static int restore_all(struct restore_job *r)
 			return -1;
 		rc = archive_read_next_header(r->tr.a, &e);
 		/* the stream's end, and the .sha256, checked before success */
-		if (rc == ARCHIVE_EOF)
+		if (rc == ARCHIVE_EOF) {
+			say_threads(r);
 			return cb_tarread_end(&r->tr);
+		}
 		if (rc < ARCHIVE_WARN) {
 			if (r->tr.codec_failed)
 				return -1;
