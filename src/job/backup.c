@@ -101,7 +101,8 @@ static int mark_archive(struct guest_run *r)
 {
 	char node[256];
 
-	if (r->opts.to_stdout)
+	/* a store's night has them in its manifest */
+	if (r->opts.to_stdout || r->store)
 		return 0;
 	if (r->opts.notes_template) {
 		cb_info(r->log, "adding notes to backup");
@@ -308,6 +309,7 @@ static void cleanup_run(struct guest_run *r)
 
 static void release_run(struct guest_run *r)
 {
+	backup_store_close(r);
 	for (size_t i = 0; i < r->n_mps; i++) {
 		free(r->mps[i].source);
 		free(r->mps[i].target);
