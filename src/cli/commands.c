@@ -19,6 +19,8 @@
 #include "cb_leftovers.h"
 #include "cb_lock.h"
 #include "cb_mount.h"
+#include "cb_objstore.h"
+#include "cb_store_ops.h"
 #include "cb_list.h"
 #include "cb_private.h"
 #include "cb_probe.h"
@@ -86,9 +88,23 @@ static int cli_quiet(const struct cb_cli *cli)
 	return quiet;
 }
 
+/* The archive argument opened (a store's night fetched): 0, or the exit
+ * status after saying why not. */
+static int open_archive(const struct cb_cli *cli, const char *what, const char *arg,
+			struct cb_archive_arg *a, struct cb_log *log)
+{
+	if (cb_archive_arg_open(cli, arg, a) == 0 && cb_archive_arg_fetch(a) == 0)
+		return 0;
+	cb_err(log, "%s of '%s' failed - %s", what, arg, cb_last_error());
+	cb_archive_arg_close(a);
+	return CB_EXIT_FAILED;
+}
+
 int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
-	struct cb_restore_opts ro = { .archive = cli->args.v[0], .destdir = cli->args.v[1],
+	struct cb_archive_arg a;
+	int open_rc = open_archive(cli, "restore", cli->args.v[0], &a, log);
+	struct cb_restore_opts ro = { .archive = a.path, .destdir = cli->args.v[1],
 				      .force = cli->force, .keep_old = cli->keep_old,
 				      .paths = cli->paths.v, .n_paths = cli->paths.n,
 				      .dry_run = cli->dry_run, .ignore_checksum = cli->ignore_checksum,
@@ -98,33 +114,44 @@ int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct
 	const char *format = cb_cli_get(cli, "output-format");
 	int failed, status = CB_EXIT_OK;
 
-	(void)cfg;   /* restore reads no configuration */
+	(void)cfg;   /* restore reads no configuration (but a STORAGE:NAME's) */
+	if (open_rc)
+		return open_rc;
 	if (ro.map_ids && cb_restore_check_map_ids(ro.map_ids) < 0) {
 		cb_err(log, "%s", cb_last_error());
+		cb_archive_arg_close(&a);
 		return CB_EXIT_USAGE;
 	}
 	failed = cb_restore_run(&ro, log, &st) < 0;
 	if (failed || st.n_lost) {
-		cb_err(log, "restore of '%s' %s - %s", ro.archive, failed ? "failed" : "incomplete",
+		cb_err(log, "restore of '%s' %s - %s", cli->args.v[0], failed ? "failed" : "incomplete",
 		       cb_last_error());
 		status = CB_EXIT_FAILED;
 	}
 	if (format && !strcmp(format, "json"))
 		cb_restore_json(stdout, &ro, &st, failed ? cb_last_error() : NULL);
 	cb_restore_stats_release(&st);
+	cb_archive_arg_close(&a);
 	return status;
 }
 
 int cb_cmd_ls(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
-	(void)cfg;   /* ls reads no configuration */
-	if (cb_ls_run(cli->args.v[0], cli->args.v + 1, cli->args.n - 1, cli->json, stdout, log) < 0) {
+	struct cb_archive_arg a;
+	int status = open_archive(cli, "ls", cli->args.v[0], &a, log);
+
+	(void)cfg;   /* ls reads no configuration (but a STORAGE:NAME's) */
+	if (status)
+		return status;
+	if (cb_ls_run(a.path, cli->args.v + 1, cli->args.n - 1, cli->json, stdout, log) < 0) {
 		if (cb_stdout_gone())
-			return CB_EXIT_PIPE;   /* `| head` had enough: quietly, as tar */
-		cb_err(log, "ls of '%s' failed - %s", cli->args.v[0], cb_last_error());
-		return CB_EXIT_FAILED;
+			status = CB_EXIT_PIPE;   /* `| head` had enough: quietly, as tar */
+		else
+			cb_err(log, "ls of '%s' failed - %s", cli->args.v[0], cb_last_error());
+		status = status ? status : CB_EXIT_FAILED;
 	}
-	return CB_EXIT_OK;
+	cb_archive_arg_close(&a);
+	return status;
 }
 
 int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
@@ -147,14 +174,34 @@ int cb_cmd_mount(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 	return CB_EXIT_OK;
 }
 
+/* A store's night: every unit against its digest (a bad one named with
+ * the nights it breaks), then the archive they make read whole; STORAGE:
+ * alone: every unit of every night. */
+static int verify_one(const struct cb_cli *cli, const char *arg, struct cb_log *log,
+		      struct cb_verify_stats *st)
+{
+	struct cb_archive_arg a;
+	int rc = cb_archive_arg_open(cli, arg, &a);
+
+	if (rc == 0 && a.store)
+		rc = cb_store_verify_units(a.store, a.name[0] ? a.name : NULL, log);
+	if (rc == 0 && (!a.store || a.name[0]))
+		rc = cb_archive_arg_fetch(&a);
+	/* a store's copy is gone after: no .verified beside it */
+	if (rc == 0 && a.path)
+		rc = cb_verify_run(a.path, cli->dry_run || a.store, !cli_quiet(cli), log, st);
+	cb_archive_arg_close(&a);
+	return rc;
+}
+
 int cb_cmd_verify(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_verify_stats st;
 	int status = CB_EXIT_OK;
 
-	(void)cfg;   /* verify reads no configuration */
+	(void)cfg;   /* verify reads no configuration (but a STORAGE:NAME's) */
 	for (size_t i = 0; i < cli->args.n; i++)   /* each archive, whatever the others gave */
-		if (cb_verify_run(cli->args.v[i], cli->dry_run, !cli_quiet(cli), log, &st) < 0) {
+		if (verify_one(cli, cli->args.v[i], log, &st) < 0) {
 			cb_err(log, "verify of '%s' failed - %s", cli->args.v[i], cb_last_error());
 			status = CB_EXIT_FAILED;
 		}
@@ -246,6 +293,18 @@ static int list_kept(const struct cb_config *cfg, const struct cb_opts *o, const
 
 static void remove_gone(const struct cb_opts *o, const char *id, struct cb_log *log);
 
+/* A dump directory's backups, or a unit store's nights. */
+static int list_backups(const struct cb_opts *o, const char *id, int json)
+{
+	struct cb_objstore *s;
+	int rc = cb_objstore_open_for(o, &s);
+
+	if (rc == 0)
+		rc = s ? cb_list_store(s, id, json, stdout) : cb_list_run(o->dumpdir, id, json, stdout);
+	cb_objstore_close(s);
+	return rc;
+}
+
 int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	const char *id = cli->args.n ? cli->args.v[0] : NULL;
@@ -264,7 +323,7 @@ int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb
 		cb_err(log, "%s: dumpdir '%s': %s", origin, o.dumpdir, strerror(errno));
 		free(origin);
 		status = CB_EXIT_USAGE;
-	} else if (cb_list_run(o.dumpdir, id, json, stdout) < 0 || fflush(stdout) != 0) {
+	} else if (list_backups(&o, id, json) < 0 || fflush(stdout) != 0) {
 		if (cb_stdout_gone()) {
 			cb_opts_release(&o);
 			return CB_EXIT_PIPE;
