@@ -74,20 +74,14 @@ static int write_side(struct cb_objstore *s, const struct cb_manifest *m, const 
 
 void cb_store_drop_night(const char *path)
 {
-	char *side;
+	static const char *const sides[] = { "", ".idx", ".sha256", ".verified" };
 
-	if (!path)
-		return;
-	unlink(path);
-	side = cb_xasprintf("%s.idx", path);
-	unlink(side);
-	free(side);
-	side = cb_xasprintf("%s.sha256", path);
-	unlink(side);
-	free(side);
-	side = cb_xasprintf("%s.verified", path);
-	unlink(side);
-	free(side);
+	for (size_t i = 0; path && i < sizeof(sides) / sizeof(*sides); i++) {
+		char *p = cb_xasprintf("%s%s", path, sides[i]);
+
+		unlink(p);
+		free(p);
+	}
 }
 
 char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir)

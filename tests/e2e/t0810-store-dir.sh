@@ -130,7 +130,8 @@ test_expect_success ROOT 'lzo and gzip nights: their units are what lzop and gzi
 		test "$(sha256sum <"$SCRATCH/n.$c" | cut -d" " -f1)" = \
 			"$(sed -n "s/^sha256 //p" "$STORE/nights/$n")" || return 1
 	done
-	rm -rf "$SCRATCH/out2" && mkdir "$SCRATCH/out2"
+	rm -rf "$SCRATCH/out2"
+	mkdir "$SCRATCH/out2"
 	lzop -dc <"$SCRATCH/n.lzo" | tar -x -C "$SCRATCH/out2"
 	diff -r "$SRC" "$SCRATCH/out2"
 	gzip -dc <"$SCRATCH/n.gzip" | tar -tf - >/dev/null
