@@ -33,6 +33,9 @@
 
 #define CB_STORE_NIGHTS "nights/"
 #define CB_STORE_UNITS "units/"
+#define CB_STORE_MARKS "marks/"
+/* a mark older than this is a killed run's (store_gc.c) */
+#define CB_STORE_MARK_TTL (24 * 3600)
 
 /* An object named by the SHA-256 of its bytes (hex), len bytes long. */
 struct cb_store_ref {
@@ -95,6 +98,27 @@ void cb_store_set_release(struct cb_store_set *set);
 int cb_store_unhex(const char *hex, unsigned char *dig);
 void cb_store_hex(const unsigned char *dig, char *hex);
 
+/* ---- marks and the garbage collection (store_gc.c) ---- */
+
+/* marks/KIND/TAG with this host, process and time: the object's name
+ * (malloc'd), or NULL with the error set. */
+char *cb_store_mark_put(struct cb_objstore *s, const char *kind, const char *tag);
+/* Remove it (and free the name); NULL is fine. */
+void cb_store_mark_drop(struct cb_objstore *s, char *obj);
+/* How many marks of KIND are live (skip: one's own, not counted), the
+ * first one said in who; stale ones (a killed run's) are removed. -1 if
+ * they cannot be listed. */
+int cb_store_marks_live(struct cb_objstore *s, const char *kind, const char *skip, char *who,
+			size_t who_len);
+/*
+ * Remove every unit no manifest names, unless a night is being written
+ * (its mark is live: then nothing, said in the log). dry_run: print
+ * "remove UNIT" lines instead. 0, or -1 (a manifest that cannot be read
+ * stops it before anything is removed).
+ */
+struct cb_log;
+int cb_store_gc(struct cb_objstore *s, int dry_run, struct cb_log *log);
+
 /* ---- a night being written (store_night.c) ---- */
 
 struct cb_store_night;
@@ -105,15 +129,16 @@ struct cb_store_night_stats {
 };
 
 /*
- * Start night name of guest (type, id) with codec on s: lists the store's
- * units once, takes the newest night of the guest with that codec as the
+ * Start night name of guest (type, id) with codec on s: writes its mark
+ * (store_gc.c), waits up to gc_wait seconds for a running garbage
+ * collection to end (then fails naming it), lists the store's units once, takes the newest night of the guest with that codec as the
  * catalog whose units need not be compressed again (*prev_why says why
  * none when there is none to use), and opens the sink the codec writes
  * to (owned by the night). 0 or -1.
  */
 int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, const char *name,
 			enum cb_guest_type type, const char *id, enum cb_compress codec,
-			const char **prev_why);
+			double gc_wait, const char **prev_why);
 struct cb_sink *cb_store_night_sink(struct cb_store_night *n);
 /* The previous night units are copied from, or NULL. */
 const char *cb_store_night_prev(const struct cb_store_night *n);

@@ -20,6 +20,7 @@
 #include "cb_lock.h"
 #include "cb_mount.h"
 #include "cb_objstore.h"
+#include "cb_store.h"
 #include "cb_store_ops.h"
 #include "cb_list.h"
 #include "cb_private.h"
@@ -426,9 +427,46 @@ static int prune_staging(const struct cb_config *cfg, const struct cb_opts *o, c
 	return status;
 }
 
+/* A unit store: each guest's keep rules over its nights, then the units
+ * no night names any more (store_gc.c says why that is safe). */
+static int prune_store(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_objstore *s,
+		       const char *id, int dry_run, struct cb_log *log)
+{
+	struct cb_catalog cat;
+	int status = CB_EXIT_OK;
+
+	if (cb_store_catalog(s, id, 1, &cat) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		return CB_EXIT_FAILED;
+	}
+	for (size_t i = 0; i < cat.n; i++) {
+		const struct cb_backup_file *f = &cat.files[i];
+		struct cb_opts g;
+		unsigned removed = 0;
+
+		if (i > 0 && !strcmp(f->id, f[-1].id) && f->type == f[-1].type)
+			continue;   /* one pass per guest */
+		if (resolve_for(cli, cfg, f->id, &g) < 0 ||
+		    cb_prune_store_guest(s, f->type, f->id, g.prune_backups, NULL, dry_run, log, &removed) < 0) {
+			cb_err(log, "prune of %s failed - %s", f->id, cb_last_error());
+			status = CB_EXIT_FAILED;
+		} else if (!dry_run) {
+			cb_info(log, "%s: pruned %u backup(s)", f->id, removed);
+		}
+		cb_opts_release(&g);
+	}
+	cb_catalog_release(&cat);
+	if (cb_store_gc(s, dry_run, log) < 0) {
+		cb_err(log, "garbage collection of storage '%s' failed - %s", s->label, cb_last_error());
+		status = CB_EXIT_FAILED;
+	}
+	return status;
+}
+
 int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	const char *id = cli->args.n ? cli->args.v[0] : NULL;
+	struct cb_objstore *store;
 	struct cb_catalog cat;
 	struct cb_opts o;
 	int status = CB_EXIT_OK;
@@ -439,6 +477,17 @@ int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 	}
 	if (o.prune_staging) {
 		status = prune_staging(cfg, &o, id, cli->all, log);
+		cb_opts_release(&o);
+		return status;
+	}
+	if (cb_objstore_open_for(&o, &store) < 0) {
+		cb_err(log, "%s", cb_last_error());
+		cb_opts_release(&o);
+		return CB_EXIT_USAGE;
+	}
+	if (store) {
+		status = prune_store(cli, cfg, store, id, o.dry_run, log);
+		cb_objstore_close(store);
 		cb_opts_release(&o);
 		return status;
 	}

@@ -72,9 +72,14 @@ static void prune_old(struct guest_run *r)
 	keep = keep_rules_text(r->opts.prune_backups);
 	cb_info(r->log, "prune older backups with retention: %s", keep);
 	free(keep);
-	if (cb_prune_guest(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.prune_backups,
-			   strrchr(r->archive_path, '/') + 1, 0, r->log, &removed) < 0)
+	if ((r->store ? cb_prune_store_guest(r->store, r->opts.type, r->opts.id, r->opts.prune_backups,
+					     strrchr(r->archive_path, '/') + 1, 0, r->log, &removed)
+		      : cb_prune_guest(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.prune_backups,
+				       strrchr(r->archive_path, '/') + 1, 0, r->log, &removed)) < 0)
 		cb_warn(r->log, "prune: %s", cb_last_error());
+	/* the units only the pruned nights had */
+	if (r->store && cb_store_gc(r->store, 0, r->log) < 0)
+		cb_warn(r->log, "garbage collection: %s", cb_last_error());
 	cb_info(r->log, "pruned %u backup(s)%s", removed,
 		removed ? " not covered by keep-retention policy" : "");
 }

@@ -12,7 +12,7 @@ int backup_store_open(struct guest_run *r, struct cb_sink **sink)
 
 	if (cb_objstore_open_for(&r->opts, &r->store) < 0 || r->store->ops->check(r->store) < 0 ||
 	    cb_store_night_open(&r->night, r->store, name, r->opts.type, r->opts.id, r->opts.compress,
-				&why) < 0)
+				r->opts.lockwait * 60, &why) < 0)
 		return -1;
 	if (why[0])
 		cb_info(r->log, "no units reused from the previous night: %s", why);

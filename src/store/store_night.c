@@ -27,6 +27,7 @@
 struct cb_store_night {
 	struct cb_objstore *s;
 	char *name;
+	char *mark;                      /* marks/night/NAME while it runs */
 	struct cb_sink *sink;
 	struct cb_store_set have;        /* in the store (one listing), and put since */
 	struct cb_reuse *reuse;          /* the previous night's catalog */
@@ -198,16 +199,36 @@ out:
 	cb_catalog_release(&cat);
 }
 
+/* No collection may run while the units are listed and relied on: its
+ * mark gone, or the night fails naming it. */
+static int wait_for_gc(struct cb_store_night *n, double seconds)
+{
+	double until = cb_now() + seconds;
+	char who[512];
+	int live;
+
+	while ((live = cb_store_marks_live(n->s, "gc", NULL, who, sizeof(who))) > 0) {
+		if (cb_now() >= until)
+			return cb_error("storage '%s': a garbage collection is running (%s)", n->s->label, who);
+		usleep(500 * 1000);
+	}
+	return live < 0 ? -1 : 0;
+}
+
 int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, const char *name,
 			enum cb_guest_type type, const char *id, enum cb_compress codec,
-			const char **prev_why)
+			double gc_wait, const char **prev_why)
 {
 	struct cb_store_night *n = cb_xcalloc(1, sizeof(*n));
 
 	n->s = s;
 	n->name = cb_xstrdup(name);
 	n->segmented = codec != CB_COMPRESS_NONE;
-	if (cb_store_list_units(s, &n->have) < 0) {
+	n->mark = cb_store_mark_put(s, "night", name);
+	/* a killed night's mark (this host's, its process gone) goes now: it
+	 * would hold every collection off for a day */
+	if (!n->mark || cb_store_marks_live(s, "night", n->mark, NULL, 0) < 0 || wait_for_gc(n, gc_wait) < 0 ||
+	    cb_store_list_units(s, &n->have) < 0) {
 		cb_store_night_free(n);
 		return -1;
 	}
@@ -310,6 +331,9 @@ void cb_store_night_free(struct cb_store_night *n)
 {
 	if (!n)
 		return;
+	/* done or failed alike: what a failed night wrote is for the next
+	 * night to use or a collection to remove */
+	cb_store_mark_drop(n->s, n->mark);
 	cb_sink_free(n->sink);
 	cb_reuse_free(n->reuse);
 	cb_store_set_release(&n->have);

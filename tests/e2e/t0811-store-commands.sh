@@ -9,17 +9,6 @@ SRC=$SCRATCH/src
 STORE=$SCRATCH/store
 CONF=$SCRATCH/cbackup.conf
 
-setup() {
-	mkdir -p "$STORE" "$SCRATCH/tmp"
-	make_reuse_tree "$SRC" 300
-	cat >"$CONF" <<-EOF
-	tmpdir = $SCRATCH/tmp
-	archive-name = cbackup
-	[storage offsite]
-	path = $STORE
-	layout = store
-	EOF
-}
 
 night() {
 	sleep 1.1
@@ -30,7 +19,7 @@ night() {
 nights() { ls -1 "$STORE/nights/" | grep "^cbackup-ct-$1-"; }
 
 test_expect_success ROOT 'list shows the nights of a store, of every guest' '
-	setup
+	store_setup 300
 	night 101
 	printf "night 2\n" >>"$SRC/var/log/syslog"
 	night 101
