@@ -132,9 +132,9 @@ static const struct {
 	  (const char *const[]){ "json", "config", "tmpdir", "help", NULL } },
 	{ "index", "cbackup index ARCHIVE [--dry-run]\n"
 		   "Write the catalog (ARCHIVE.idx) of an archive without one.",
-	  (const char *const[]){ "dry-run", "help", NULL } },
+	  (const char *const[]){ "dry-run", "config", "help", NULL } },
 	{ "mount", "cbackup mount ARCHIVE MOUNTPOINT\nMount an archive read-only (FUSE).",
-	  (const char *const[]){ "help", NULL } },
+	  (const char *const[]){ "config", "tmpdir", "help", NULL } },
 	{ "verify", "cbackup verify ARCHIVE... [--dry-run]\n"
 		    "Check archives against their .sha256 and read them whole.",
 	  (const char *const[]){ "dry-run", "config", "tmpdir", "help", NULL } },

@@ -157,7 +157,16 @@ int cb_cmd_ls(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_l
 
 int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
-	(void)cfg;   /* index reads no configuration */
+	struct cb_archive_arg a;
+	int is_store = cb_archive_arg_open(cli, cli->args.v[0], &a) == 0 && a.store;
+
+	(void)cfg;   /* index reads no configuration (but a STORAGE:NAME's) */
+	cb_archive_arg_close(&a);
+	if (is_store) {
+		cb_err(log, "index of '%s' failed - a unit store's night keeps its catalog in its "
+		       "manifest (verify checks it)", cli->args.v[0]);
+		return CB_EXIT_FAILED;
+	}
 	if (cb_index_run(cli->args.v[0], cli->dry_run, log) < 0) {
 		cb_err(log, "index of '%s' failed - %s", cli->args.v[0], cb_last_error());
 		return CB_EXIT_FAILED;
@@ -167,12 +176,19 @@ int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 
 int cb_cmd_mount(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
-	(void)cfg;   /* mount reads no configuration */
-	if (cb_mount_run(cli->args.v[0], cli->args.v[1], log) < 0) {
+	struct cb_archive_arg a;
+	int status = open_archive(cli, "mount", cli->args.v[0], &a, log);
+
+	(void)cfg;   /* mount reads no configuration (but a STORAGE:NAME's) */
+	if (status)
+		return status;
+	/* a store's night fetched: the mount holds it open, its name goes */
+	if (cb_mount_run(a.path, cli->args.v[1], log) < 0) {
 		cb_err(log, "mount of '%s' failed - %s", cli->args.v[0], cb_last_error());
-		return CB_EXIT_FAILED;
+		status = CB_EXIT_FAILED;
 	}
-	return CB_EXIT_OK;
+	cb_archive_arg_close(&a);
+	return status;
 }
 
 /* A store's night: every unit against its digest (a bad one named with

@@ -76,4 +76,23 @@ test_expect_success ROOT 'verify: a good night; a flipped byte and a missing uni
 	test_has "$CB_ERR" "verify of .offsite:. failed - storage .offsite.: 1 unit\(s\) missing or damaged"
 '
 
+test_expect_success ROOT 'the next night writes the missing unit again; mount STORAGE:NAME shows it; its copy goes at unmount; index is refused' '
+	night 101
+	cbackup_run 0 verify --config "$CONF" "offsite:$(nights 101 | tail -n 1)"
+	if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+		echo "# no /dev/fuse or fusermount3: mount not tried"
+	else
+		n=$(nights 101 | tail -n 1)
+		mkdir "$SCRATCH/mnt"
+		cleanup_mount "$SCRATCH/mnt"
+		cbackup_run 0 mount --config "$CONF" "offsite:$n" "$SCRATCH/mnt"
+		cmp "$SRC/usr/share/f20.txt" "$SCRATCH/mnt/usr/share/f20.txt"
+		fusermount3 -u "$SCRATCH/mnt"
+		wait_for 10 test_must_fail mountpoint -q "$SCRATCH/mnt"
+		wait_for 10 test_lacks <(ls "$SCRATCH/tmp/cbackup") "\.tar\.zst"
+	fi
+	cbackup_run 1 index --config "$CONF" "offsite:$(nights 101 | tail -n 1)"
+	test_has "$CB_ERR" "keeps its catalog in its manifest"
+'
+
 test_done
