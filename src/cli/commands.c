@@ -463,7 +463,8 @@ static int prune_store(const struct cb_cli *cli, const struct cb_config *cfg, st
 		if (i > 0 && !strcmp(f->id, f[-1].id) && f->type == f[-1].type)
 			continue;   /* one pass per guest */
 		if (resolve_for(cli, cfg, f->id, &g) < 0 ||
-		    cb_prune_store_guest(s, f->type, f->id, g.prune_backups, NULL, dry_run, log, &removed) < 0) {
+		    cb_prune_store_guest(s, g.dumpdir, f->type, f->id, g.prune_backups, NULL, dry_run, log,
+					 &removed) < 0) {
 			cb_err(log, "prune of %s failed - %s", f->id, cb_last_error());
 			status = CB_EXIT_FAILED;
 		} else if (!dry_run) {

@@ -341,11 +341,13 @@ int backup_write_archive(struct guest_run *r)
 	if (root.idmap)
 		log_idmap(r, &pc.map);
 	cb_codec_params_for(&r->opts, r->opts.compress, &cp);
-	/* vzdump's words: PVE's task log and log parsers know them */
-	cb_info(r->log, "creating %sarchive '%s'", r->opts.type == CB_GUEST_CT ? "vzdump " : "",
-		r->archive_path);
 	if (!r->opts.to_stdout && cb_objstore_open_for(&r->opts, &r->store) < 0)
 		goto out;
+	if (r->store)   /* what restore and the others take: STORAGE:NAME */
+		r->archive_label = cb_xasprintf("%s:%s", r->store->label, strrchr(r->archive_path, '/') + 1);
+	/* vzdump's words: PVE's task log and log parsers know them */
+	cb_info(r->log, "creating %sarchive '%s'", r->opts.type == CB_GUEST_CT ? "vzdump " : "",
+		r->archive_label ? r->archive_label : r->archive_path);
 	if ((r->store ? backup_store_open(r, &sink)
 	     : r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
 				 : cb_sink_open_file(&sink, r->archive_path)) < 0)

@@ -108,6 +108,7 @@ struct guest_run {
 	size_t n_own;
 	struct cb_objstore *store;   /* layout = store (or S3): where the night goes */
 	struct cb_store_night *night;
+	char *archive_label;         /* a store's night: "STORAGE:NAME" */
 };
 
 /* backup_preflight.c: before anything is copied */

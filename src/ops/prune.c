@@ -192,27 +192,41 @@ int cb_prune_guest(const char *dumpdir, enum cb_guest_type type, const char *id,
 	return ret;
 }
 
-/* A night goes with its manifest; its units stay for cb_store_gc. */
+struct store_rm {
+	struct cb_objstore *s;
+	const char *logdir;
+};
+
+/* A night goes with its manifest (its units stay for cb_store_gc), and
+ * with its log file in logdir. */
 static int remove_night(void *ctx, const struct cb_backup_file *f)
 {
-	struct cb_objstore *s = ctx;
+	const struct store_rm *sr = ctx;
 	char *obj = cb_store_night_name(f->name);
-	int ret = s->ops->del(s, obj);
+	int ret = sr->s->ops->del(sr->s, obj);
 
 	free(obj);
+	if (ret == 0 && sr->logdir) {
+		char *base = cb_catalog_base(f->name), *logf = cb_xasprintf("%s/%s.log", sr->logdir, base);
+
+		unlink(logf);
+		free(logf);
+		free(base);
+	}
 	return ret;
 }
 
-int cb_prune_store_guest(struct cb_objstore *s, enum cb_guest_type type, const char *id,
-			 const char *spec, const char *keep_name, int dry_run, struct cb_log *log,
-			 unsigned *removed)
+int cb_prune_store_guest(struct cb_objstore *s, const char *logdir, enum cb_guest_type type,
+			 const char *id, const char *spec, const char *keep_name, int dry_run,
+			 struct cb_log *log, unsigned *removed)
 {
+	struct store_rm sr = { s, logdir };
 	struct cb_catalog cat;
 	int ret;
 
 	if (cb_store_catalog(s, id, 1, &cat) < 0)
 		return -1;
-	ret = prune_catalog(&cat, type, spec, keep_name, dry_run, log, removed, remove_night, s);
+	ret = prune_catalog(&cat, type, spec, keep_name, dry_run, log, removed, remove_night, &sr);
 	cb_catalog_release(&cat);
 	return ret;
 }

@@ -23,7 +23,12 @@ test_expect_success ROOT 'list shows the nights of a store, of every guest' '
 	night 101
 	printf "night 2\n" >>"$SRC/var/log/syslog"
 	night 101
-	night 102
+	sleep 1.1
+	cbackup_run 0 backup --config "$CONF" --storage offsite --root "$SRC" --id 102 --type ct \
+		--unit-size 1 --output-format json
+	n=$(nights 102)
+	test_has "$CB_ERR" "INFO: creating vzdump archive .offsite:$n."
+	python3 -c "import json, sys; g = json.load(open(sys.argv[1]))[\"guests\"][0]; assert g[\"archive\"] == \"offsite:\" + sys.argv[2], g" "$CB_OUT" "$n"
 	cbackup_run 0 list --config "$CONF" --storage offsite
 	test "$(grep -c "cbackup-ct-101-.*\.tar\.zst" "$CB_OUT")" = 2
 	test_has "$CB_OUT" "^102 +ct .* zstd +no +yes .*cbackup-ct-102-"

@@ -47,9 +47,12 @@ test_expect_success ROOT 'prune keeps by the rules, then removes the units only 
 	test "$(nights)" = 3
 	test "$(units)" = "$before"
 	test_has "$CB_OUT" "^remove +cbackup-ct-101-"
+	test "$(ls "$STORE"/cbackup-ct-101-*.log | wc -l)" = 3
 	cbackup_run 0 prune 101 --config "$CONF" --storage offsite --prune-backups keep-last=1
 	test "$(nights)" = 1
 	test_has "$CB_ERR" "storage .offsite.: removed [1-9][0-9]* unit\(s\)"
+	# the log files of the pruned nights, beside the store, go with them
+	test "$(ls "$STORE"/cbackup-ct-101-*.log | wc -l)" = 1
 	test "$(units)" -lt "$before"
 	cbackup_run 0 verify --config "$CONF" offsite:
 	n=$(ls "$STORE/nights")
