@@ -100,4 +100,20 @@ test_expect_success ROOT 'the next night writes the missing unit again; mount ST
 	test_has "$CB_ERR" "keeps its catalog in its manifest"
 '
 
+test_expect_success ROOT 'a damaged manifest is refused naming its night, and stops a collection' '
+	n=$(nights 102)
+	cp "$STORE/nights/$n" "$SCRATCH/m.bak"
+	sed -i "s/^size .*/size 1/" "$STORE/nights/$n"
+	cbackup_run 1 restore --config "$CONF" "offsite:$n" "$SCRATCH/r6"
+	test_has "$CB_ERR" "manifest of .$n. is damaged"
+	cbackup_run 1 verify --config "$CONF" offsite:
+	test_has "$CB_ERR" "manifest of .$n. is damaged"
+	units=$(find "$STORE/units" -type f | wc -l)
+	cbackup_run 1 prune --config "$CONF" --storage offsite --prune-backups keep-all=1
+	test_has "$CB_ERR" "garbage collection of storage .offsite. failed - nothing collected: .*manifest of .$n. is damaged"
+	test "$(find "$STORE/units" -type f | wc -l)" = "$units"
+	cp "$SCRATCH/m.bak" "$STORE/nights/$n"
+	cbackup_run 0 verify --config "$CONF" offsite:
+'
+
 test_done
