@@ -30,7 +30,8 @@ struct cb_store_night {
 	char *mark;                      /* marks/night/NAME while it runs */
 	struct cb_sink *sink;
 	struct cb_store_set have;        /* in the store (one listing), and put since */
-	struct cb_reuse *reuse;          /* the previous night's catalog */
+	struct cb_reuse **reuse;         /* catalogs of nights the store has */
+	size_t n_reuse;
 	char *prev;
 	int segmented;
 	struct cb_s3_buf unit;           /* the bytes of the unit handed to the codec */
@@ -139,18 +140,24 @@ static int on_segment(void *ctx, const struct cb_codec_seg *g, int copied)
 	return 0;
 }
 
-/* cb_codec_lookup_fn: the previous night's segment, if its unit is in the
- * store, with the unit's bytes read from there. */
+/* cb_codec_lookup_fn: a segment a catalog names (the guest's previous
+ * night's first, then other guests'), if its unit is in the store, with
+ * the unit's bytes read from there. */
 static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb_codec_reuse_src *src)
 {
 	struct cb_store_night *n = ctx;
 	unsigned char d[32];
 	char name[80], hex[65];
+	size_t i;
 
-	if (!cb_reuse_lookup(n->reuse, key, u_len, src))
-		return 0;
-	memcpy(d, src->cdig, 32);
-	if (!cb_store_set_has(&n->have, d))
+	for (i = 0; i < n->n_reuse; i++) {
+		if (!cb_reuse_lookup(n->reuse[i], key, u_len, src))
+			continue;
+		memcpy(d, src->cdig, 32);
+		if (cb_store_set_has(&n->have, d))
+			break;
+	}
+	if (i == n->n_reuse)
 		return 0;
 	cb_store_hex(d, hex);
 	cb_store_unit_name(hex, name);
@@ -163,39 +170,73 @@ static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb
 	return 1;
 }
 
-/* The newest night of the guest with this codec, whose catalog names the
- * units the codec may copy. */
-static void open_prev(struct cb_store_night *n, enum cb_guest_type type, const char *id,
-		      enum cb_compress codec, const char **why)
+/* Night f's catalog as a reuse (appended), or *why not. */
+static int load_catalog(struct cb_store_night *n, const struct cb_backup_file *f, const char **why)
 {
-	struct cb_catalog cat;
 	struct cb_manifest m = { 0 };
 	struct cb_s3_buf idx = { 0 };
-	const struct cb_backup_file *f = NULL;
+	struct cb_reuse *r = NULL;
 
-	*why = "";
-	if (codec == CB_COMPRESS_NONE || cb_store_catalog(n->s, id, 0, &cat) < 0)
-		return;
-	for (size_t i = 0; i < cat.n && !f; i++)
-		if (cat.files[i].type == type)
-			f = &cat.files[i];
-	if (!f)
-		goto out;
-	if (f->compress != codec)
-		*why = "it was written with another codec";
-	else if (cb_store_get_manifest(n->s, f->name, &m) != 0)
+	if (cb_store_get_manifest(n->s, f->name, &m) != 0)
 		*why = "its manifest cannot be read";
 	else if (!m.catalog.hex[0] || cb_store_get_ref(n->s, &m.catalog, &idx) != 0)
 		*why = "its catalog is missing or damaged";
 	else {
 		/* the catalog's bytes are the reuse's now, freed by it */
-		n->reuse = cb_reuse_from_idx(idx.data, idx.len, m.size, f->name, why);
+		r = cb_reuse_from_idx(idx.data, idx.len, m.size, f->name, why);
 		idx.data = NULL;
-		n->prev = n->reuse ? cb_xstrdup(f->name) : NULL;
 	}
 	cb_s3_buf_release(&idx);
-out:
 	cb_manifest_release(&m);
+	if (!r)
+		return -1;
+	n->reuse = cb_xrealloc(n->reuse, (n->n_reuse + 1) * sizeof(*n->reuse));
+	n->reuse[n->n_reuse++] = r;
+	return 0;
+}
+
+/* The catalogs whose units the codec may copy: the newest night of the
+ * guest with this codec, then the newest of up to OTHER_GUESTS other
+ * guests (a guest's first night on a store that holds a similar one
+ * compresses only what differs). */
+#define OTHER_GUESTS 4
+
+static void open_prev(struct cb_store_night *n, enum cb_guest_type type, const char *id,
+		      enum cb_compress codec, const char **why)
+{
+	struct cb_catalog cat;
+	const char *other_why;
+	size_t others = 0;
+
+	*why = "";
+	if (codec == CB_COMPRESS_NONE || cb_store_catalog(n->s, NULL, 0, &cat) < 0)
+		return;
+	for (size_t i = 0; i < cat.n; i++) {
+		const struct cb_backup_file *f = &cat.files[i];
+
+		if (i > 0 && !strcmp(f->id, f[-1].id) && f->type == f[-1].type)
+			continue;   /* a guest's newest night only */
+		if (f->type == type && !strcmp(f->id, id)) {
+			if (f->compress != codec)
+				*why = "it was written with another codec";
+			else if (load_catalog(n, f, why) == 0)
+				n->prev = cb_xstrdup(f->name);
+		} else if (f->compress == codec && others < OTHER_GUESTS &&
+			   load_catalog(n, f, &other_why) == 0) {
+			others++;
+		}
+	}
+	/* a first night copies from another guest's: say whose */
+	if (!n->prev && n->n_reuse)
+		n->prev = cb_xstrdup(cb_reuse_name(n->reuse[0]));
+	/* the guest's own first: its units are the likeliest */
+	for (size_t i = 1; n->prev && i < n->n_reuse; i++)
+		if (!strcmp(cb_reuse_name(n->reuse[i]), n->prev)) {
+			struct cb_reuse *t = n->reuse[0];
+
+			n->reuse[0] = n->reuse[i];
+			n->reuse[i] = t;
+		}
 	cb_catalog_release(&cat);
 }
 
@@ -250,7 +291,7 @@ const char *cb_store_night_prev(const struct cb_store_night *n)
 
 void cb_store_night_attach(struct cb_store_night *n, struct cb_codec_writer *w)
 {
-	if (n->reuse)
+	if (n->n_reuse)
 		cb_codec_set_reuse(w, -1, lookup, n);
 	cb_codec_set_seg_fn(w, on_segment, n);
 }
@@ -335,7 +376,9 @@ void cb_store_night_free(struct cb_store_night *n)
 	 * night to use or a collection to remove */
 	cb_store_mark_drop(n->s, n->mark);
 	cb_sink_free(n->sink);
-	cb_reuse_free(n->reuse);
+	for (size_t i = 0; i < n->n_reuse; i++)
+		cb_reuse_free(n->reuse[i]);
+	free(n->reuse);
 	cb_store_set_release(&n->have);
 	cb_s3_buf_release(&n->unit);
 	cb_s3_buf_release(&n->pend);

@@ -95,13 +95,16 @@ test_expect_success ROOT 'a night after a small change writes only the units aro
 	cmp "$SRC/usr/share/f7.txt" "$SCRATCH/got"
 '
 
-test_expect_success ROOT 'another guest with the same tree adds no unit of data' '
+test_expect_success ROOT 'another guest with the same tree adds no unit of data, and compresses none again' '
 	before=$(store_bytes)
 	sleep 1.1
 	cbackup_run 0 backup --root "$SRC" --id 102 --type ct --tmpdir "$SCRATCH/tmp" \
 		--dumpdir "$STORE" --layout store --archive-name cbackup --unit-size 1
 	read -r written present copied <<<"$(stored)"
 	test "$present" -gt 8
+	# its first night copies the units 101 has (their keys in its catalog)
+	test "$copied" -gt 8
+	test_has "$CB_ERR" "INFO: reused [0-9]+ units .* from cbackup-ct-101-.*, compressed [0-2] units"
 	# only the tar stream end may differ: its last unit
 	test "$written" -le 1
 	test $(( $(store_bytes) - before )) -lt 100000
