@@ -76,6 +76,9 @@ test_expect_success ROOT 'verify: a good night; a flipped byte and a missing uni
 	test_has "$CB_ERR" "unit .units/${h:0:2}/$h. is damaged"
 	test ! -e "$SCRATCH/r5/usr"
 	rm "$f"
+	# ls reads the catalog alone: no unit fetched
+	cbackup_run 0 ls --config "$CONF" "offsite:$n" ./usr/share/f1.txt
+	test_has "$CB_OUT" "\./usr/share/f1\.txt$"
 	cbackup_run 1 verify --config "$CONF" offsite:
 	test_has "$CB_ERR" "ERROR: storage .offsite.: unit .units/${h:0:2}/$h. is missing: breaks "
 	test_has "$CB_ERR" "verify of .offsite:. failed - storage .offsite.: 1 unit\(s\) missing or damaged"
