@@ -142,6 +142,10 @@ int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, cons
 struct cb_sink *cb_store_night_sink(struct cb_store_night *n);
 /* The previous night units are copied from, or NULL. */
 const char *cb_store_night_prev(const struct cb_store_night *n);
+/* The guest's own previous night's catalog (what a trust map kept with
+ * the staging copy names, cb_reuse_trust.h), or NULL. */
+struct cb_reuse;
+const struct cb_reuse *cb_store_night_own_prev(const struct cb_store_night *n);
 /* Let the codec copy units the store has and cut units where its
  * segments end. */
 void cb_store_night_attach(struct cb_store_night *n, struct cb_codec_writer *w);

@@ -32,6 +32,7 @@ struct cb_store_night {
 	struct cb_store_set have;        /* in the store (one listing), and put since */
 	struct cb_reuse **reuse;         /* catalogs of nights the store has */
 	size_t n_reuse;
+	int own;                         /* reuse[0] is the guest's previous night */
 	char *prev;
 	int segmented;
 	struct cb_s3_buf unit;           /* the bytes of the unit handed to the codec */
@@ -219,8 +220,10 @@ static void open_prev(struct cb_store_night *n, enum cb_guest_type type, const c
 		if (f->type == type && !strcmp(f->id, id)) {
 			if (f->compress != codec)
 				*why = "it was written with another codec";
-			else if (load_catalog(n, f, why) == 0)
+			else if (load_catalog(n, f, why) == 0) {
 				n->prev = cb_xstrdup(f->name);
+				n->own = 1;
+			}
 		} else if (f->compress == codec && others < OTHER_GUESTS &&
 			   load_catalog(n, f, &other_why) == 0) {
 			others++;
@@ -287,6 +290,11 @@ struct cb_sink *cb_store_night_sink(struct cb_store_night *n)
 const char *cb_store_night_prev(const struct cb_store_night *n)
 {
 	return n->prev;
+}
+
+const struct cb_reuse *cb_store_night_own_prev(const struct cb_store_night *n)
+{
+	return n->own ? n->reuse[0] : NULL;
 }
 
 void cb_store_night_attach(struct cb_store_night *n, struct cb_codec_writer *w)
