@@ -119,4 +119,20 @@ test_expect_success ROOT 'a damaged manifest is refused naming its night, and st
 	cbackup_run 0 verify --config "$CONF" offsite:
 '
 
+test_expect_success ROOT 'notes and protection are in the manifest: list shows them, prune keeps it; an unknown storage is named' '
+	sleep 1.1
+	cbackup_run 0 backup --config "$CONF" --storage offsite --root "$SRC" --id 103 --type ct \
+		--protected 1 --notes-template "db {{vmid}}"
+	test_lacks <(ls "$STORE") "\.notes$|\.protected$"
+	cbackup_run 0 list 103 --config "$CONF" --storage offsite
+	test_has "$CB_OUT" "^103 +ct .* yes +yes +no +cbackup-ct-103-.*  db 103$"
+	sleep 1.1
+	cbackup_run 0 backup --config "$CONF" --storage offsite --root "$SRC" --id 103 --type ct
+	# keep-last=1 keeps the newest; the older one is protected
+	cbackup_run 0 prune 103 --config "$CONF" --storage offsite --prune-backups keep-last=1
+	test "$(nights 103 | wc -l)" = 2
+	cbackup_run 1 restore --config "$CONF" "nosuch:$(nights 103 | head -n 1)" "$SCRATCH/r7"
+	test_has "$CB_ERR" "no storage .nosuch. in the configuration"
+'
+
 test_done
