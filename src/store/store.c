@@ -248,13 +248,18 @@ int cb_store_get_ref(struct cb_objstore *s, const struct cb_store_ref *ref, stru
 	return 0;
 }
 
+void cb_store_ref_of(const void *data, size_t len, struct cb_store_ref *ref)
+{
+	sha256_hex(data, len, ref->hex);
+	ref->len = len;
+}
+
 int cb_store_put_ref(struct cb_objstore *s, const void *data, size_t len, int replace,
 		     struct cb_store_ref *ref)
 {
 	char name[80];
 
-	sha256_hex(data, len, ref->hex);
-	ref->len = len;
+	cb_store_ref_of(data, len, ref);
 	cb_store_unit_name(ref->hex, name);
 	return s->ops->put(s, name, data, len, !replace) < 0 ? -1 : 0;
 }

@@ -20,6 +20,7 @@
 #include "cb_reuse.h"
 #include "cb_store.h"
 #include "cb_util.h"
+#include "store_int.h"
 
 /* a stream without segments (compress none) is cut every so many bytes */
 #define PLAIN_UNIT (4u << 20)
@@ -43,6 +44,7 @@ struct cb_store_night {
 	struct cb_store_ref *units;
 	size_t n_units, cap_units;
 	struct cb_store_night_stats st;
+	struct cb_store_upload *up;      /* the units' writers */
 };
 
 static void add_ref(struct cb_store_night *n, const struct cb_store_ref *r)
@@ -68,14 +70,21 @@ static int put_unit(struct cb_store_night *n, const unsigned char *p, size_t len
 		cb_store_hex(dig, r.hex);
 		r.len = len;
 		memcpy(d, dig, 32);
+	} else {
+		cb_store_ref_of(p, len, &r);
+		cb_store_unhex(r.hex, d);
 	}
 	/* the codec compressed what the store's copy should have given: that
 	 * copy is damaged, and these bytes mend it */
 	mend = dig && n->asked_set && !memcmp(dig, n->asked, 32);
-	if (!dig || mend || !cb_store_set_has(&n->have, d)) {
-		if (cb_store_put_ref(n->s, p, len, mend, &r) < 0)
+	if (mend || !cb_store_set_has(&n->have, d)) {
+		char name[80];
+		unsigned char *copy = cb_xmalloc(len);
+
+		memcpy(copy, p, len);
+		cb_store_unit_name(r.hex, name);
+		if (cb_store_upload_put(n->up, n->s, name, copy, len, mend) < 0)
 			return -1;
-		cb_store_unhex(r.hex, d);
 		n->st.written_units++;
 		n->st.written_bytes += len;
 		cb_store_set_add(&n->have, d);
@@ -261,7 +270,7 @@ static int wait_for_gc(struct cb_store_night *n, double seconds)
 
 int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, const char *name,
 			enum cb_guest_type type, const char *id, enum cb_compress codec,
-			double gc_wait, const char **prev_why)
+			double gc_wait, unsigned writers, const char **prev_why)
 {
 	struct cb_store_night *n = cb_xcalloc(1, sizeof(*n));
 
@@ -277,6 +286,7 @@ int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, cons
 		return -1;
 	}
 	open_prev(n, type, id, codec, prev_why);
+	n->up = cb_store_upload_start(s, writers);
 	cb_sink_open_split(&n->sink, name, on_bytes, n);
 	*out = n;
 	return 0;
@@ -348,8 +358,9 @@ int cb_store_night_commit(struct cb_store_night *n, const char *idx_path, const 
 	uint64_t sum = 0;
 	int rc = -1;
 
-	/* the bytes after the last segment (seek table, end marker) */
-	if (put_pending_before(n, n->pend_off + n->pend.len) < 0)
+	/* the bytes after the last segment (seek table, end marker), then
+	 * every unit written before anything names them */
+	if (put_pending_before(n, n->pend_off + n->pend.len) < 0 || cb_store_upload_finish(n->up) < 0)
 		return -1;
 	for (size_t i = 0; i < n->n_units; i++)
 		sum += n->units[i].len;
@@ -382,6 +393,7 @@ void cb_store_night_free(struct cb_store_night *n)
 		return;
 	/* done or failed alike: what a failed night wrote is for the next
 	 * night to use or a collection to remove */
+	cb_store_upload_free(n->up);
 	cb_store_mark_drop(n->s, n->mark);
 	cb_sink_free(n->sink);
 	for (size_t i = 0; i < n->n_reuse; i++)
