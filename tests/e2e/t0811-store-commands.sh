@@ -135,4 +135,18 @@ test_expect_success ROOT 'notes and protection are in the manifest: list shows t
 	test_has "$CB_ERR" "no storage .nosuch. in the configuration"
 '
 
+test_expect_success ROOT 'every file type restored from a store as it was: metadata, xattrs, ACLs, hardlinks, sparse files' '
+	make_full_tree "$SCRATCH/full"
+	sleep 1.1
+	cbackup_run 0 backup --config "$CONF" --storage offsite --root "$SCRATCH/full" --id 104 --type ct
+	cbackup_run 0 restore --config "$CONF" "offsite:$(nights 104)" "$SCRATCH/r8"
+	compare_trees "$SCRATCH/full" "$SCRATCH/r8"
+	# and GNU tar reads the units as they are
+	mkdir "$SCRATCH/r9"
+	grep "^unit " "$STORE/nights/$(nights 104)" | while read -r _ h _; do
+		cat "$STORE/units/${h:0:2}/$h"
+	done | zstd -dc | tar --xattrs --xattrs-include="*" --acls --numeric-owner -xpf - -C "$SCRATCH/r9"
+	compare_trees "$SCRATCH/full" "$SCRATCH/r9"
+'
+
 test_done
