@@ -16,11 +16,20 @@
 #include "cb_log.h"
 #include "cb_objstore.h"
 
+/* Which units of a night to fetch: all; none (ls reads the catalog
+ * alone); those a restore of paths reads (the others left as holes: a
+ * unit the restore reads after all fails its catalog's check, never
+ * gives wrong bytes). */
+struct cb_store_fetch {
+	int catalog_only;
+	char *const *paths;
+	size_t n_paths;
+};
 /* Night name of s as DIR/NAME (+ .idx, .sha256): the path (malloc'd), or
  * NULL with the error set (the unit that is missing or damaged named).
- * catalog_only: NAME is a sparse file of the archive's size, no unit
- * fetched (ls reads the catalog alone). */
-char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir, int catalog_only);
+ * NAME is a file of the archive's size with the units what asks for. */
+char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir,
+			   const struct cb_store_fetch *what);
 /* Remove what cb_store_fetch_night wrote. */
 void cb_store_drop_night(const char *path);
 

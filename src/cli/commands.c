@@ -94,8 +94,14 @@ static int cli_quiet(const struct cb_cli *cli)
 static int open_archive(const struct cb_cli *cli, const char *what, const char *arg,
 			struct cb_archive_arg *a, struct cb_log *log)
 {
-	/* ls reads the catalog alone */
-	if (cb_archive_arg_open(cli, arg, a) == 0 && cb_archive_arg_fetch(a, !strcmp(what, "ls")) == 0)
+	/* ls reads the catalog alone, restore --path the units of its paths */
+	struct cb_store_fetch f = { !strcmp(what, "ls"), NULL, 0 };
+
+	if (!strcmp(what, "restore")) {
+		f.paths = cli->paths.v;
+		f.n_paths = cli->paths.n;
+	}
+	if (cb_archive_arg_open(cli, arg, a) == 0 && cb_archive_arg_fetch(a, &f) == 0)
 		return 0;
 	cb_err(log, "%s of '%s' failed - %s", what, arg, cb_last_error());
 	cb_archive_arg_close(a);
@@ -204,7 +210,7 @@ static int verify_one(const struct cb_cli *cli, const char *arg, struct cb_log *
 	if (rc == 0 && a.store)
 		rc = cb_store_verify_units(a.store, a.name[0] ? a.name : NULL, log);
 	if (rc == 0 && (!a.store || a.name[0]))
-		rc = cb_archive_arg_fetch(&a, 0);
+		rc = cb_archive_arg_fetch(&a, &(struct cb_store_fetch){ 0, NULL, 0 });
 	/* a store's copy is gone after: no .verified beside it */
 	if (rc == 0 && a.path)
 		rc = cb_verify_run(a.path, cli->dry_run || a.store, !cli_quiet(cli), log, st);

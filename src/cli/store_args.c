@@ -108,11 +108,11 @@ int cb_archive_arg_open(const struct cb_cli *cli, const char *arg, struct cb_arc
 	return rc;
 }
 
-int cb_archive_arg_fetch(struct cb_archive_arg *a, int catalog_only)
+int cb_archive_arg_fetch(struct cb_archive_arg *a, const struct cb_store_fetch *what)
 {
 	if (!a->store || a->path)
 		return 0;
-	a->path = cb_store_fetch_night(a->store, a->name, a->tmpdir, catalog_only);
+	a->path = cb_store_fetch_night(a->store, a->name, a->tmpdir, what);
 	a->fetched = a->path != NULL;
 	return a->path ? 0 : -1;
 }
