@@ -1,6 +1,6 @@
 /*
  * cb_catalog: the backups found in a dump directory, parsed from their
- * names (cbackup-<ct|vm>-<ID>-<YYYY_MM_DD-HH_MM_SS>.tar[.zst|.lzo|.gz]);
+ * names (cbackup-<ct|vm>-<ID>-<YYYY_MM_DD-HH_MM_SS>.tar[.zst|.lzo|.gz][.cbenc]);
  * vzdump's own archives (vzdump-lxc-/vzdump-qemu-/vzdump-openvz-) are
  * listed too, so a storage shared with vzdump reads as one. In-progress
  * (.tmp) files, logs and checksums are not backups.
@@ -24,6 +24,7 @@ struct cb_backup_file {
 	int is_protected;      /* NAME.protected exists */
 	int has_checksum;      /* NAME.sha256 exists */
 	int verified;          /* NAME.verified exists (written by cbackup verify) */
+	int encrypted;         /* NAME ends with .cbenc (cb_encarchive.h) */
 	char *notes;           /* NAME.notes (at most 64 KiB of it), or NULL */
 };
 

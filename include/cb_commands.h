@@ -57,5 +57,28 @@ int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 int cb_cmd_help(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 int cb_cmd_guests(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
 int cb_cmd_mount(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
+/* `cbackup key create|show FILE` (cli/enccmd.c). */
+int cb_cmd_key(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log);
+
+/*
+ * An encrypted archive named on the command line (cli/enccmd.c): the
+ * key from --encryption-key checked against it, then a decrypted view the
+ * command reads in its place (*view: free with cb_enc_view_free). A plain
+ * archive: *plain = archive, *view = NULL. 0, or the exit status of the
+ * error reported (CB_EXIT_USAGE for a missing or wrong key).
+ */
+struct cb_enc_view;
+/* verify of an encrypted archive: without the key its stored checksums
+ * only (and it says so), with it every frame and then the plain checks. */
+int cb_enc_cli_verify(const struct cb_cli *cli, const char *archive, struct cb_log *log);
+/* index of an encrypted archive: its catalog made again, with the key. */
+int cb_enc_cli_index(const struct cb_cli *cli, const char *archive, struct cb_log *log);
+int cb_enc_cli_open(const struct cb_cli *cli, const char *archive, struct cb_log *log,
+		    const char **plain, struct cb_enc_view **view);
+/* The same for a view with options (restore: --path, --salvage). */
+struct cb_enc_view_opts;
+int cb_enc_cli_open_for(const struct cb_cli *cli, const char *archive,
+			const struct cb_enc_view_opts *o, struct cb_log *log, const char **plain,
+			struct cb_enc_view **view);
 
 #endif

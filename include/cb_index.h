@@ -82,7 +82,6 @@ int cb_idx_open_for(struct cb_idx *x, const char *archive, struct cb_log *log);
 struct cb_idx {
 	const unsigned char *map;
 	size_t size;
-	int mapped;               /* munmap at close (else the buffer is freed) */
 	enum cb_compress codec;
 	uint32_t version;         /* 2; 1 (no unit digests) is read too */
 	uint64_t unit_len;        /* bytes per unit record: 24 (version 1: 16) */

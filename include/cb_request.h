@@ -12,7 +12,7 @@
 
 enum cb_command { CB_CMD_BACKUP, CB_CMD_RESTORE, CB_CMD_VERIFY, CB_CMD_LIST, CB_CMD_PRUNE,
 		  CB_CMD_PROBE, CB_CMD_LS, CB_CMD_INDEX, CB_CMD_MOUNT, CB_CMD_HELP,
-		  CB_CMD_GUESTS };
+		  CB_CMD_GUESTS, CB_CMD_KEY };
 
 struct cb_cli {
 	enum cb_command command;

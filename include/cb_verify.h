@@ -24,4 +24,7 @@ struct cb_verify_stats {
 int cb_verify_run(const char *archive, int dry_run, int progress, struct cb_log *log,
 		  struct cb_verify_stats *st);
 
+/* Write ARCHIVE.verified (now); a failure is a warning in log. */
+void cb_verify_mark(const char *archive, struct cb_log *log);
+
 #endif

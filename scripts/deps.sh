@@ -25,12 +25,14 @@
 # radosgw, ceph-common and uuid-runtime are for the tests only: a throwaway
 # one-node Ceph with a RADOS Gateway on 127.0.0.1 (scripts/rgw.sh) is the
 # object store the S3 tests run against.
+# python3-cryptography: contrib/cbackup-decrypt.py, the reference decrypter
+# of encrypted archives that t0901 runs (cbackup itself uses libcrypto).
 set -e
 PKGS="build-essential pkg-config libarchive-dev libzstd-dev liblzo2-dev zlib1g-dev
       libiniparser-dev libssl-dev libcmocka-dev libisal-dev libfuse3-dev fuse3
       tar gzip zstd lzop pigz libarchive-tools acl attr rsync e2fsprogs util-linux procps
       qemu-utils qemu-system-x86 groff-base python3 btrfs-progs xfsprogs libnbd-dev
-      lxc busybox-static libcurl4-openssl-dev
+      lxc busybox-static libcurl4-openssl-dev python3-cryptography
       ceph-mon ceph-osd ceph-mgr radosgw ceph-common uuid-runtime"
 missing=""
 for p in $PKGS; do

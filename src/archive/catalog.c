@@ -27,6 +27,9 @@ static const struct {
 	{ ".tar.lzo", CB_COMPRESS_LZO }, { ".tar.gz", CB_COMPRESS_GZIP },
 	{ ".vma", CB_COMPRESS_NONE }, { ".vma.zst", CB_COMPRESS_ZSTD },
 	{ ".vma.lzo", CB_COMPRESS_LZO }, { ".vma.gz", CB_COMPRESS_GZIP },
+	/* encrypted archives (cb_encarchive.h) */
+	{ ".tar.cbenc", CB_COMPRESS_NONE }, { ".tar.zst.cbenc", CB_COMPRESS_ZSTD },
+	{ ".tar.lzo.cbenc", CB_COMPRESS_LZO }, { ".tar.gz.cbenc", CB_COMPRESS_GZIP },
 };
 #define N_EXTS (sizeof(exts) / sizeof(exts[0]))
 #define STAMP_LEN 19   /* YYYY_MM_DD-HH_MM_SS */
@@ -148,6 +151,8 @@ static char *read_notes(const char *path)
 		text[n > 0 ? n : 0] = '\0';
 		if (n > 0 && text[n - 1] == '\n')
 			text[n - 1] = '\0';
+		if (n >= 8 && !memcmp(text, "CBENCNOT", 8))   /* sealed (cb_encarchive.h) */
+			strcpy(text, "(encrypted)");
 	}
 	if (fd >= 0)
 		close(fd);
@@ -182,6 +187,7 @@ static void add_file(struct cb_catalog *cat, size_t *alloc, const char *dumpdir,
 	f->is_protected = exists_beside(f->path, ".protected");
 	f->has_checksum = exists_beside(f->path, ".sha256");
 	f->verified = exists_beside(f->path, ".verified");
+	f->encrypted = strlen(name) > 6 && !strcmp(name + strlen(name) - 6, ".cbenc");
 	f->notes = read_notes(f->path);
 }
 

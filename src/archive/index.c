@@ -24,7 +24,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -568,18 +567,31 @@ int cb_idx_open(struct cb_idx *x, const char *path, uint64_t archive_size)
 {
 	struct stat st;
 	int fd = cb_open_regular(path, 0, "catalog", &st);
-	void *m;
+	unsigned char *buf;
 
 	memset(x, 0, sizeof(*x));
 	if (fd < 0)
 		return -1;
-	m = st.st_size > 0 ? mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	/* Read, not mapped: a catalog in a dump directory others can write
+	 * may be truncated or rewritten while it is in use (a mount holds it
+	 * for days); a mapping would then raise SIGBUS or change bytes under
+	 * what check_all() checked. The checks touch every byte anyway. */
+	if (st.st_size <= 0 || (uint64_t)st.st_size > SIZE_MAX) {
+		close(fd);
+		return cb_error("catalog '%s' is empty", path);
+	}
+	buf = cb_xmalloc((size_t)st.st_size);
+	errno = 0;
+	if (cb_pread_all(fd, buf, (size_t)st.st_size, 0) < 0) {
+		int e = errno;
+		close(fd);
+		free(buf);
+		return cb_error("catalog '%s' cannot be read whole: %s", path,
+				e ? strerror(e) : "it got shorter while read");
+	}
 	close(fd);
-	if (m == MAP_FAILED)
-		return cb_error("catalog '%s' is empty or cannot be mapped", path);
-	x->map = m;
+	x->map = buf;
 	x->size = (size_t)st.st_size;
-	x->mapped = 1;
 	if (check_all(x, archive_size) < 0) {
 		cb_idx_close(x);
 		return cb_error_prefix("'%s'", path);
@@ -611,10 +623,7 @@ int cb_idx_check_digest(const struct cb_idx *x)
 
 void cb_idx_close(struct cb_idx *x)
 {
-	if (x->map && x->mapped)
-		munmap((void *)x->map, x->size);
-	else
-		free((void *)x->map);
+	free((void *)x->map);
 	memset(x, 0, sizeof(*x));
 }
 

@@ -109,7 +109,8 @@ int cb_reuse_lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct 
 	return 0;
 }
 
-/* The newest complete archive of the guest with this codec. */
+/* The newest complete plain archive of the guest (an encrypted one is
+ * reused through a decrypted copy: cb_encarchive.h). */
 static const struct cb_backup_file *newest(const struct cb_catalog *cat, enum cb_guest_type type,
 					   const char *id)
 {
@@ -117,7 +118,7 @@ static const struct cb_backup_file *newest(const struct cb_catalog *cat, enum cb
 		const struct cb_backup_file *f = &cat->files[i];
 
 		/* either name (archive-name); vzdump's own archives have no .sha256 */
-		if (f->type == type && strcmp(f->id, id) == 0 && f->has_checksum)
+		if (f->type == type && strcmp(f->id, id) == 0 && f->has_checksum && !f->encrypted)
 			return f;
 	}
 	return NULL;

@@ -127,17 +127,24 @@ static const struct {
 		     "                [--output-format json]\n"
 		     "Unpack an archive (or some of its paths) into DESTDIR.",
 	  (const char *const[]){ "force", "keep-old", "path", "ignore-checksum", "salvage", "map-ids",
-				 "output-format", "dry-run", "config", "tmpdir", "help", NULL } },
+				 "output-format", "dry-run", "encryption-key", "config", "tmpdir", "help", NULL } },
 	{ "ls", "cbackup ls ARCHIVE [PATH...] [--json]\nList an archive's entries from its catalog.",
-	  (const char *const[]){ "json", "config", "tmpdir", "help", NULL } },
+	  (const char *const[]){ "json", "encryption-key", "config", "tmpdir", "help", NULL } },
 	{ "index", "cbackup index ARCHIVE [--dry-run]\n"
 		   "Write the catalog (ARCHIVE.idx) of an archive without one.",
-	  (const char *const[]){ "dry-run", "config", "help", NULL } },
+	  (const char *const[]){ "dry-run", "encryption-key", "config", "tmpdir", "help", NULL } },
+	{ "key", "cbackup key create FILE\n"
+		 "       cbackup key show FILE\n"
+		 "       cbackup key protect KEYFILE COPY\n"
+		 "       cbackup key recover COPY KEYFILE\n"
+		 "Make a new encryption key (mode 0600), show a key's fingerprint, write a\n"
+		 "passphrase-protected copy of it (scrypt), or make the key again from one.",
+	  (const char *const[]){ "help", NULL } },
 	{ "mount", "cbackup mount ARCHIVE MOUNTPOINT\nMount an archive read-only (FUSE).",
-	  (const char *const[]){ "config", "tmpdir", "help", NULL } },
+	  (const char *const[]){ "encryption-key", "config", "tmpdir", "help", NULL } },
 	{ "verify", "cbackup verify ARCHIVE... [--dry-run]\n"
 		    "Check archives against their .sha256 and read them whole.",
-	  (const char *const[]){ "dry-run", "config", "tmpdir", "help", NULL } },
+	  (const char *const[]){ "dry-run", "encryption-key", "config", "tmpdir", "help", NULL } },
 	{ "list", "cbackup list [ID] [--storage NAME | --dumpdir DIR]\nList the backups in dumpdir.",
 	  (const char *const[]){ "config", "storage", "dumpdir", "tmpdir", "output-format", "help",
 				 NULL } },
@@ -226,6 +233,7 @@ void cb_cli_usage(FILE *out)
 	      "       cbackup ls ARCHIVE [PATH...] [--json]\n"
 	      "       cbackup index ARCHIVE [--dry-run]\n"
 	      "       cbackup mount ARCHIVE MOUNTPOINT\n"
+	      "       cbackup key create|show FILE | protect KEYFILE COPY | recover COPY KEYFILE\n"
 	      "       cbackup verify ARCHIVE... [--dry-run]\n"
 	      "       cbackup list [ID] [--storage NAME | --dumpdir DIR]\n"
 	      "       cbackup prune [ID] [--prune-backups keep-last=N,...] [--dry-run]\n"

@@ -2,18 +2,21 @@
  * cb_commands: the subcommand table, and the subcommands other than backup
  * (restore, list, prune, verify, probe): each resolves what it needs from
  * the command line and the configuration, runs its module, and returns an
- * exit status. In src/job/, the top floor: it calls every command's module.
+ * exit status. In src/cli/, the top floor: it calls every command's module.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cb_browse.h"
 #include "cb_commands.h"
 #include "cb_config.h"
 #include "cb_discover.h"
+#include "cb_encarchive.h"
 #include "cb_exit.h"
 #include "cb_job.h"
 #include "cb_leftovers.h"
@@ -43,6 +46,7 @@ static const struct cb_command_def commands[] = {
 	{ "mount",   CB_CMD_MOUNT,   2,  2, 0, 0, cb_cmd_mount },
 	{ "help",    CB_CMD_HELP,    0,  1, 0, 0, cb_cmd_help },
 	{ "guests",  CB_CMD_GUESTS,  0,  0, 1, 0, cb_cmd_guests },
+	{ "key",     CB_CMD_KEY,     2,  3, 0, 0, cb_cmd_key },
 	{ NULL, 0, 0, 0, 0, 0, NULL }
 };
 
@@ -119,6 +123,7 @@ int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct
 				      .salvage = cli->salvage, .progress = !cli_quiet(cli),
 				      .map_ids = cli->map_ids };
 	struct cb_restore_stats st = { 0 };
+	struct cb_enc_view *view;
 	const char *format = cb_cli_get(cli, "output-format");
 	int failed, status = CB_EXIT_OK;
 
@@ -130,15 +135,22 @@ int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct
 		cb_archive_arg_close(&a);
 		return CB_EXIT_USAGE;
 	}
+	struct cb_enc_view_opts vo = { ro.paths, ro.n_paths, ro.salvage, log, 0 };
+	if ((status = cb_enc_cli_open_for(cli, ro.archive, &vo, log, &ro.archive, &view)) != CB_EXIT_OK) {
+		cb_archive_arg_close(&a);
+		return status;
+	}
 	failed = cb_restore_run(&ro, log, &st) < 0;
 	if (failed || st.n_lost) {
 		cb_err(log, "restore of '%s' %s - %s", cli->args.v[0], failed ? "failed" : "incomplete",
 		       cb_last_error());
 		status = CB_EXIT_FAILED;
 	}
+	ro.archive = cli->args.v[0];
 	if (format && !strcmp(format, "json"))
 		cb_restore_json(stdout, &ro, &st, failed ? cb_last_error() : NULL);
 	cb_restore_stats_release(&st);
+	cb_enc_view_free(view);
 	cb_archive_arg_close(&a);
 	return status;
 }
@@ -146,18 +158,25 @@ int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct
 int cb_cmd_ls(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_archive_arg a;
+	struct cb_enc_view *view;
+	const char *archive;
 	int status = open_archive(cli, "ls", cli->args.v[0], &a, log);
 
 	(void)cfg;   /* ls reads no configuration (but a STORAGE:NAME's) */
 	if (status)
 		return status;
-	if (cb_ls_run(a.path, cli->args.v + 1, cli->args.n - 1, cli->json, stdout, log) < 0) {
+	if ((status = cb_enc_cli_open(cli, a.path, log, &archive, &view)) != CB_EXIT_OK) {
+		cb_archive_arg_close(&a);
+		return status;
+	}
+	if (cb_ls_run(archive, cli->args.v + 1, cli->args.n - 1, cli->json, stdout, log) < 0) {
+		status = CB_EXIT_FAILED;
 		if (cb_stdout_gone())
 			status = CB_EXIT_PIPE;   /* `| head` had enough: quietly, as tar */
 		else
 			cb_err(log, "ls of '%s' failed - %s", cli->args.v[0], cb_last_error());
-		status = status ? status : CB_EXIT_FAILED;
 	}
+	cb_enc_view_free(view);
 	cb_archive_arg_close(&a);
 	return status;
 }
@@ -174,6 +193,8 @@ int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 		       "manifest (verify checks it)", cli->args.v[0]);
 		return CB_EXIT_FAILED;
 	}
+	if (cb_enc_is_encrypted(cli->args.v[0]))
+		return cb_enc_cli_index(cli, cli->args.v[0], log);
 	if (cb_index_run(cli->args.v[0], cli->dry_run, log) < 0) {
 		cb_err(log, "index of '%s' failed - %s", cli->args.v[0], cb_last_error());
 		return CB_EXIT_FAILED;
@@ -184,25 +205,33 @@ int cb_cmd_index(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 int cb_cmd_mount(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_archive_arg a;
+	struct cb_enc_view *view;
+	const char *archive;
 	int status = open_archive(cli, "mount", cli->args.v[0], &a, log);
 
 	(void)cfg;   /* mount reads no configuration (but a STORAGE:NAME's) */
 	if (status)
 		return status;
-	/* a store's night fetched: the mount holds it open, its name goes */
-	if (cb_mount_run(a.path, cli->args.v[1], log) < 0) {
+	if ((status = cb_enc_cli_open(cli, a.path, log, &archive, &view)) != CB_EXIT_OK) {
+		cb_archive_arg_close(&a);
+		return status;
+	}
+	/* the daemon returns here at the unmount: the view and a store's
+	 * fetched night go with it */
+	if (cb_mount_run(archive, cli->args.v[1], log) < 0) {
 		cb_err(log, "mount of '%s' failed - %s", cli->args.v[0], cb_last_error());
 		status = CB_EXIT_FAILED;
 	}
+	cb_enc_view_free(view);
 	cb_archive_arg_close(&a);
 	return status;
 }
 
 /* A store's night: every unit against its digest (a bad one named with
  * the nights it breaks), then the archive they make read whole; STORAGE:
- * alone: every unit of every night. */
+ * alone: every unit of every night. An encrypted archive: its own checks. */
 static int verify_one(const struct cb_cli *cli, const char *arg, struct cb_log *log,
-		      struct cb_verify_stats *st)
+		      struct cb_verify_stats *st, int *status)
 {
 	struct cb_archive_arg a;
 	int rc = cb_archive_arg_open(cli, arg, &a);
@@ -211,9 +240,14 @@ static int verify_one(const struct cb_cli *cli, const char *arg, struct cb_log *
 		rc = cb_store_verify_units(a.store, a.name[0] ? a.name : NULL, log);
 	if (rc == 0 && (!a.store || a.name[0]))
 		rc = cb_archive_arg_fetch(&a, &(struct cb_store_fetch){ 0, NULL, 0 });
-	/* a store's copy is gone after: no .verified beside it */
-	if (rc == 0 && a.path)
+	if (rc == 0 && a.path && cb_enc_is_encrypted(a.path)) {
+		int s = cb_enc_cli_verify(cli, a.path, log);
+
+		*status = s > *status ? s : *status;
+	} else if (rc == 0 && a.path) {
+		/* a store's copy is gone after: no .verified beside it */
 		rc = cb_verify_run(a.path, cli->dry_run || a.store, !cli_quiet(cli), log, st);
+	}
 	cb_archive_arg_close(&a);
 	return rc;
 }
@@ -225,7 +259,7 @@ int cb_cmd_verify(const struct cb_cli *cli, const struct cb_config *cfg, struct 
 
 	(void)cfg;   /* verify reads no configuration (but a STORAGE:NAME's) */
 	for (size_t i = 0; i < cli->args.n; i++)   /* each archive, whatever the others gave */
-		if (verify_one(cli, cli->args.v[i], log, &st) < 0) {
+		if (verify_one(cli, cli->args.v[i], log, &st, &status) < 0) {
 			cb_err(log, "verify of '%s' failed - %s", cli->args.v[i], cb_last_error());
 			status = CB_EXIT_FAILED;
 		}
@@ -251,17 +285,75 @@ struct kept_set {
 	struct cb_kept_copy *v;
 	size_t n;
 	int *orphan;
+	struct cb_strvec dirs;  /* the tmpdirs looked in */
+	size_t *dir;            /* the tmpdir each copy is in: an index of dirs */
 };
 
-static int kept_scan(const struct cb_config *cfg, const char *tmpdir, const char *id,
-		     struct kept_set *k)
+/* Adds tmpdir to dirs unless it is one of them already (by device and
+ * inode: one directory may be spelled two ways); a missing one holds no
+ * copy and is left out. */
+static void kept_add_dir(struct cb_strvec *dirs, const char *tmpdir)
+{
+	struct stat a, b;
+
+	if (!tmpdir || stat(tmpdir, &a) < 0)
+		return;
+	for (size_t i = 0; i < dirs->n; i++)
+		if (stat(dirs->v[i], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return;
+	cb_strvec_push(dirs, tmpdir);
+}
+
+/* Where kept copies may be: the tmpdir of the view o (the command line's
+ * --tmpdir alone, if given); without an ID, also each configured guest's
+ * own and each storage's (a guest no longer configured kept its copy in
+ * the tmpdir its storage or the global section gave it). */
+static void kept_dirs(const struct cb_cli *cli, const struct cb_config *cfg, const struct cb_opts *o,
+		      const char *id, struct cb_strvec *dirs)
+{
+	kept_add_dir(dirs, o->tmpdir);
+	if (id)
+		return;
+	for (size_t i = 0; i + 1 < cli->kv.n; i += 2)
+		if (!strcasecmp(cli->kv.v[i], "tmpdir"))
+			return;
+	for (size_t i = 0; i < cfg->n_sections; i++) {
+		const struct cb_config_section *sec = &cfg->sections[i];
+		struct cb_opts g;
+
+		if (sec->kind == CB_SECTION_STORAGE) {
+			for (size_t j = 0; j < sec->n_entries; j++)
+				if (!strcmp(sec->entries[j].key, "tmpdir"))
+					kept_add_dir(dirs, sec->entries[j].value);
+		} else if (sec->kind != CB_SECTION_GLOBAL && cb_config_resolve(cfg, sec->name, &cli->kv, &g) == 0) {
+			kept_add_dir(dirs, g.tmpdir);
+			cb_opts_release(&g);
+		}
+	}
+}
+
+static int kept_scan(const struct cb_cli *cli, const struct cb_config *cfg, const struct cb_opts *o,
+		     const char *id, struct kept_set *k)
 {
 	struct cb_found_list found = { 0 };
 	const struct cb_found_list *fl = cfg->found;
 
 	memset(k, 0, sizeof(*k));
-	if (cb_kept_copies(tmpdir, id, &k->v, &k->n) < 0)
-		return -1;
+	kept_dirs(cli, cfg, o, id, &k->dirs);
+	for (size_t d = 0; d < k->dirs.n; d++) {
+		struct cb_kept_copy *v;
+		size_t n;
+
+		if (cb_kept_copies(k->dirs.v[d], id, &v, &n) < 0)
+			return -1;
+		k->v = cb_xrealloc(k->v, (k->n + n + 1) * sizeof(*k->v));
+		k->dir = cb_xrealloc(k->dir, (k->n + n + 1) * sizeof(*k->dir));
+		for (size_t i = 0; i < n; i++, k->n++) {
+			k->v[k->n] = v[i];
+			k->dir[k->n] = d;
+		}
+		free(v);   /* its copies moved into k->v */
+	}
 	if (!fl && k->n) {
 		cb_discover(&found);
 		fl = &found;
@@ -278,6 +370,8 @@ static void kept_release(struct kept_set *k)
 {
 	cb_kept_copies_free(k->v, k->n);
 	free(k->orphan);
+	free(k->dir);
+	cb_strvec_clear(&k->dirs);
 }
 
 /* The copies of configured guests (ORPHAN 0) or of the others, under
@@ -302,13 +396,15 @@ static void list_kept_part(const struct kept_set *k, int orphan, FILE *out)
 }
 
 /* After the backups: the kept staging copies and the space they take. */
-static int list_kept(const struct cb_config *cfg, const struct cb_opts *o, const char *id,
-		     FILE *out)
+static int list_kept(const struct cb_cli *cli, const struct cb_config *cfg, const struct cb_opts *o,
+		     const char *id, FILE *out)
 {
 	struct kept_set k;
 
-	if (kept_scan(cfg, o->tmpdir, id, &k) < 0)
+	if (kept_scan(cli, cfg, o, id, &k) < 0) {
+		kept_release(&k);
 		return -1;
+	}
 	list_kept_part(&k, 0, out);
 	list_kept_part(&k, 1, out);
 	kept_release(&k);
@@ -354,7 +450,7 @@ int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb
 		}
 		cb_err(log, "%s", cb_last_error());
 		status = CB_EXIT_FAILED;
-	} else if (!json && list_kept(cfg, &o, id, stdout) < 0) {
+	} else if (!json && list_kept(cli, cfg, &o, id, stdout) < 0) {
 		/* the backups are listed; the tmpdir may be root's alone */
 		cb_warn(log, "kept staging copies not shown: %s", cb_last_error());
 	}
@@ -393,7 +489,8 @@ static void remove_gone(const struct cb_opts *o, const char *id, struct cb_log *
 
 /* One kept staging copy, under the guest's lock (no run of it is using
  * the copy): 0, 1 if the guest is being backed up, -1. */
-static int prune_kept(const struct cb_opts *o, const struct cb_kept_copy *k, struct cb_log *log)
+static int prune_kept(const struct cb_opts *o, const struct cb_kept_copy *k, const char *tmpdir,
+		      struct cb_log *log)
 {
 	struct cb_lock local = CB_LOCK_INIT;
 	char size[32];
@@ -410,7 +507,7 @@ static int prune_kept(const struct cb_opts *o, const struct cb_kept_copy *k, str
 		cb_info(log, "%s: would remove the kept staging copy '%s' (%s)", k->id, k->path, size);
 		ret = 0;
 	} else {
-		ret = cb_stage_dir_purge(o->tmpdir, k->id);
+		ret = cb_stage_dir_purge(tmpdir, k->id);
 		if (ret == 0)
 			cb_info(log, "%s: removed the kept staging copy '%s' (%s)", k->id, k->path, size);
 	}
@@ -420,23 +517,23 @@ static int prune_kept(const struct cb_opts *o, const struct cb_kept_copy *k, str
 
 /* prune --staging [ID] [--all]: the kept staging copies in the tmpdir of
  * guest ID, of every guest (--all), else of the guests no longer configured. */
-static int prune_staging(const struct cb_config *cfg, const struct cb_opts *o, const char *id,
-			 int all, struct cb_log *log)
+static int prune_staging(const struct cb_cli *cli, const struct cb_config *cfg, const struct cb_opts *o,
+			 const char *id, struct cb_log *log)
 {
 	struct kept_set k;
 	size_t done = 0;
 	int status = CB_EXIT_OK;
 
-	if (kept_scan(cfg, o->tmpdir, id, &k) < 0) {
+	if (kept_scan(cli, cfg, o, id, &k) < 0) {
 		cb_err(log, "%s", cb_last_error());
 		status = CB_EXIT_FAILED;
 	}
 	for (size_t i = 0; i < k.n; i++) {
 		int r;
-		if (!id && !all && !k.orphan[i])
+		if (!id && !cli->all && !k.orphan[i])
 			continue;
 		done++;
-		r = prune_kept(o, &k.v[i], log);
+		r = prune_kept(o, &k.v[i], k.dirs.v[k.dir[i]], log);
 		if (r < 0)
 			cb_err(log, "prune of the staging copy of %s failed - %s", k.v[i].id, cb_last_error());
 		if (r != 0)
@@ -444,7 +541,7 @@ static int prune_staging(const struct cb_config *cfg, const struct cb_opts *o, c
 	}
 	if (done == 0 && status == CB_EXIT_OK)
 		cb_info(log, "no kept staging copy%s%s in '%s'%s", id ? " of " : "", id ? id : "",
-			o->tmpdir, id || all || !k.n ? "" : " of a guest no longer configured (--all: "
+			o->tmpdir, id || cli->all || !k.n ? "" : " of a guest no longer configured (--all: "
 			"of every guest)");
 	kept_release(&k);
 	return status;
@@ -500,7 +597,7 @@ int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 		return CB_EXIT_USAGE;
 	}
 	if (o.prune_staging) {
-		status = prune_staging(cfg, &o, id, cli->all, log);
+		status = prune_staging(cli, cfg, &o, id, log);
 		cb_opts_release(&o);
 		return status;
 	}

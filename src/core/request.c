@@ -12,7 +12,7 @@
 #include "cb_util.h"
 
 const char *const cb_command_names[] = { "backup", "restore", "ls", "index", "mount", "verify",
-					 "list", "prune", "probe", "guests", "help", NULL };
+					 "list", "prune", "probe", "guests", "key", "help", NULL };
 
 const char *cb_cli_get(const struct cb_cli *cli, const char *key)
 {

@@ -116,7 +116,7 @@ static int mark_archive(struct guest_run *r)
 		struct cb_notes_vars v = { node, r->hostname, node, r->opts.id,
 					   cb_guest_type_name(r->opts.type) };
 		char *text = cb_notes_render(r->opts.notes_template, &v);
-		if (create_beside(r, ".notes", text) < 0)
+		if ((backup_encrypts(r) ? backup_enc_notes(r, text) : create_beside(r, ".notes", text)) < 0)
 			cb_warn(r->log, "notes: %s", cb_last_error());
 		free(text);
 	}
@@ -340,6 +340,12 @@ static void prepare_paths(struct guest_run *r, time_t when)
 {
 	char *name = cb_backup_archive_name(r->opts.type, r->opts.id, when, r->opts.compress,
 					    r->opts.archive_name);
+
+	if (backup_encrypts(r)) {
+		char *enc = cb_xasprintf("%s%s", name, CB_ENC_SUFFIX);
+		free(name);
+		name = enc;
+	}
 
 	free(r->archive_path);
 	free(r->log_path);

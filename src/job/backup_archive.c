@@ -156,14 +156,15 @@ void backup_release_indexes(struct guest_run *r)
 
 /* The previous archive of the guest to copy unchanged units from (reuse =
  * 1, a storage file): said in the log when there is one that cannot serve. */
-static struct cb_reuse *open_reuse(struct guest_run *r, struct cb_codec_writer *codec)
+static struct cb_reuse *open_reuse(struct guest_run *r, struct cb_codec_writer *codec,
+				   const struct backup_enc *enc)
 {
 	struct cb_reuse *reuse;
-	const char *why;
+	const char *why, *dir = enc ? backup_enc_reuse_dir(enc) : r->opts.dumpdir;
 
-	if (!r->opts.reuse || r->opts.to_stdout)
+	if (!r->opts.reuse || r->opts.to_stdout || !dir)
 		return NULL;
-	reuse = cb_reuse_open(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.compress, &why);
+	reuse = cb_reuse_open(dir, r->opts.type, r->opts.id, r->opts.compress, &why);
 	if (reuse)
 		cb_reuse_attach(reuse, codec);
 	else if (why[0])
@@ -334,6 +335,7 @@ int backup_write_archive(struct guest_run *r)
 	struct cb_sink *sink = NULL;
 	struct cb_reuse *reuse = NULL;
 	struct cb_trust_map *trust = NULL;
+	struct backup_enc *enc = NULL;
 	struct cb_tarscan *scan = r->opts.to_stdout ? NULL : cb_tarscan_new();
 	char idx_hex[65] = "", *idx_path = NULL;
 	double started = cb_now();
@@ -353,6 +355,12 @@ int backup_write_archive(struct guest_run *r)
 	/* vzdump's words: PVE's task log and log parsers know them */
 	cb_info(r->log, "creating %sarchive '%s'", r->opts.type == CB_GUEST_CT ? "vzdump " : "",
 		r->archive_label ? r->archive_label : r->archive_path);
+	if (backup_enc_begin(r, &enc) < 0)
+		goto out;
+	if (enc && r->store) {
+		cb_error("encryption on a unit store (layout = store) is not supported yet");
+		goto out;
+	}
 	if ((r->store ? backup_store_open(r, &sink)
 	     : r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
 				 : cb_sink_open_file(&sink, r->archive_path)) < 0)
@@ -363,7 +371,7 @@ int backup_write_archive(struct guest_run *r)
 	if (r->store)
 		backup_store_attach(r, codec);
 	else
-		reuse = open_reuse(r, codec);
+		reuse = open_reuse(r, codec, enc);
 	trust = open_trust(r, codec, sink, reuse);
 	cb_progress_start(&r->progress, !r->opts.quiet, "archive", archive_total(r));
 	cb_codec_set_progress(codec, &r->progress);
@@ -395,6 +403,10 @@ int backup_write_archive(struct guest_run *r)
 			"written from the bytes read and checked before",
 			(unsigned long long)cb_sink_copies_fixed(sink));
 	save_trust(r, codec, sink, idx_hex);
+	if (enc && backup_enc_finish(r, enc) < 0) {
+		ret = -1;
+		goto out;
+	}
 	r->res->archive_seconds = cb_now() - started;
 out:
 	/* a signal's cleanup removed the snapshots under the walk: the signal,
@@ -405,6 +417,7 @@ out:
 		cb_error_prefix("archive");
 	cb_codec_writer_free(codec);
 	cb_reuse_free(reuse);
+	backup_enc_free(r, enc);
 	cb_trust_map_free(trust);
 	if (!r->night)
 		cb_sink_free(sink);

@@ -29,6 +29,7 @@
 #include "cb_fullsync.h"
 #include "cb_keepauto.h"
 #include "cb_codec.h"
+#include "cb_encarchive.h"
 #include "cb_ct_volumes.h"
 #include "cb_index.h"
 #include "cb_exit.h"
@@ -144,5 +145,19 @@ void backup_remove_snapshots(struct guest_run *r);
 /* backup_archive.c: the archive */
 void backup_release_indexes(struct guest_run *r);
 int backup_write_archive(struct guest_run *r);
+
+/* backup_enc.c: encryption at rest (cb_encarchive.h). The plain archive
+ * is written to a private directory on the tmpdir (r->archive_path points
+ * there between begin and finish), then sealed into the dump directory. */
+struct backup_enc;
+int backup_encrypts(const struct guest_run *r);
+/* NULL in *out when the guest is not encrypted. 0 or -1. */
+int backup_enc_begin(struct guest_run *r, struct backup_enc **out);
+/* The directory holding the decrypted previous archive to reuse from, or NULL. */
+const char *backup_enc_reuse_dir(const struct backup_enc *e);
+int backup_enc_finish(struct guest_run *r, struct backup_enc *e);
+void backup_enc_free(struct guest_run *r, struct backup_enc *e);
+/* NAME.notes beside the archive, sealed. */
+int backup_enc_notes(struct guest_run *r, const char *text);
 
 #endif

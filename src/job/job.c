@@ -238,6 +238,15 @@ static int check_job(const struct cb_cli *cli, const struct cb_opts *guests, siz
 		return cb_error("--stdout and --output-format json both want standard output");
 	if (guests[0].to_stdout && isatty(STDOUT_FILENO))
 		return cb_error("refusing to write an archive to a terminal (redirect --stdout)");
+	if (guests[0].to_stdout && guests[0].encryption_key && strcmp(guests[0].encryption_key, "none"))
+		return cb_error("--stdout cannot be encrypted (encryption-key): an encrypted archive "
+				"is sealed from its catalog, in a dump directory");
+	for (size_t i = 0; i < n; i++)
+		if (guests[i].encryption_key && strcmp(guests[i].encryption_key, "none") &&
+		    (guests[i].layout != CB_LAYOUT_CLASSIC || guests[i].storage_type != CB_STORAGE_DIR))
+			return cb_error("%s: encryption-key is for a directory of archives (layout "
+					"classic) in this version, not a unit store or S3 storage",
+					guests[i].id);
 	if (cb_cli_get(cli, "maxfiles"))
 		cb_warn(log, "option --maxfiles is deprecated: it means --prune-backups keep-last=%s; "
 			"use that instead", cb_cli_get(cli, "maxfiles"));
@@ -351,7 +360,8 @@ int cb_job_check_guest(const struct cb_cli *cli, const struct cb_config *cfg,
 	}
 	if ((o->type == CB_GUEST_CT && check_dir_key(cli, cfg, o, "root", o->root) < 0) ||
 	    check_dir_key(cli, cfg, o, "tmpdir", o->tmpdir) < 0 ||
-	    (!o->to_stdout && check_dir_key(cli, cfg, o, "dumpdir", o->dumpdir) < 0) ||
+	    (!o->to_stdout && o->storage_type == CB_STORAGE_DIR &&
+	     check_dir_key(cli, cfg, o, "dumpdir", o->dumpdir) < 0) ||
 	    check_dump_in_guest(cli, cfg, o) < 0 || check_freezer(cli, cfg, o) < 0)
 		return -1;
 	return 0;
@@ -369,6 +379,7 @@ static char **check_paths(const struct cb_cli *cli, const struct cb_config *cfg,
 	for (size_t i = 0; i < n; i++)
 		if (cb_job_check_guest(cli, cfg, &guests[i]) < 0)
 			errors[i] = cb_xstrdup(cb_last_error());
+	cb_job_check_stores(guests, n, errors);
 	return errors;
 }
 

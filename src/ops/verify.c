@@ -95,7 +95,7 @@ out:
 }
 
 /* A failure here is a warning: the archive is good all the same. */
-static void mark_verified(const char *archive, struct cb_log *log)
+void cb_verify_mark(const char *archive, struct cb_log *log)
 {
 	char *path = cb_xasprintf("%s.verified", archive), text[80];
 	time_t now = time(NULL);
@@ -200,7 +200,7 @@ int cb_verify_run(const char *archive, int dry_run, int progress, struct cb_log 
 	if (dry_run)
 		cb_info(log, "dry run: '%s.verified' not written", archive);
 	else
-		mark_verified(archive, log);
+		cb_verify_mark(archive, log);
 	ret = 0;
 out:
 	cb_tarread_close(&t);

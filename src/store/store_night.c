@@ -19,10 +19,10 @@
 #include <unistd.h>
 
 #include "cb_cleanup.h"
+#include "cb_objstore_upload.h"
 #include "cb_reuse.h"
 #include "cb_store.h"
 #include "cb_util.h"
-#include "store_int.h"
 
 /* a stream without segments (compress none) is cut every so many bytes */
 #define PLAIN_UNIT (4u << 20)
@@ -49,7 +49,7 @@ struct cb_store_night {
 	struct cb_store_ref *units;
 	size_t n_units, cap_units;
 	struct cb_store_night_stats st;
-	struct cb_store_upload *up;      /* the units' writers */
+	struct cb_upload_pool *up;       /* the units' writers */
 };
 
 static void add_ref(struct cb_store_night *n, const struct cb_store_ref *r)
@@ -90,7 +90,7 @@ static int put_unit(struct cb_store_night *n, const unsigned char *p, size_t len
 
 		memcpy(copy, p, len);
 		cb_store_unit_name(r.hex, name);
-		if (cb_store_upload_put(n->up, n->s, name, copy, len, mend) < 0)
+		if (cb_upload_pool_put(n->up, name, copy, len, !mend) < 0)
 			return -1;
 		n->st.written_units++;
 		n->st.written_bytes += len;
@@ -314,7 +314,11 @@ int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, cons
 		return -1;
 	}
 	open_prev(n, type, id, codec, prev_why);
-	n->up = cb_store_upload_start(s, writers);
+	n->up = cb_upload_pool_start(s, writers, 0);
+	if (!n->up) {
+		cb_store_night_free(n);
+		return -1;
+	}
 	cb_sink_open_split(&n->sink, name, on_bytes, n);
 	*out = n;
 	return 0;
@@ -388,7 +392,11 @@ int cb_store_night_commit(struct cb_store_night *n, const char *idx_path, const 
 
 	/* the bytes after the last segment (seek table, end marker), then
 	 * every unit written before anything names them */
-	if (put_pending_before(n, n->pend_off + n->pend.len) < 0 || cb_store_upload_finish(n->up) < 0)
+	if (put_pending_before(n, n->pend_off + n->pend.len) < 0)
+		return -1;
+	rc = cb_upload_pool_finish(n->up, NULL);
+	n->up = NULL;
+	if (rc < 0)
 		return -1;
 	for (size_t i = 0; i < n->n_units; i++)
 		sum += n->units[i].len;
@@ -421,7 +429,8 @@ void cb_store_night_free(struct cb_store_night *n)
 		return;
 	/* done or failed alike: what a failed night wrote is for the next
 	 * night to use or a collection to remove */
-	cb_store_upload_free(n->up);
+	if (n->up)   /* a night that failed: what is queued ends first */
+		cb_upload_pool_finish(n->up, NULL);
 	cb_store_mark_drop(n->s, n->mark);
 	cb_sink_free(n->sink);
 	for (size_t i = 0; i < n->n_reuse; i++)

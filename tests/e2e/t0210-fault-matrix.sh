@@ -147,6 +147,7 @@ test_expect_success ROOT,CGROUP2,TMPFS 'preflight x SIGTERM while waiting for th
 	holder=$!
 	cleanup_pid "$holder"
 	wait_for 5 eval "! flock -n $CBACKUP_LOCK_DIR/cbackup.lock true"
+	: >"$CB_ERR"   # here: the run opens it when scheduled, maybe after the wait read it
 	"$CBACKUP" 204 --config "$CONF" --freeze-cgroup "$CG" --lockwait 1 >"$CB_OUT" 2>"$CB_ERR" &
 	pid=$!
 	wait_for 5 grep -q "waiting" "$CB_ERR"

@@ -137,4 +137,48 @@ test_expect_success ROOT 'prune --staging --all removes every kept copy' '
 	test_must_fail test -e "$SCRATCH/tmp2/cbackup"
 '
 
+test_expect_success ROOT 'setup: kept copies in a guest'"'"'s own tmpdir (730) and a storage'"'"'s (731, then removed)' '
+	mkdir -p "$SCRATCH/tmp3" "$SCRATCH/tmp4" "$SCRATCH/tmp5"
+	cat >"$CONF" <<-EOF
+	tmpdir = $SCRATCH/tmp3
+	dumpdir = $SCRATCH/dump
+	[storage fast]
+	path = $SCRATCH/dump
+	tmpdir = $SCRATCH/tmp5
+	[ct 730]
+	root = $SRC
+	tmpdir = $SCRATCH/tmp4
+	freeze-cmd = true
+	thaw-cmd = true
+	[ct 731]
+	root = $SRC
+	storage = fast
+	freeze-cmd = true
+	thaw-cmd = true
+	EOF
+	cbackup_run 0 backup 730 731 --config "$CONF" --keep-staging 1
+	test -d "$SCRATCH/tmp4/cbackup/cbackup-730.stage"
+	test -d "$SCRATCH/tmp5/cbackup/cbackup-731.stage"
+	sed -i "/^\[ct 731\]/,\$d" "$CONF"
+'
+
+test_expect_success ROOT 'list shows the copies in every tmpdir the configuration names' '
+	cbackup_run 0 list --config "$CONF"
+	cat "$CB_OUT"
+	sed -n "/KEPT STAGING COPY (keep-staging)/,/^\$/p" "$CB_OUT" >"$SCRATCH/kept"
+	sed -n "/NO LONGER CONFIGURED/,\$p" "$CB_OUT" >"$SCRATCH/orphans"
+	test_has "$SCRATCH/kept" "^730 +[34]MB +$SCRATCH/tmp4/cbackup/cbackup-730\\.stage\$"
+	test_has "$SCRATCH/orphans" "^731 +[34]MB +$SCRATCH/tmp5/cbackup/cbackup-731\\.stage\$"
+'
+
+test_expect_success ROOT 'prune --staging finds the orphan in a storage'"'"'s tmpdir; --all the guest'"'"'s own' '
+	cbackup_run 0 prune --staging --config "$CONF"
+	test_has "$CB_ERR" "731: removed the kept staging copy"
+	test_must_fail test -e "$SCRATCH/tmp5/cbackup/cbackup-731.stage"
+	test -d "$SCRATCH/tmp4/cbackup/cbackup-730.stage"
+	cbackup_run 0 prune --staging --all --config "$CONF"
+	test_has "$CB_ERR" "730: removed the kept staging copy"
+	test_must_fail test -e "$SCRATCH/tmp4/cbackup/cbackup-730.stage"
+'
+
 test_done

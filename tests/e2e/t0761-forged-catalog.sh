@@ -104,4 +104,24 @@ for f in "${forgeries[@]}"; do
 	"
 done
 
+test_expect_success ROOT 'the catalog cut short under a running mount: the mount goes on answering' '
+	cp "$SCRATCH/good.idx" "$A.idx"
+	mnt=$SCRATCH/mnt-cut
+	mkdir "$mnt"
+	cleanup_mount "$mnt"
+	cbackup_run 0 mount "$A" "$mnt"
+	pid=$(pgrep -n -f -x -- ".*cbackup mount $A $mnt")
+	cleanup_pid "$pid"
+	# someone who can write the dump directory truncates the catalog the
+	# daemon has loaded (nothing looked up yet: no kernel cache answers)
+	truncate -s 0 "$A.idx"
+	read_bounded "$mnt/srv/big.txt" "$SCRATCH/got-cut" "$pid"
+	cmp "$SRC/srv/big.txt" "$SCRATCH/got-cut"
+	read_bounded "$mnt/etc/hostname" "$SCRATCH/host-cut" "$pid"
+	cmp "$SRC/etc/hostname" "$SCRATCH/host-cut"
+	kill -0 "$pid"
+	fusermount3 -u "$mnt"
+	cp "$SCRATCH/good.idx" "$A.idx"
+'
+
 test_done
