@@ -357,10 +357,6 @@ int backup_write_archive(struct guest_run *r)
 		r->archive_label ? r->archive_label : r->archive_path);
 	if (backup_enc_begin(r, &enc) < 0)
 		goto out;
-	if (enc && r->store) {
-		cb_error("encryption on a unit store (layout = store) is not supported yet");
-		goto out;
-	}
 	if ((r->store ? backup_store_open(r, &sink)
 	     : r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
 				 : cb_sink_open_file(&sink, r->archive_path)) < 0)
