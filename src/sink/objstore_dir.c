@@ -1,7 +1,7 @@
 /*
  * A unit store's objects in a plain directory (include/cb_objstore.h): an
  * object NAME is the file ROOT/NAME, its folders made as needed (0700).
- * A put writes ROOT/~tmp/PID-N (a name no object can have: '~' is not in
+ * A put writes ROOT/~tmp/HOST-PID-TID-N (a name no object can have: '~' is not in
  * a name's alphabet), fsyncs it and moves it into place: renameat2 with
  * RENAME_NOREPLACE for if_absent (link() where the file system has no
  * such rename: NFS), so a reader never sees half an object and a manifest
@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,8 @@ struct dirstore {
 	struct cb_objstore base;
 	int rootfd;
 	char *root;
-	unsigned long seq;            /* temporary names */
+	unsigned long seq;            /* temporary names: HOST-PID-TID-SEQ */
+	char host[64];
 };
 
 static const struct cb_objstore_ops dir_ops;
@@ -121,7 +123,8 @@ static int write_tmp(struct dirstore *d, const void *data, size_t len, char *tmp
 
 	if (mkdirat(d->rootfd, TMP_DIR, 0700) < 0 && errno != EEXIST)
 		return -1;
-	snprintf(tmp, tmpsz, TMP_DIR "/%ld-%lu", (long)getpid(), ++d->seq);
+	/* handles (clones) write from several threads: the thread's id too */
+	snprintf(tmp, tmpsz, TMP_DIR "/%s-%ld-%ld-%lu", d->host, (long)getpid(), (long)gettid(), ++d->seq);
 	fd = openat(d->rootfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return -1;
@@ -156,7 +159,7 @@ static int move_into_place(struct dirstore *d, const char *tmp, int pfd, const c
 static int dir_put(struct cb_objstore *s, const char *name, const void *data, size_t len, int if_absent)
 {
 	struct dirstore *d = D(s);
-	char tmp[64];
+	char tmp[128];
 	const char *base;
 	int pfd = -1, rc = -1;
 
@@ -378,7 +381,7 @@ static int dir_list(struct cb_objstore *s, const char *prefix, cb_objstore_list_
 static int dir_check(struct cb_objstore *s)
 {
 	struct dirstore *d = D(s);
-	char tmp[64];
+	char tmp[128];
 
 	if (write_tmp(d, "", 0, tmp, sizeof(tmp)) < 0)
 		return cb_error_errno("storage '%s': cannot write in '%s'", s->label, d->root);
@@ -386,8 +389,21 @@ static int dir_check(struct cb_objstore *s)
 	return 0;
 }
 
-/* Temporary files of writers that died long ago. */
-static void sweep_tmp(int rootfd)
+/* A temporary file's writer is gone: a process of this host that no
+ * longer runs, or any writer a day ago. */
+static int tmp_stale(const char *name, const struct stat *st, const char *host, time_t now)
+{
+	size_t hl = strlen(host);
+	long pid;
+
+	if (!strncmp(name, host, hl) && name[hl] == '-' && sscanf(name + hl + 1, "%ld-", &pid) == 1 &&
+	    pid > 0 && kill((pid_t)pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	return st->st_mtime + TMP_STALE_S < now;
+}
+
+/* Temporary files of writers that were killed. */
+static void sweep_tmp(int rootfd, const char *host)
 {
 	struct cb_strvec names = CB_STRVEC_INIT;
 	int fd = openat(rootfd, TMP_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -400,7 +416,7 @@ static void sweep_tmp(int rootfd)
 			struct stat st;
 
 			if (fstatat(fd, names.v[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-			    st.st_mtime + TMP_STALE_S < now)
+			    tmp_stale(names.v[i], &st, host, now))
 				unlinkat(fd, names.v[i], 0);
 		}
 	}
@@ -416,11 +432,13 @@ static struct cb_objstore *dir_new(const char *label, const char *root, int root
 	d->base.label = cb_xstrdup(label);
 	d->root = cb_xstrdup(root);
 	d->rootfd = rootfd;
+	cb_node_name(d->host, sizeof(d->host));
 	return &d->base;
 }
 
 struct cb_objstore *cb_objstore_open_dir(const char *label, const char *dir)
 {
+	struct cb_objstore *s;
 	int fd;
 
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
@@ -432,8 +450,9 @@ struct cb_objstore *cb_objstore_open_dir(const char *label, const char *dir)
 		cb_error_errno("storage '%s': cannot open '%s'", label, dir);
 		return NULL;
 	}
-	sweep_tmp(fd);
-	return dir_new(label, dir, fd);
+	s = dir_new(label, dir, fd);
+	sweep_tmp(fd, ((struct dirstore *)s)->host);
+	return s;
 }
 
 static struct cb_objstore *dir_clone(struct cb_objstore *s)
