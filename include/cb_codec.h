@@ -142,6 +142,9 @@ struct cb_codec_reuse_src {
 	 * ends): the copy is checked by those, not by the SHA-256 cdig */
 	int unit_crcs;
 	const char *name;                 /* the previous archive, for messages */
+	/* its c_len compressed bytes, read by the lookup (a unit store's
+	 * object); NULL: read from the fd given to cb_codec_set_reuse */
+	const unsigned char *bytes;
 };
 /* 1 and *src filled if a segment with this key and u_len is there, else 0. */
 typedef int cb_codec_lookup_fn(void *ctx, const unsigned char *key, uint64_t u_len,
@@ -198,6 +201,11 @@ int cb_codec_member(struct cb_codec_writer *w, const char *path);
  * compressed; cb_codec_reuse_note says why). Only codecs with a sync op
  * and a sink on a file take copies. */
 void cb_codec_set_reuse(struct cb_codec_writer *w, int fd, cb_codec_lookup_fn *lookup, void *ctx);
+/* Each segment, once all its bytes went to the sink: g (its key, range
+ * and digest) and whether it was copied (cb_codec_set_reuse) rather than
+ * written; a unit store cuts its objects there. fn's -1 fails the write. */
+typedef int cb_codec_seg_fn(void *ctx, const struct cb_codec_seg *g, int copied);
+void cb_codec_set_seg_fn(struct cb_codec_writer *w, cb_codec_seg_fn *fn, void *ctx);
 /* Why copying stopped, or NULL. */
 const char *cb_codec_reuse_note(const struct cb_codec_writer *w);
 /* The segments written (after cb_codec_finish); NULL for none, or when the

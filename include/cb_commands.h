@@ -24,6 +24,23 @@ struct cb_command_def {
 	cb_command_fn *run;
 };
 
+/*
+ * An ARCHIVE argument (store_args.c): a path, or STORAGE:NAME, a storage
+ * of the configuration (--config): its file NAME when it keeps one a
+ * night, or night NAME of its unit store, fetched by cb_archive_arg_fetch
+ * into the private tmpdir (removed at close).
+ */
+struct cb_archive_arg {
+	char *path;                  /* what the command reads; NULL until fetched */
+	struct cb_objstore *store;   /* a unit store's night: the store */
+	char *name;                  /* ... and the night */
+	char *tmpdir;                /* where it is fetched */
+	int fetched;
+};
+int cb_archive_arg_open(const struct cb_cli *cli, const char *arg, struct cb_archive_arg *a);
+int cb_archive_arg_fetch(struct cb_archive_arg *a);
+void cb_archive_arg_close(struct cb_archive_arg *a);
+
 /* The entry of a name or of an id; NULL if there is none. */
 const struct cb_command_def *cb_command_find(const char *name);
 const struct cb_command_def *cb_command_get(enum cb_command id);

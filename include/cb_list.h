@@ -11,5 +11,8 @@
 #include <stdio.h>
 
 int cb_list_run(const char *dumpdir, const char *id, int json, FILE *out);
+/* The same for the nights of a unit store (cb_store.h). */
+struct cb_objstore;
+int cb_list_store(struct cb_objstore *s, const char *id, int json, FILE *out);
 
 #endif

@@ -22,6 +22,7 @@ enum cb_guest_type { CB_GUEST_CT, CB_GUEST_VM };
 enum cb_mailnotification { CB_MAIL_ALWAYS, CB_MAIL_FAILURE };
 enum cb_output_format { CB_OUTPUT_TEXT, CB_OUTPUT_JSON };
 enum cb_archive_name { CB_NAME_VZDUMP, CB_NAME_CBACKUP };
+enum cb_layout { CB_LAYOUT_CLASSIC, CB_LAYOUT_STORE };
 enum cb_keep_staging { CB_KEEP_OFF, CB_KEEP_ON, CB_KEEP_AUTO };
 
 struct cb_opts {
@@ -43,6 +44,7 @@ struct cb_opts {
 	int reuse;                /* copy unchanged units from the previous archive */
 	int pigz_threads;         /* 0 = classic single-stream gzip; 1 = half the cores; N */
 	char *storage;            /* storage section name */
+	enum cb_layout layout;    /* a dir storage: one file a night, or a unit store */
 	char *dumpdir;
 	char *tmpdir;
 	long bwlimit;             /* KiB/s, 0 = unlimited */

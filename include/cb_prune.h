@@ -42,4 +42,12 @@ void cb_prune_mark(struct cb_prune_item *items, size_t n, const struct cb_prune_
 int cb_prune_guest(const char *dumpdir, enum cb_guest_type type, const char *id, const char *spec,
 		   const char *keep_name, int dry_run, struct cb_log *log, unsigned *removed);
 
+/* The same over the nights of a unit store (cb_store.h): a night goes
+ * with its manifest and its log file in logdir (NULL: none); the units no
+ * night names any more are cb_store_gc's. */
+struct cb_objstore;
+int cb_prune_store_guest(struct cb_objstore *s, const char *logdir, enum cb_guest_type type,
+			 const char *id, const char *spec, const char *keep_name, int dry_run,
+			 struct cb_log *log, unsigned *removed);
+
 #endif

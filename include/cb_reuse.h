@@ -18,6 +18,14 @@ struct cb_reuse;
  * is simply none) saying why there is none to copy from. */
 struct cb_reuse *cb_reuse_open(const char *dumpdir, enum cb_guest_type type, const char *id,
 			       enum cb_compress codec, const char **why);
+/* The same over a catalog in memory (idx, len bytes: taken over, freed
+ * with the reuse or on failure) of the archive name, archive_size bytes
+ * long, whose bytes are elsewhere (a unit store's night): its segments
+ * are found by cb_reuse_lookup, read by the caller. */
+struct cb_reuse *cb_reuse_from_idx(unsigned char *idx, size_t len, uint64_t archive_size,
+				   const char *name, const char **why);
+/* cb_codec_lookup_fn over r (ctx): the segment with that key and length. */
+int cb_reuse_lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb_codec_reuse_src *src);
 /* Let the writer copy from it (the reuse must outlive the writer's finish). */
 void cb_reuse_attach(struct cb_reuse *r, struct cb_codec_writer *w);
 /* "cbackup-ct-101-2026_12_03-01_00_00.tar.zst" */

@@ -25,6 +25,12 @@ struct cb_sink;
 int cb_sink_open_file(struct cb_sink **out, const char *final_path);
 int cb_sink_open_fd(struct cb_sink **out, int fd, const char *name);
 void cb_sink_set_checksum(struct cb_sink *s, int on);
+/* A sink whose bytes go to a unit store (cb_store.h) instead of a file:
+ * every byte written is handed to fn in order (fn's -1 fails the write);
+ * cb_sink_copy() hands nothing (the store has those bytes already) but
+ * hashes them; prepare and commit only finish the SHA-256. */
+typedef int cb_sink_split_fn(void *ctx, const void *buf, size_t len);
+int cb_sink_open_split(struct cb_sink **out, const char *name, cb_sink_split_fn *fn, void *ctx);
 int cb_sink_write(struct cb_sink *s, const void *buf, size_t len);
 /* Zero-copy writing: room in the current slot (*avail >= 1 bytes) to fill,
  * then cb_sink_advance() by the bytes filled. NULL on a write error. */

@@ -23,7 +23,7 @@ import sys
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The folders of src/, from the ground floor up: a file may use and include
 # what its own folder and the folders below it define, nothing above.
-ORDER = ["core", "sink", "codec", "archive", "stage", "guest", "vm", "ops", "job", "cli"]
+ORDER = ["core", "sink", "codec", "archive", "store", "stage", "guest", "vm", "ops", "job", "cli"]
 IDENT = re.compile(r"[A-Za-z_]\w*")
 
 

@@ -88,7 +88,7 @@ static size_t seg_units(struct cb_reuse *r, const struct cb_codec_seg *g, int *c
 	return n;
 }
 
-static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb_codec_reuse_src *src)
+int cb_reuse_lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb_codec_reuse_src *src)
 {
 	struct cb_reuse *r = ctx;
 
@@ -193,9 +193,32 @@ out:
 	return r;
 }
 
+struct cb_reuse *cb_reuse_from_idx(unsigned char *idx, size_t len, uint64_t archive_size,
+				   const char *name, const char **why)
+{
+	struct cb_reuse *r = cb_xcalloc(1, sizeof(*r));
+
+	r->fd = -1;
+	r->name = cb_xstrdup(name);
+	*why = "";
+	if (cb_idx_load(&r->idx, idx, len, archive_size) < 0)
+		*why = "its catalog is damaged";
+	else if ((r->idx_open = 1) && cb_idx_check_digest(&r->idx) < 0)
+		*why = "its catalog is damaged";
+	else if (r->idx.n_segs == 0)
+		*why = "its catalog has no unit keys";
+	if (*why[0]) {
+		cb_reuse_free(r);
+		return NULL;
+	}
+	cb_idx_sha256_hex(&r->idx, r->idx_hex);
+	build_table(r);
+	return r;
+}
+
 void cb_reuse_attach(struct cb_reuse *r, struct cb_codec_writer *w)
 {
-	cb_codec_set_reuse(w, r->fd, lookup, r);
+	cb_codec_set_reuse(w, r->fd, cb_reuse_lookup, r);
 }
 
 const char *cb_reuse_name(const struct cb_reuse *r)

@@ -127,17 +127,17 @@ static const struct {
 		     "                [--output-format json]\n"
 		     "Unpack an archive (or some of its paths) into DESTDIR.",
 	  (const char *const[]){ "force", "keep-old", "path", "ignore-checksum", "salvage", "map-ids",
-				 "output-format", "dry-run", "help", NULL } },
+				 "output-format", "dry-run", "config", "tmpdir", "help", NULL } },
 	{ "ls", "cbackup ls ARCHIVE [PATH...] [--json]\nList an archive's entries from its catalog.",
-	  (const char *const[]){ "json", "help", NULL } },
+	  (const char *const[]){ "json", "config", "tmpdir", "help", NULL } },
 	{ "index", "cbackup index ARCHIVE [--dry-run]\n"
 		   "Write the catalog (ARCHIVE.idx) of an archive without one.",
-	  (const char *const[]){ "dry-run", "help", NULL } },
+	  (const char *const[]){ "dry-run", "config", "help", NULL } },
 	{ "mount", "cbackup mount ARCHIVE MOUNTPOINT\nMount an archive read-only (FUSE).",
-	  (const char *const[]){ "help", NULL } },
+	  (const char *const[]){ "config", "tmpdir", "help", NULL } },
 	{ "verify", "cbackup verify ARCHIVE... [--dry-run]\n"
 		    "Check archives against their .sha256 and read them whole.",
-	  (const char *const[]){ "dry-run", "help", NULL } },
+	  (const char *const[]){ "dry-run", "config", "tmpdir", "help", NULL } },
 	{ "list", "cbackup list [ID] [--storage NAME | --dumpdir DIR]\nList the backups in dumpdir.",
 	  (const char *const[]){ "config", "storage", "dumpdir", "tmpdir", "output-format", "help",
 				 NULL } },

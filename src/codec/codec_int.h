@@ -57,6 +57,8 @@ struct cb_codec_out {
 	size_t segs_closed;                /* segs.v[segs_closed] is being emitted */
 	uint64_t seg_c0;                   /* its first compressed byte */
 	void *seg_sha;                     /* EVP_MD_CTX over its compressed bytes */
+	cb_codec_seg_fn *seg_fn;           /* cb_codec_set_seg_fn */
+	void *seg_ctx;
 };
 
 /* The backend emitted the last byte of the segment being emitted: pad (a

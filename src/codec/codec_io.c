@@ -390,7 +390,9 @@ int cb_codec_out_seg_done(struct cb_codec_out *o, cb_codec_pad_fn *pad, size_t p
 	EVP_DigestInit_ex(o->seg_sha, EVP_sha256(), NULL);
 	o->seg_c0 = o->bytes_out;
 	/* the archive's SHA-256 state here, for the next night (cb_sink.h) */
-	return cb_sink_mark(o->sink);
+	if (cb_sink_mark(o->sink) < 0)
+		return -1;
+	return o->seg_fn ? o->seg_fn(o->seg_ctx, g, 0) : 0;
 }
 
 /* Bytes written so far belong to no segment (the lzop file header). */

@@ -164,6 +164,12 @@ void cb_codec_set_reuse(struct cb_codec_writer *w, int fd, cb_codec_lookup_fn *l
 	w->seg->lookup_ctx = ctx;
 }
 
+void cb_codec_set_seg_fn(struct cb_codec_writer *w, cb_codec_seg_fn *fn, void *ctx)
+{
+	w->out.seg_fn = fn;
+	w->out.seg_ctx = ctx;
+}
+
 void cb_codec_set_trust(struct cb_codec_writer *w, cb_codec_trust_fn *fn, void *ctx)
 {
 	if (!w->seg)
@@ -328,7 +334,9 @@ static int fetch(struct cb_seg_state *s, enum cb_compress type, const struct cb_
 		s->ccap = (size_t)src->c_len;
 		s->cbuf = cb_xmalloc(s->ccap);
 	}
-	if (!bad && cb_pread_all(s->src_fd, s->cbuf, (size_t)src->c_len, src->c_off) < 0)
+	if (!bad && src->bytes)
+		memcpy(s->cbuf, src->bytes, (size_t)src->c_len);
+	else if (!bad && cb_pread_all(s->src_fd, s->cbuf, (size_t)src->c_len, src->c_off) < 0)
 		bad = 1;
 	if (!bad && src->n_units > s->ucap) {
 		s->ucap = src->n_units;
@@ -404,7 +412,7 @@ static int try_copy(struct cb_codec_writer *w, const unsigned char *key)
 	s->reused++;
 	s->reused_bytes += s->len;
 	s->reused_cbytes += src.c_len;
-	return 1;
+	return o->seg_fn && o->seg_fn(o->seg_ctx, g, 1) < 0 ? -1 : 1;
 }
 
 /* The segment's key: SHA-256 over the settings, its hints (evd) and the

@@ -58,6 +58,9 @@ static const struct cb_enum_name archive_name_names[] = {
 static const struct cb_enum_name keep_names[] = {
 	{ "auto", CB_KEEP_AUTO }, { NULL, 0 }
 };
+static const struct cb_enum_name layout_names[] = {
+	{ "classic", CB_LAYOUT_CLASSIC }, { "store", CB_LAYOUT_STORE }, { NULL, 0 }
+};
 static const struct cb_enum_name type_names[] = {
 	{ "ct", CB_GUEST_CT }, { "vm", CB_GUEST_VM }, { NULL, 0 }
 };
@@ -238,6 +241,17 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "the keep rules and\n"
 	  ".BR reuse :\n"
 	  "switching loses no history." },
+	{ "layout", CB_OPT_ENUM, "classic", G | S | C, "classic|store",
+	  "classic: one archive file a night in the directory; store: a unit store there, each unit "
+	  "one file named by its content, shared by every night and guest, a manifest a night",
+	  0, OFF(layout), 0, 0, layout_names,
+	  "A store costs what changed: a unit another night (of any guest) has\n"
+	  "already is neither compressed nor written again, on any file system\n"
+	  "(classic needs one that clones, btrfs or XFS, for that). Its archives\n"
+	  "are named\n"
+	  ".IB STORAGE : NAME\n"
+	  "on every command; the units of a night, in its manifest's order, are\n"
+	  "the same .tar.zst as a classic archive. See docs/object-storage.md." },
 	{ "output-format", CB_OPT_ENUM, "text", G | C, "text|json",
 	  "json: backup prints one JSON job status document, list one JSON array, on stdout", 0,
 	  OFF(output_format), 0, 0, output_names,

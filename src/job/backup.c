@@ -72,9 +72,15 @@ static void prune_old(struct guest_run *r)
 	keep = keep_rules_text(r->opts.prune_backups);
 	cb_info(r->log, "prune older backups with retention: %s", keep);
 	free(keep);
-	if (cb_prune_guest(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.prune_backups,
-			   strrchr(r->archive_path, '/') + 1, 0, r->log, &removed) < 0)
+	if ((r->store ? cb_prune_store_guest(r->store, r->opts.dumpdir, r->opts.type, r->opts.id,
+					     r->opts.prune_backups, strrchr(r->archive_path, '/') + 1, 0,
+					     r->log, &removed)
+		      : cb_prune_guest(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.prune_backups,
+				       strrchr(r->archive_path, '/') + 1, 0, r->log, &removed)) < 0)
 		cb_warn(r->log, "prune: %s", cb_last_error());
+	/* the units only the pruned nights had */
+	if (r->store && cb_store_gc(r->store, 0, r->log) < 0)
+		cb_warn(r->log, "garbage collection: %s", cb_last_error());
 	cb_info(r->log, "pruned %u backup(s)%s", removed,
 		removed ? " not covered by keep-retention policy" : "");
 }
@@ -101,7 +107,8 @@ static int mark_archive(struct guest_run *r)
 {
 	char node[256];
 
-	if (r->opts.to_stdout)
+	/* a store's night has them in its manifest */
+	if (r->opts.to_stdout || r->store)
 		return 0;
 	if (r->opts.notes_template) {
 		cb_info(r->log, "adding notes to backup");
@@ -308,6 +315,8 @@ static void cleanup_run(struct guest_run *r)
 
 static void release_run(struct guest_run *r)
 {
+	backup_store_close(r);
+	free(r->archive_label);
 	for (size_t i = 0; i < r->n_mps; i++) {
 		free(r->mps[i].source);
 		free(r->mps[i].target);
@@ -518,7 +527,7 @@ static void report_result(struct guest_run *r, int ret)
 	res->result = ret < 0 ? CB_RESULT_FAILED : res->audit_missed ? CB_RESULT_WARNING : CB_RESULT_OK;
 	res->error = ret < 0 ? cb_xstrdup(cb_last_error()) : NULL;
 	res->name = cb_xstrdup(r->hostname);
-	res->archive = r->opts.dry_run ? NULL : cb_xstrdup(r->archive_path);
+	res->archive = r->opts.dry_run ? NULL : cb_xstrdup(r->archive_label ? r->archive_label : r->archive_path);
 	res->log_path = r->log_path ? cb_xstrdup(r->log_path) : NULL;
 	res->seconds = cb_now() - r->started;
 }

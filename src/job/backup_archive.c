@@ -106,20 +106,41 @@ static void remove_checksum(struct guest_run *r)
 /* NAME.idx, the catalog (cb_index.h), before the .sha256 that lists it. One
  * that cannot be made is a warning: the archive is whole without it (and
  * `cbackup index` makes it later). idx_hex stays "" then. */
-static void write_catalog(struct guest_run *r, struct cb_tarscan *scan,
+static void write_catalog(struct guest_run *r, const char *path, struct cb_tarscan *scan,
 			  const struct cb_codec_writer *codec, const struct cb_sink *sink,
 			  char *idx_hex)
 {
-	char *path = cb_xasprintf("%s.idx", r->archive_path);
-
-	if (cb_tarscan_end(scan) < 0 ||
+	if (!path || cb_tarscan_end(scan) < 0 ||
 	    cb_idx_write_scan(path, scan, cb_codec_writer_units(codec),
 			      r->opts.reuse ? cb_codec_writer_segs(codec) : NULL, r->opts.compress,
 			      cb_sink_bytes(sink), idx_hex) < 0) {
 		idx_hex[0] = '\0';
-		cb_warn(r->log, "no catalog '%s': %s", path, cb_last_error());
+		cb_warn(r->log, "no catalog '%s': %s", path ? path : "", cb_last_error());
 	}
-	free(path);
+}
+
+/* The .sha256 first: an archive under its final name always has one. */
+static int commit_file(struct guest_run *r, struct cb_sink *sink, const char *idx_hex)
+{
+	if ((!r->opts.to_stdout && write_checksum(r, cb_sink_sha256(sink), idx_hex) < 0) ||
+	    cb_sink_commit(sink) < 0) {
+		remove_checksum(r);
+		return -1;
+	}
+	return 0;
+}
+
+/* The manifest in the place of the .sha256 and the rename; the catalog
+ * is in the store then, not in the tmpdir. */
+static int commit_store(struct guest_run *r, const char *idx_path, const char *idx_hex)
+{
+	int ret = backup_store_commit(r, idx_path, idx_hex);
+
+	if (idx_path)
+		unlink(idx_path);
+	if (ret == 0)
+		backup_store_log(r);
+	return ret;
 }
 
 /* Memory goes by entries twice: the staging index and the archive's
@@ -155,7 +176,7 @@ static struct cb_reuse *open_reuse(struct guest_run *r, struct cb_codec_writer *
  * the map kept with the copy names the previous archive. */
 static char *trust_path(const struct guest_run *r)
 {
-	if (!r->opts.reuse || !r->keep || r->opts.to_stdout || r->snaps ||
+	if (!r->opts.reuse || !r->keep || r->opts.to_stdout || r->snaps || r->store ||
 	    !r->stage_dir || r->opts.compress == CB_COMPRESS_NONE)
 		return NULL;
 	return cb_xasprintf("%s.trust", r->stage_dir);
@@ -207,8 +228,7 @@ static void save_trust(struct guest_run *r, const struct cb_codec_writer *codec,
 }
 
 /* "reused N units (X) from ARCHIVE, compressed M units (Y)": tar bytes. */
-static void log_reuse(struct guest_run *r, const struct cb_codec_writer *codec,
-		      const struct cb_reuse *reuse)
+static void log_reuse(struct guest_run *r, const struct cb_codec_writer *codec, const char *from)
 {
 	struct cb_codec_stats cs;
 	char x[32], y[32];
@@ -226,11 +246,11 @@ static void log_reuse(struct guest_run *r, const struct cb_codec_writer *codec,
 	if (!r->opts.reuse || r->opts.compress == CB_COMPRESS_NONE)
 		return;
 	free(r->res->reused_from);
-	r->res->reused_from = reuse ? cb_xstrdup(cb_reuse_name(reuse)) : NULL;
+	r->res->reused_from = from ? cb_xstrdup(from) : NULL;
 	cb_fmt_bytes(x, sizeof(x), cs.segs_reused_bytes);
 	cb_fmt_bytes(y, sizeof(y), cs.segs_compressed_bytes);
 	cb_info(r->log, "reused %llu units (%s) from %s, compressed %llu units (%s)",
-		(unsigned long long)cs.segs_reused, x, reuse ? cb_reuse_name(reuse) : "no previous archive",
+		(unsigned long long)cs.segs_reused, x, from ? from : "no previous archive",
 		(unsigned long long)cs.segs_compressed, y);
 	cb_fmt_bytes(x, sizeof(x), cs.trusted_unread_bytes);
 	cb_verbose(r->log, "taken on trust: %llu units, %s of staged data not read",
@@ -310,7 +330,7 @@ int backup_write_archive(struct guest_run *r)
 	struct cb_reuse *reuse = NULL;
 	struct cb_trust_map *trust = NULL;
 	struct cb_tarscan *scan = r->opts.to_stdout ? NULL : cb_tarscan_new();
-	char idx_hex[65] = "";
+	char idx_hex[65] = "", *idx_path = NULL;
 	double started = cb_now();
 	int ret = -1;
 
@@ -321,16 +341,24 @@ int backup_write_archive(struct guest_run *r)
 	if (root.idmap)
 		log_idmap(r, &pc.map);
 	cb_codec_params_for(&r->opts, r->opts.compress, &cp);
+	if (!r->opts.to_stdout && cb_objstore_open_for(&r->opts, &r->store) < 0)
+		goto out;
+	if (r->store)   /* what restore and the others take: STORAGE:NAME */
+		r->archive_label = cb_xasprintf("%s:%s", r->store->label, strrchr(r->archive_path, '/') + 1);
 	/* vzdump's words: PVE's task log and log parsers know them */
 	cb_info(r->log, "creating %sarchive '%s'", r->opts.type == CB_GUEST_CT ? "vzdump " : "",
-		r->archive_path);
-	if ((r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
-			       : cb_sink_open_file(&sink, r->archive_path)) < 0)
+		r->archive_label ? r->archive_label : r->archive_path);
+	if ((r->store ? backup_store_open(r, &sink)
+	     : r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
+				 : cb_sink_open_file(&sink, r->archive_path)) < 0)
 		goto out;
 	cb_sink_set_bwlimit(sink, r->opts.bwlimit);
 	if (cb_codec_writer_new(&codec, &cp, sink) < 0)
 		goto out;
-	reuse = open_reuse(r, codec);
+	if (r->store)
+		backup_store_attach(r, codec);
+	else
+		reuse = open_reuse(r, codec);
 	trust = open_trust(r, codec, sink, reuse);
 	cb_progress_start(&r->progress, !r->opts.quiet, "archive", archive_total(r));
 	cb_codec_set_progress(codec, &r->progress);
@@ -344,21 +372,15 @@ int backup_write_archive(struct guest_run *r)
 		ret = -1;
 		goto out;
 	}
+	idx_path = r->store ? backup_store_idx_path(r) : cb_xasprintf("%s.idx", r->archive_path);
 	if (scan)
-		write_catalog(r, scan, codec, sink, idx_hex);
-	/* the .sha256 first: an archive under its final name always has one */
-	if (!r->opts.to_stdout && write_checksum(r, cb_sink_sha256(sink), idx_hex) < 0) {
-		remove_checksum(r);
-		ret = -1;
-		goto out;
-	}
-	if (cb_sink_commit(sink) < 0) {
-		remove_checksum(r);
+		write_catalog(r, idx_path, scan, codec, sink, idx_hex);
+	if ((r->store ? commit_store(r, idx_path, idx_hex) : commit_file(r, sink, idx_hex)) < 0) {
 		ret = -1;
 		goto out;
 	}
 	log_archive_stats(r, &as, codec, sink);
-	log_reuse(r, codec, reuse);
+	log_reuse(r, codec, r->store ? cb_store_night_prev(r->night) : reuse ? cb_reuse_name(reuse) : NULL);
 	if (cb_sink_resumed_bytes(sink) > 0)
 		cb_verbose(r->log, "archive SHA-256: the first %llu bytes (copied unchanged) taken "
 			   "from the previous archive's state there, not hashed again",
@@ -379,7 +401,10 @@ out:
 	cb_codec_writer_free(codec);
 	cb_reuse_free(reuse);
 	cb_trust_map_free(trust);
-	cb_sink_free(sink);
+	if (!r->night)
+		cb_sink_free(sink);
+	backup_store_end_night(r);
+	free(idx_path);
 	cb_tarscan_free(scan);
 	cb_pvect_release(&pc);
 	free(grafts);

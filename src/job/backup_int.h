@@ -50,6 +50,7 @@
 #include "cb_sink.h"
 #include "cb_snapshot.h"
 #include "cb_stage.h"
+#include "cb_store.h"
 #include "cb_track.h"
 #include "cb_vmsnap.h"
 
@@ -105,6 +106,9 @@ struct guest_run {
 	char *stop_cmd, *start_cmd;  /* mode stop: how the guest is stopped and started */
 	struct cb_stage_skip own[2]; /* ct: where cbackup writes, left out if met (cb_stage.h) */
 	size_t n_own;
+	struct cb_objstore *store;   /* layout = store (or S3): where the night goes */
+	struct cb_store_night *night;
+	char *archive_label;         /* a store's night: "STORAGE:NAME" */
 };
 
 /* backup_preflight.c: before anything is copied */
@@ -117,6 +121,15 @@ void backup_build_excludes(struct guest_run *r);
 int backup_reads_snapshots(const struct guest_run *r);
 int backup_check_dump_space(struct guest_run *r, uint64_t need);
 int backup_preflight(struct guest_run *r);
+
+/* backup_store.c: a night to a unit store */
+int backup_store_open(struct guest_run *r, struct cb_sink **sink);
+void backup_store_attach(struct guest_run *r, struct cb_codec_writer *codec);
+char *backup_store_idx_path(const struct guest_run *r);
+int backup_store_commit(struct guest_run *r, const char *idx_path, const char *idx_hex);
+void backup_store_log(struct guest_run *r);
+void backup_store_end_night(struct guest_run *r);
+void backup_store_close(struct guest_run *r);
 
 /* backup_stage.c: staging and the freeze */
 void backup_warn_no_freezer(struct guest_run *r, const char *what);

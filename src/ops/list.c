@@ -5,6 +5,7 @@
 
 #include "cb_catalog.h"
 #include "cb_list.h"
+#include "cb_store.h"
 #include "cb_text.h"
 #include "cb_util.h"
 
@@ -76,16 +77,32 @@ static void print_json(FILE *out, const struct cb_catalog *cat)
 	fputs("]\n", out);
 }
 
+/* cat printed and released */
+static void print_catalog(FILE *out, struct cb_catalog *cat, int json)
+{
+	if (json)
+		print_json(out, cat);
+	else
+		print_table(out, cat);
+	cb_catalog_release(cat);
+}
+
 int cb_list_run(const char *dumpdir, const char *id, int json, FILE *out)
 {
 	struct cb_catalog cat;
 
 	if (cb_catalog_scan(&cat, dumpdir, id) < 0)
 		return -1;
-	if (json)
-		print_json(out, &cat);
-	else
-		print_table(out, &cat);
-	cb_catalog_release(&cat);
+	print_catalog(out, &cat, json);
+	return 0;
+}
+
+int cb_list_store(struct cb_objstore *s, const char *id, int json, FILE *out)
+{
+	struct cb_catalog cat;
+
+	if (cb_store_catalog(s, id, 1, &cat) < 0)
+		return -1;
+	print_catalog(out, &cat, json);
 	return 0;
 }

@@ -8,6 +8,7 @@
 
 #include "cb_catalog.h"
 #include "cb_prune.h"
+#include "cb_store.h"
 #include "cb_util.h"
 
 #define N_RULES CB_PRUNE_N_RULES
@@ -91,13 +92,12 @@ void cb_prune_mark(struct cb_prune_item *items, size_t n, const struct cb_prune_
 	}
 }
 
-static int remove_backup(const struct cb_backup_file *f, struct cb_log *log)
+static int remove_backup(const struct cb_backup_file *f)
 {
 	static const char *const beside[] = { ".sha256", ".idx", ".verified", ".notes", NULL };
 	char *base = cb_catalog_base(f->path), *logf = cb_xasprintf("%s.log", base);
 	int ret = 0;
 
-	cb_info(log, "removing backup '%s'", f->path);
 	if (unlink(f->path) < 0)
 		ret = cb_error_errno("cannot remove '%s'", f->path);
 	unlink(logf);
@@ -129,25 +129,27 @@ static void keep_newest_written(struct cb_prune_item *items, size_t n, const cha
 	}
 }
 
-int cb_prune_guest(const char *dumpdir, enum cb_guest_type type, const char *id, const char *spec,
-		   const char *keep_name, int dry_run, struct cb_log *log, unsigned *removed)
+/* The rules over cat's backups of type; each one to remove given to rm
+ * (not on a dry run). */
+static int prune_catalog(struct cb_catalog *cat, enum cb_guest_type type, const char *spec,
+			 const char *keep_name, int dry_run, struct cb_log *log, unsigned *removed,
+			 int (*rm)(void *ctx, const struct cb_backup_file *f), void *ctx)
 {
 	struct cb_prune_rules rules;
-	struct cb_catalog cat;
 	struct cb_prune_item *items;
 	size_t n = 0;
 	unsigned count = 0;
 	int ret = 0;
 
-	if (cb_prune_parse(spec, &rules) < 0 || cb_catalog_scan(&cat, dumpdir, id) < 0)
+	if (cb_prune_parse(spec, &rules) < 0)
 		return -1;
-	items = cb_xcalloc(cat.n + 1, sizeof(*items));
-	for (size_t i = 0; i < cat.n; i++) {
-		if (cat.files[i].type != type)
+	items = cb_xcalloc(cat->n + 1, sizeof(*items));
+	for (size_t i = 0; i < cat->n; i++) {
+		if (cat->files[i].type != type)
 			continue;
-		items[n].when = cat.files[i].when;
-		items[n].is_protected = cat.files[i].is_protected;
-		items[n++].data = &cat.files[i];
+		items[n].when = cat->files[i].when;
+		items[n].is_protected = cat->files[i].is_protected;
+		items[n++].data = &cat->files[i];
 	}
 	cb_prune_mark(items, n, &rules);
 	keep_newest_written(items, n, keep_name);
@@ -159,12 +161,72 @@ int cb_prune_guest(const char *dumpdir, enum cb_guest_type type, const char *id,
 		if (items[i].mark != CB_PRUNE_REMOVE)
 			continue;
 		count++;
-		if (!dry_run && remove_backup(f, log) < 0)
+		if (dry_run)
+			continue;
+		cb_info(log, "removing backup '%s'", f->path);
+		if (rm(ctx, f) < 0)
 			ret = -1;
 	}
 	if (removed)
 		*removed = count;
 	free(items);
+	return ret;
+}
+
+static int remove_file(void *ctx, const struct cb_backup_file *f)
+{
+	(void)ctx;
+	return remove_backup(f);
+}
+
+int cb_prune_guest(const char *dumpdir, enum cb_guest_type type, const char *id, const char *spec,
+		   const char *keep_name, int dry_run, struct cb_log *log, unsigned *removed)
+{
+	struct cb_catalog cat;
+	int ret;
+
+	if (cb_catalog_scan(&cat, dumpdir, id) < 0)
+		return -1;
+	ret = prune_catalog(&cat, type, spec, keep_name, dry_run, log, removed, remove_file, NULL);
+	cb_catalog_release(&cat);
+	return ret;
+}
+
+struct store_rm {
+	struct cb_objstore *s;
+	const char *logdir;
+};
+
+/* A night goes with its manifest (its units stay for cb_store_gc), and
+ * with its log file in logdir. */
+static int remove_night(void *ctx, const struct cb_backup_file *f)
+{
+	const struct store_rm *sr = ctx;
+	char *obj = cb_store_night_name(f->name);
+	int ret = sr->s->ops->del(sr->s, obj);
+
+	free(obj);
+	if (ret == 0 && sr->logdir) {
+		char *base = cb_catalog_base(f->name), *logf = cb_xasprintf("%s/%s.log", sr->logdir, base);
+
+		unlink(logf);
+		free(logf);
+		free(base);
+	}
+	return ret;
+}
+
+int cb_prune_store_guest(struct cb_objstore *s, const char *logdir, enum cb_guest_type type,
+			 const char *id, const char *spec, const char *keep_name, int dry_run,
+			 struct cb_log *log, unsigned *removed)
+{
+	struct store_rm sr = { s, logdir };
+	struct cb_catalog cat;
+	int ret;
+
+	if (cb_store_catalog(s, id, 1, &cat) < 0)
+		return -1;
+	ret = prune_catalog(&cat, type, spec, keep_name, dry_run, log, removed, remove_night, &sr);
 	cb_catalog_release(&cat);
 	return ret;
 }

@@ -84,6 +84,8 @@ struct cb_sink {
 	struct hasher h;
 	uint64_t written;       /* bytes handed to write(2) */
 	struct cb_syncer *syncer;  /* storage files: made durable as written */
+	cb_sink_split_fn *split;   /* a unit store's: takes the bytes instead of fd */
+	void *split_ctx;
 };
 
 /* Room for one more kept state: the hasher's while it runs. */
@@ -250,6 +252,16 @@ int cb_sink_open_fd(struct cb_sink **out, int fd, const char *name)
 	return 0;
 }
 
+int cb_sink_open_split(struct cb_sink **out, const char *name, cb_sink_split_fn *fn, void *ctx)
+{
+	struct cb_sink *s = sink_alloc(name);
+
+	s->split = fn;
+	s->split_ctx = ctx;
+	*out = s;
+	return 0;
+}
+
 /* The slot being filled, once the hasher has let go of it. */
 static unsigned char *current_slot(struct cb_sink *s)
 {
@@ -267,8 +279,12 @@ static int write_through(struct cb_sink *s, const void *buf, size_t len)
 	if (cb_throttle_account(&s->throttle, len) < 0)
 		return -1;
 	t0 = cb_now();
-	if (cb_write_all(s->fd, buf, len) < 0)
+	if (s->split) {
+		if (s->split(s->split_ctx, buf, len) < 0)
+			return -1;
+	} else if (cb_write_all(s->fd, buf, len) < 0) {
 		return cb_error_errno("cannot write '%s'", s->tmp_path ? s->tmp_path : s->name);
+	}
 	s->written += len;
 	if (cb_syncer_written(s->syncer, s->written) < 0)
 		return -1;
@@ -496,7 +512,7 @@ int cb_sink_copy(struct cb_sink *s, int src_fd, uint64_t off, uint64_t len,
 	if (cb_throttle_account(&s->throttle, len) < 0)
 		return -1;
 	t0 = cb_now();
-	if (copy_range(s, src_fd, off, len, bytes) < 0)
+	if (!s->split && copy_range(s, src_fd, off, len, bytes) < 0)
 		return -1;
 	s->written += len;
 	s->bytes += len;

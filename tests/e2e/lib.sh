@@ -592,6 +592,20 @@ make_reuse_tree() {
 	printf 'conf\n' >"$1/etc/conf"
 }
 
+# store_setup N: a guest tree of N files in $SRC, and a configuration
+# $CONF whose [storage offsite] is a unit store in $STORE (issue 41)
+store_setup() {
+	mkdir -p "$STORE" "$SCRATCH/tmp" || return 1
+	make_reuse_tree "$SRC" "$1" || return 1
+	cat >"$CONF" <<-EOF
+	tmpdir = $SCRATCH/tmp
+	archive-name = cbackup
+	[storage offsite]
+	path = $STORE
+	layout = store
+	EOF
+}
+
 # now_s: wall clock in seconds with decimals; elapsed_since T0: seconds since
 now_s() { date +%s.%N; }
 elapsed_since() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.2f\n", b - a }'; }

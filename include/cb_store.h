@@ -1,0 +1,160 @@
+/*
+ * cb_store: a unit store (DESIGN §5, docs/object-storage.md) over the
+ * objects of a cb_objstore (a directory with layout = store, or S3).
+ *
+ * Names:
+ *   units/XX/HEX   a unit: bytes of an archive, HEX the SHA-256 of those
+ *                  bytes (XX its first two digits, so that no folder or
+ *                  listing page holds them all); written once, shared by
+ *                  every night and guest that has those bytes
+ *   nights/NAME    a night's manifest (NAME: the archive's name,
+ *                  cbackup-ct-101-2026_12_06-03_00_00.tar.zst), written
+ *                  last and only if absent: a night without one does not
+ *                  exist
+ *
+ * A manifest is text, one record a line (cbackup-manifest(5) in
+ * docs/object-storage.md): the archive's size and SHA-256, its units in
+ * order ("unit HEX LEN"), its catalog, log and notes (each a unit too),
+ * and last the SHA-256 of every line before it. The units' bytes, in
+ * order, are the archive: the same .tar.zst/.tar.gz/.tar.lzo as a
+ * classic night of the same staged tree.
+ */
+#ifndef CB_STORE_H
+#define CB_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "cb_catalog.h"
+#include "cb_codec.h"
+#include "cb_objstore.h"
+#include "cb_sink.h"
+
+#define CB_STORE_NIGHTS "nights/"
+#define CB_STORE_UNITS "units/"
+#define CB_STORE_MARKS "marks/"
+/* a mark older than this is a killed run's (store_gc.c) */
+#define CB_STORE_MARK_TTL (24 * 3600)
+
+/* An object named by the SHA-256 of its bytes (hex), len bytes long. */
+struct cb_store_ref {
+	char hex[65];
+	uint64_t len;
+};
+
+struct cb_manifest {
+	char *name;                    /* the archive's */
+	uint64_t size;                 /* its bytes: the sum of its units' */
+	char sha256[65];               /* of those bytes */
+	time_t when;                   /* when the manifest was written */
+	int protected_;                /* prune keeps it */
+	struct cb_store_ref catalog, log, notes;   /* hex "": none */
+	struct cb_store_ref *units;
+	size_t n_units;
+};
+
+/* Parse a manifest's text: 0, or -1 with the reason (the name given for
+ * messages). */
+int cb_manifest_parse(struct cb_manifest *m, const char *name, const char *text, size_t len);
+/* Its text, malloc'd (with the closing digest line). */
+char *cb_manifest_format(const struct cb_manifest *m);
+void cb_manifest_release(struct cb_manifest *m);
+
+/* "units/ab/ab12...": out holds at least 74 bytes. */
+void cb_store_unit_name(const char *hex, char *out);
+/* "nights/NAME", malloc'd. */
+char *cb_store_night_name(const char *name);
+
+/* The manifest of night NAME: 0, 1 no such night, -1 damaged or failed. */
+int cb_store_get_manifest(struct cb_objstore *s, const char *name, struct cb_manifest *m);
+/* The object ref into out (appended), its length and SHA-256 checked: 0;
+ * 1 no such object; -1 damaged (error names it) or failed. */
+int cb_store_get_ref(struct cb_objstore *s, const struct cb_store_ref *ref, struct cb_s3_buf *out);
+/* Put bytes as a unit (named by their SHA-256, hex set in ref): 0 written
+ * or there already, -1 failed. replace: write even if the name exists (a
+ * damaged copy is mended). */
+int cb_store_put_ref(struct cb_objstore *s, const void *data, size_t len, int replace,
+		     struct cb_store_ref *ref);
+
+/* The nights in the store as backups (cb_catalog.h: sorted by id, then
+ * newest first; path is "STORAGE:NAME", has_checksum 1 for every night,
+ * size and protection from the manifests when want_manifests). id NULL:
+ * every guest. */
+int cb_store_catalog(struct cb_objstore *s, const char *id, int want_manifests, struct cb_catalog *cat);
+
+/* The units in the store (one listing): their digests, sorted. */
+struct cb_store_set {
+	unsigned char (*v)[32];
+	size_t n, cap;
+	uint64_t bytes;                /* their sizes added up */
+	int sorted;
+};
+int cb_store_list_units(struct cb_objstore *s, struct cb_store_set *set);
+void cb_store_set_add(struct cb_store_set *set, const unsigned char *dig);
+int cb_store_set_has(struct cb_store_set *set, const unsigned char *dig);
+void cb_store_set_release(struct cb_store_set *set);
+/* hex (64 digits) to 32 bytes: 0, or -1 when it is not that. */
+int cb_store_unhex(const char *hex, unsigned char *dig);
+void cb_store_hex(const unsigned char *dig, char *hex);
+
+/* ---- marks and the garbage collection (store_gc.c) ---- */
+
+/* marks/KIND/TAG with this host, process and time: the object's name
+ * (malloc'd), or NULL with the error set. */
+char *cb_store_mark_put(struct cb_objstore *s, const char *kind, const char *tag);
+/* Remove it (and free the name); NULL is fine. */
+void cb_store_mark_drop(struct cb_objstore *s, char *obj);
+/* How many marks of KIND are live (skip: one's own, not counted), the
+ * first one said in who; stale ones (a killed run's) are removed. -1 if
+ * they cannot be listed. */
+int cb_store_marks_live(struct cb_objstore *s, const char *kind, const char *skip, char *who,
+			size_t who_len);
+/*
+ * Remove every unit no manifest names, unless a night is being written
+ * (its mark is live: then nothing, said in the log). dry_run: print
+ * "remove UNIT" lines instead. 0, or -1 (a manifest that cannot be read
+ * stops it before anything is removed).
+ */
+struct cb_log;
+int cb_store_gc(struct cb_objstore *s, int dry_run, struct cb_log *log);
+
+/* ---- a night being written (store_night.c) ---- */
+
+struct cb_store_night;
+struct cb_store_night_stats {
+	uint64_t units, written_units, written_bytes;   /* new objects */
+	uint64_t present_units, present_bytes;          /* in the store already */
+	uint64_t copied_units;                          /* neither compressed nor written */
+};
+
+/*
+ * Start night name of guest (type, id) with codec on s: writes its mark
+ * (store_gc.c), waits up to gc_wait seconds for a running garbage
+ * collection to end (then fails naming it), lists the store's units once, takes the newest night of the guest with that codec as the
+ * catalog whose units need not be compressed again (*prev_why says why
+ * none when there is none to use), and opens the sink the codec writes
+ * to (owned by the night). 0 or -1.
+ */
+int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, const char *name,
+			enum cb_guest_type type, const char *id, enum cb_compress codec,
+			double gc_wait, const char **prev_why);
+struct cb_sink *cb_store_night_sink(struct cb_store_night *n);
+/* The previous night units are copied from, or NULL. */
+const char *cb_store_night_prev(const struct cb_store_night *n);
+/* Let the codec copy units the store has and cut units where its
+ * segments end. */
+void cb_store_night_attach(struct cb_store_night *n, struct cb_codec_writer *w);
+/*
+ * After cb_codec_finish() and cb_sink_prepare(): the last unit, the
+ * catalog (file idx_path, may be NULL), the log so far (file log_path,
+ * may be NULL), notes (NULL: none), then the manifest, only if no night
+ * of that name exists. 0, or -1: the night does not exist (its units stay
+ * for the next night to use, or for prune to remove).
+ */
+int cb_store_night_commit(struct cb_store_night *n, const char *idx_path, const char *log_path,
+			  const char *notes, int protected_);
+void cb_store_night_stats(const struct cb_store_night *n, struct cb_store_night_stats *st);
+void cb_store_night_free(struct cb_store_night *n);
+
+#endif

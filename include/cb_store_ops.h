@@ -1,0 +1,33 @@
+/*
+ * cb_store_ops: the commands on a unit store's nights (cb_store.h), named
+ * STORAGE:NAME on the command line.
+ *
+ * A night is read back by fetching its units in its manifest's order,
+ * each one's length and SHA-256 checked against the manifest before a
+ * byte of it is used, into a private directory (TMPDIR/cbackup) as a
+ * classic archive with its .idx and .sha256: restore, ls and verify then
+ * read it as they read any archive, and it is removed after.
+ */
+#ifndef CB_STORE_OPS_H
+#define CB_STORE_OPS_H
+
+#include <stdio.h>
+
+#include "cb_log.h"
+#include "cb_objstore.h"
+
+/* Night name of s as DIR/NAME (+ .idx, .sha256): the path (malloc'd), or
+ * NULL with the error set (the unit that is missing or damaged named). */
+char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir);
+/* Remove what cb_store_fetch_night wrote. */
+void cb_store_drop_night(const char *path);
+
+/*
+ * Every unit of night name (NULL: of every night) read and checked
+ * against its manifest: its length and SHA-256. A missing or damaged unit
+ * is an ERROR line naming it and every night it breaks. 0 all good, -1
+ * (error set: how many units are bad, or why the store cannot be read).
+ */
+int cb_store_verify_units(struct cb_objstore *s, const char *name, struct cb_log *log);
+
+#endif

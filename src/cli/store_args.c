@@ -1,0 +1,107 @@
+/*
+ * Archives named STORAGE:NAME on the command line: a night of a unit
+ * store (fetched into the private tmpdir, its units checked, for the
+ * command to read as any archive), or the file NAME of a classic
+ * storage. Anything else is a path.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cb_commands.h"
+#include "cb_objstore.h"
+#include "cb_store_ops.h"
+#include "cb_util.h"
+
+/* "STORAGE:NAME" with a STORAGE the configuration has: 1 and its parts. */
+static int split_arg(const struct cb_config *cfg, const char *arg, char **storage, char **name)
+{
+	const char *colon = strchr(arg, ':');
+	char *s;
+
+	if (!colon || colon == arg || memchr(arg, '/', (size_t)(colon - arg)) || strchr(colon + 1, '/'))
+		return 0;
+	s = cb_xasprintf("%.*s", (int)(colon - arg), arg);
+	if (!cb_config_storage(cfg, s)) {
+		free(s);
+		return 0;
+	}
+	*storage = s;
+	*name = cb_xstrdup(colon + 1);
+	return 1;
+}
+
+/* The options of storage name, the command line's above them. */
+static int resolve_storage(const struct cb_cli *cli, const struct cb_config *cfg, const char *name,
+			   struct cb_opts *o)
+{
+	struct cb_strvec kv = CB_STRVEC_INIT;
+	int rc;
+
+	cb_strvec_copy(&kv, &cli->kv);
+	cb_strvec_push(&kv, "storage");
+	cb_strvec_push(&kv, name);
+	rc = cb_config_resolve(cfg, NULL, &kv, o);
+	cb_strvec_clear(&kv);
+	return rc;
+}
+
+static int open_named(const struct cb_cli *cli, const struct cb_config *cfg, const char *storage,
+		      struct cb_archive_arg *a)
+{
+	struct cb_opts o;
+	int rc;
+
+	cb_opts_init(&o);
+	rc = resolve_storage(cli, cfg, storage, &o);
+	if (rc == 0)
+		rc = cb_objstore_open_for(&o, &a->store);
+	if (rc == 0 && !a->store)
+		a->path = cb_xasprintf("%s/%s", o.dumpdir, a->name);
+	if (rc == 0 && a->store)
+		a->tmpdir = cb_xasprintf("%s/cbackup", o.tmpdir);
+	cb_opts_release(&o);
+	return rc;
+}
+
+int cb_archive_arg_open(const struct cb_cli *cli, const char *arg, struct cb_archive_arg *a)
+{
+	struct cb_config cfg;
+	char *storage = NULL;
+	int rc = 0;
+
+	memset(a, 0, sizeof(*a));
+	if (!strchr(arg, ':') || access(arg, F_OK) == 0) {
+		a->path = cb_xstrdup(arg);
+		return 0;
+	}
+	if (cb_config_load(&cfg, cli->config_path) < 0)
+		return -1;
+	if (split_arg(&cfg, arg, &storage, &a->name))
+		rc = open_named(cli, &cfg, storage, a);
+	else
+		a->path = cb_xstrdup(arg);
+	cb_config_release(&cfg);
+	free(storage);
+	return rc;
+}
+
+int cb_archive_arg_fetch(struct cb_archive_arg *a)
+{
+	if (!a->store || a->path)
+		return 0;
+	a->path = cb_store_fetch_night(a->store, a->name, a->tmpdir);
+	a->fetched = a->path != NULL;
+	return a->path ? 0 : -1;
+}
+
+void cb_archive_arg_close(struct cb_archive_arg *a)
+{
+	if (a->fetched)
+		cb_store_drop_night(a->path);
+	cb_objstore_close(a->store);
+	free(a->path);
+	free(a->name);
+	free(a->tmpdir);
+	memset(a, 0, sizeof(*a));
+}

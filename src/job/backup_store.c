@@ -1,0 +1,93 @@
+/*
+ * A night to a unit store (layout = store, include/cb_store.h): the codec
+ * writes into the night's sink instead of a file; the catalog, the log so
+ * far and the notes go into the store with the units, and the manifest
+ * last, in the place of the .sha256 and the rename.
+ */
+#include "backup_int.h"
+
+int backup_store_open(struct guest_run *r, struct cb_sink **sink)
+{
+	const char *name = strrchr(r->archive_path, '/') + 1, *why = "";
+
+	if (cb_objstore_open_for(&r->opts, &r->store) < 0 || r->store->ops->check(r->store) < 0 ||
+	    cb_store_night_open(&r->night, r->store, name, r->opts.type, r->opts.id, r->opts.compress,
+				r->opts.lockwait * 60, &why) < 0)
+		return -1;
+	if (why[0])
+		cb_info(r->log, "no units reused from the previous night: %s", why);
+	*sink = cb_store_night_sink(r->night);
+	return 0;
+}
+
+void backup_store_attach(struct guest_run *r, struct cb_codec_writer *codec)
+{
+	cb_store_night_attach(r->night, codec);
+}
+
+/* The catalog waits in the private tmpdir until it goes into the store. */
+char *backup_store_idx_path(const struct guest_run *r)
+{
+	char *dir = cb_xasprintf("%s/cbackup", r->opts.tmpdir), *path = NULL;
+	int fd = cb_private_dir_open(dir);
+
+	if (fd >= 0) {
+		path = cb_xasprintf("%s/%s.idx", dir, strrchr(r->archive_path, '/') + 1);
+		unlink(path);
+		close(fd);
+	}
+	free(dir);
+	return path;
+}
+
+static char *render_notes(struct guest_run *r)
+{
+	char node[256];
+
+	if (!r->opts.notes_template)
+		return NULL;
+	cb_info(r->log, "adding notes to backup");
+	cb_node_name(node, sizeof(node));
+	struct cb_notes_vars v = { node, r->hostname, node, r->opts.id, cb_guest_type_name(r->opts.type) };
+	return cb_notes_render(r->opts.notes_template, &v);
+}
+
+int backup_store_commit(struct guest_run *r, const char *idx_path, const char *idx_hex)
+{
+	char *notes = render_notes(r);
+	int ret;
+
+	if (r->opts.protected_)
+		cb_info(r->log, "marking backup as protected");
+	ret = cb_store_night_commit(r->night, idx_hex[0] ? idx_path : NULL, r->log_path, notes,
+				    r->opts.protected_);
+	free(notes);
+	return ret;
+}
+
+void backup_store_log(struct guest_run *r)
+{
+	struct cb_store_night_stats st;
+	char w[32], p[32];
+
+	cb_store_night_stats(r->night, &st);
+	cb_fmt_bytes(w, sizeof(w), st.written_bytes);
+	cb_fmt_bytes(p, sizeof(p), st.present_bytes);
+	cb_info(r->log, "unit store '%s': %llu units, %llu new written (%s), %llu already stored (%s), "
+		"%llu of them copied, not compressed again", r->store->label,
+		(unsigned long long)st.units, (unsigned long long)st.written_units, w,
+		(unsigned long long)st.present_units, p, (unsigned long long)st.copied_units);
+}
+
+void backup_store_end_night(struct guest_run *r)
+{
+	cb_store_night_free(r->night);
+	r->night = NULL;
+}
+
+void backup_store_close(struct guest_run *r)
+{
+	backup_store_end_night(r);
+	cb_objstore_close(r->store);
+	r->store = NULL;
+}

@@ -1,0 +1,29 @@
+/*
+ * The store the options name (include/cb_objstore.h): which backend holds
+ * a storage's objects, decided here once, so that no caller switches on
+ * the kind.
+ */
+#include <stddef.h>
+
+#include "cb_objstore.h"
+#include "cb_opts.h"
+#include "cb_util.h"
+
+int cb_objstore_open_for(const struct cb_opts *o, struct cb_objstore **out)
+{
+	*out = NULL;
+	/* an S3 storage ([storage NAME] type = s3) opens here, before the
+	 * directory layouts: cb_objstore_s3_from_opts(o, out) */
+	if (o->layout != CB_LAYOUT_STORE)
+		return 0;
+	if (!o->dumpdir || !*o->dumpdir)
+		return cb_error("layout = store needs a storage path or --dumpdir");
+	*out = cb_objstore_open_dir(o->storage ? o->storage : o->dumpdir, o->dumpdir);
+	return *out ? 0 : -1;
+}
+
+void cb_objstore_close(struct cb_objstore *s)
+{
+	if (s)
+		s->ops->close(s);
+}

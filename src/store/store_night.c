@@ -1,0 +1,346 @@
+/*
+ * A night written to a unit store (include/cb_store.h): the codec writes
+ * into a sink that hands every new byte here; where a segment ends, its
+ * bytes become one unit (named by their SHA-256, the segment's digest),
+ * written unless the store has it. A segment whose key the previous
+ * night's catalog holds, and whose unit the store has, is copied: its
+ * bytes are read from the store (checked by the codec as any copy) to
+ * keep the archive's SHA-256 whole, never compressed nor written again.
+ * Bytes outside every segment (the lzop header, the zstd seek table) are
+ * units of their own. The manifest goes last.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cb_reuse.h"
+#include "cb_store.h"
+#include "cb_util.h"
+
+/* a stream without segments (compress none) is cut every so many bytes */
+#define PLAIN_UNIT (4u << 20)
+
+struct cb_store_night {
+	struct cb_objstore *s;
+	char *name;
+	char *mark;                      /* marks/night/NAME while it runs */
+	struct cb_sink *sink;
+	struct cb_store_set have;        /* in the store (one listing), and put since */
+	struct cb_reuse *reuse;          /* the previous night's catalog */
+	char *prev;
+	int segmented;
+	struct cb_s3_buf unit;           /* the bytes of the unit handed to the codec */
+	unsigned char asked[32];         /* its digest: a copy the codec refused */
+	int asked_set;
+	struct cb_s3_buf pend;           /* new bytes not yet in a unit */
+	uint64_t pend_off;               /* the archive offset of pend's first */
+	struct cb_store_ref *units;
+	size_t n_units, cap_units;
+	struct cb_store_night_stats st;
+};
+
+static void add_ref(struct cb_store_night *n, const struct cb_store_ref *r)
+{
+	if (n->n_units == n->cap_units) {
+		n->cap_units = n->cap_units ? 2 * n->cap_units : 256;
+		n->units = cb_xrealloc(n->units, n->cap_units * sizeof(*n->units));
+	}
+	n->units[n->n_units++] = *r;
+	n->st.units++;
+}
+
+/* len bytes as the night's next unit; dig: their SHA-256 when known. */
+static int put_unit(struct cb_store_night *n, const unsigned char *p, size_t len, const unsigned char *dig)
+{
+	struct cb_store_ref r;
+	unsigned char d[32];
+	int mend;
+
+	if (len == 0)
+		return 0;
+	if (dig) {
+		cb_store_hex(dig, r.hex);
+		r.len = len;
+		memcpy(d, dig, 32);
+	}
+	/* the codec compressed what the store's copy should have given: that
+	 * copy is damaged, and these bytes mend it */
+	mend = dig && n->asked_set && !memcmp(dig, n->asked, 32);
+	if (!dig || mend || !cb_store_set_has(&n->have, d)) {
+		if (cb_store_put_ref(n->s, p, len, mend, &r) < 0)
+			return -1;
+		cb_store_unhex(r.hex, d);
+		n->st.written_units++;
+		n->st.written_bytes += len;
+		cb_store_set_add(&n->have, d);
+	} else {
+		n->st.present_units++;
+		n->st.present_bytes += len;
+	}
+	add_ref(n, &r);
+	return 0;
+}
+
+/* The pending bytes before archive offset upto: a unit of their own. */
+static int put_pending_before(struct cb_store_night *n, uint64_t upto)
+{
+	size_t k = (size_t)(upto - n->pend_off);
+
+	if (upto < n->pend_off || k > n->pend.len)
+		return cb_error("unit store: a segment starts outside the bytes written");
+	if (put_unit(n, n->pend.data, k, NULL) < 0)
+		return -1;
+	memmove(n->pend.data, n->pend.data + k, n->pend.len - k);
+	n->pend.len -= k;
+	n->pend_off = upto;
+	return 0;
+}
+
+static int on_bytes(void *ctx, const void *buf, size_t len)
+{
+	struct cb_store_night *n = ctx;
+
+	cb_s3_buf_add(&n->pend, buf, len);
+	if (!n->segmented && n->pend.len >= PLAIN_UNIT)
+		return put_pending_before(n, n->pend_off + PLAIN_UNIT);
+	return 0;
+}
+
+static int on_segment(void *ctx, const struct cb_codec_seg *g, int copied)
+{
+	struct cb_store_night *n = ctx;
+	struct cb_store_ref r;
+
+	if (put_pending_before(n, g->c_off) < 0)
+		return -1;
+	if (copied) {
+		cb_store_hex(g->cdig, r.hex);
+		r.len = g->c_len;
+		add_ref(n, &r);
+		n->st.copied_units++;
+		n->st.present_units++;
+		n->st.present_bytes += g->c_len;
+		n->pend_off = g->c_off + g->c_len;
+		n->asked_set = 0;
+		return 0;
+	}
+	if (n->pend.len != g->c_len)
+		return cb_error("unit store: segment of %llu bytes, %zu written",
+				(unsigned long long)g->c_len, n->pend.len);
+	if (put_unit(n, n->pend.data, n->pend.len, g->cdig) < 0)
+		return -1;
+	n->pend.len = 0;
+	n->pend_off = g->c_off + g->c_len;
+	n->asked_set = 0;
+	return 0;
+}
+
+/* cb_codec_lookup_fn: the previous night's segment, if its unit is in the
+ * store, with the unit's bytes read from there. */
+static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb_codec_reuse_src *src)
+{
+	struct cb_store_night *n = ctx;
+	unsigned char d[32];
+	char name[80], hex[65];
+
+	if (!cb_reuse_lookup(n->reuse, key, u_len, src))
+		return 0;
+	memcpy(d, src->cdig, 32);
+	if (!cb_store_set_has(&n->have, d))
+		return 0;
+	cb_store_hex(d, hex);
+	cb_store_unit_name(hex, name);
+	n->unit.len = 0;
+	if (n->s->ops->get(n->s, name, 0, 0, &n->unit) != 0 || n->unit.len != src->c_len)
+		return 0;
+	memcpy(n->asked, d, 32);
+	n->asked_set = 1;
+	src->bytes = n->unit.data;
+	return 1;
+}
+
+/* The newest night of the guest with this codec, whose catalog names the
+ * units the codec may copy. */
+static void open_prev(struct cb_store_night *n, enum cb_guest_type type, const char *id,
+		      enum cb_compress codec, const char **why)
+{
+	struct cb_catalog cat;
+	struct cb_manifest m = { 0 };
+	struct cb_s3_buf idx = { 0 };
+	const struct cb_backup_file *f = NULL;
+
+	*why = "";
+	if (codec == CB_COMPRESS_NONE || cb_store_catalog(n->s, id, 0, &cat) < 0)
+		return;
+	for (size_t i = 0; i < cat.n && !f; i++)
+		if (cat.files[i].type == type)
+			f = &cat.files[i];
+	if (!f)
+		goto out;
+	if (f->compress != codec)
+		*why = "it was written with another codec";
+	else if (cb_store_get_manifest(n->s, f->name, &m) != 0)
+		*why = "its manifest cannot be read";
+	else if (!m.catalog.hex[0] || cb_store_get_ref(n->s, &m.catalog, &idx) != 0)
+		*why = "its catalog is missing or damaged";
+	else {
+		/* the catalog's bytes are the reuse's now, freed by it */
+		n->reuse = cb_reuse_from_idx(idx.data, idx.len, m.size, f->name, why);
+		idx.data = NULL;
+		n->prev = n->reuse ? cb_xstrdup(f->name) : NULL;
+	}
+	cb_s3_buf_release(&idx);
+out:
+	cb_manifest_release(&m);
+	cb_catalog_release(&cat);
+}
+
+/* No collection may run while the units are listed and relied on: its
+ * mark gone, or the night fails naming it. */
+static int wait_for_gc(struct cb_store_night *n, double seconds)
+{
+	double until = cb_now() + seconds;
+	char who[512];
+	int live;
+
+	while ((live = cb_store_marks_live(n->s, "gc", NULL, who, sizeof(who))) > 0) {
+		if (cb_now() >= until)
+			return cb_error("storage '%s': a garbage collection is running (%s)", n->s->label, who);
+		usleep(500 * 1000);
+	}
+	return live < 0 ? -1 : 0;
+}
+
+int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, const char *name,
+			enum cb_guest_type type, const char *id, enum cb_compress codec,
+			double gc_wait, const char **prev_why)
+{
+	struct cb_store_night *n = cb_xcalloc(1, sizeof(*n));
+
+	n->s = s;
+	n->name = cb_xstrdup(name);
+	n->segmented = codec != CB_COMPRESS_NONE;
+	n->mark = cb_store_mark_put(s, "night", name);
+	/* a killed night's mark (this host's, its process gone) goes now: it
+	 * would hold every collection off for a day */
+	if (!n->mark || cb_store_marks_live(s, "night", n->mark, NULL, 0) < 0 || wait_for_gc(n, gc_wait) < 0 ||
+	    cb_store_list_units(s, &n->have) < 0) {
+		cb_store_night_free(n);
+		return -1;
+	}
+	open_prev(n, type, id, codec, prev_why);
+	cb_sink_open_split(&n->sink, name, on_bytes, n);
+	*out = n;
+	return 0;
+}
+
+struct cb_sink *cb_store_night_sink(struct cb_store_night *n)
+{
+	return n->sink;
+}
+
+const char *cb_store_night_prev(const struct cb_store_night *n)
+{
+	return n->prev;
+}
+
+void cb_store_night_attach(struct cb_store_night *n, struct cb_codec_writer *w)
+{
+	if (n->reuse)
+		cb_codec_set_reuse(w, -1, lookup, n);
+	cb_codec_set_seg_fn(w, on_segment, n);
+}
+
+/* A file (catalog, log) as a unit: 0 (ref set, hex "" when there is no
+ * such file), -1. */
+static int put_file(struct cb_store_night *n, const char *path, struct cb_store_ref *ref)
+{
+	struct stat st;
+	unsigned char *buf;
+	int fd, rc;
+
+	ref->hex[0] = 0;
+	if (!path)
+		return 0;
+	fd = cb_open_regular(path, 0, "", &st);
+	if (fd < 0)
+		return -1;
+	buf = cb_xmalloc((size_t)st.st_size + 1);
+	rc = cb_read_all(fd, buf, (size_t)st.st_size);
+	if (rc < 0)
+		cb_error_errno("cannot read '%s'", path);
+	close(fd);
+	if (rc == 0)
+		rc = cb_store_put_ref(n->s, buf, (size_t)st.st_size, 0, ref);
+	free(buf);
+	return rc;
+}
+
+static int put_manifest(struct cb_store_night *n, struct cb_manifest *m)
+{
+	char *text = cb_manifest_format(m), *obj = cb_store_night_name(n->name);
+	int rc = n->s->ops->put(n->s, obj, text, strlen(text), 1);
+
+	if (rc == 1)
+		rc = cb_error("storage '%s': a night named '%s' exists already", n->s->label, n->name);
+	free(text);
+	free(obj);
+	return rc;
+}
+
+int cb_store_night_commit(struct cb_store_night *n, const char *idx_path, const char *log_path,
+			  const char *notes, int protected_)
+{
+	struct cb_manifest m = { 0 };
+	uint64_t sum = 0;
+	int rc = -1;
+
+	/* the bytes after the last segment (seek table, end marker) */
+	if (put_pending_before(n, n->pend_off + n->pend.len) < 0)
+		return -1;
+	for (size_t i = 0; i < n->n_units; i++)
+		sum += n->units[i].len;
+	if (sum != cb_sink_bytes(n->sink))
+		return cb_error("unit store: units of %llu bytes for an archive of %llu",
+				(unsigned long long)sum, (unsigned long long)cb_sink_bytes(n->sink));
+	m.name = n->name;
+	m.size = sum;
+	snprintf(m.sha256, sizeof(m.sha256), "%s", cb_sink_sha256(n->sink));
+	m.when = time(NULL);
+	m.protected_ = protected_;
+	m.units = n->units;
+	m.n_units = n->n_units;
+	if (put_file(n, idx_path, &m.catalog) < 0 || put_file(n, log_path, &m.log) < 0)
+		return -1;
+	if (notes && cb_store_put_ref(n->s, notes, strlen(notes), 0, &m.notes) < 0)
+		return -1;
+	rc = put_manifest(n, &m);
+	return rc;
+}
+
+void cb_store_night_stats(const struct cb_store_night *n, struct cb_store_night_stats *st)
+{
+	*st = n->st;
+}
+
+void cb_store_night_free(struct cb_store_night *n)
+{
+	if (!n)
+		return;
+	/* done or failed alike: what a failed night wrote is for the next
+	 * night to use or a collection to remove */
+	cb_store_mark_drop(n->s, n->mark);
+	cb_sink_free(n->sink);
+	cb_reuse_free(n->reuse);
+	cb_store_set_release(&n->have);
+	cb_s3_buf_release(&n->unit);
+	cb_s3_buf_release(&n->pend);
+	free(n->units);
+	free(n->prev);
+	free(n->name);
+	free(n);
+}

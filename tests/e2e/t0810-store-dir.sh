@@ -1,0 +1,140 @@
+#!/bin/bash
+# A unit store on a plain directory (layout = store, issue 41): each unit
+# one file named by the SHA-256 of its bytes, shared by every night and
+# guest; each night a manifest written last. The units of a night, in its
+# manifest's order, are the same .tar.zst as a classic archive of the same
+# staged tree (stock zstd and GNU tar read it); a night stores only what
+# changed, a second guest with the same tree almost nothing; a damaged
+# unit is mended by the next night that has its bytes.
+. "$(dirname "$0")/lib.sh"
+
+SRC=$SCRATCH/src
+STORE=$SCRATCH/store
+export ARCHIVE_NAME=cbackup
+
+make_tree() {
+	mkdir -p "$STORE" "$SCRATCH/tmp"
+	make_reuse_tree "$SRC" 400
+}
+
+# night [ARGS...]: guest 101 (kept staging copy) into the store
+night() {
+	sleep 1.1   # names go by the second
+	cbackup_run 0 backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/tmp" \
+		--dumpdir "$STORE" --layout store --archive-name cbackup --keep-staging 1 \
+		--unit-size 1 "$@"
+}
+
+newest_night() { ls -1 "$STORE/nights/" | grep "^cbackup-ct-${1:-101}-" | tail -n 1; }
+
+# units_of NIGHT: its archive, the units concatenated in manifest order
+units_of() {
+	local h l
+	grep '^unit ' "$STORE/nights/$1" | while read -r _ h l; do
+		cat "$STORE/units/${h:0:2}/$h"
+	done
+}
+
+# stored: "WRITTEN PRESENT COPIED" from the last run's store line
+stored() {
+	sed -n "s/.*INFO: unit store '[^']*': [0-9]* units, \([0-9]*\) new written .*, \([0-9]*\) already stored .*, \([0-9]*\) of them copied.*/\1 \2 \3/p" "$CB_ERR"
+}
+
+# flip_byte FILE OFFSET: one byte inverted in place
+flip_byte() {
+	python3 -c "import sys; f = open(sys.argv[1], \"r+b\"); f.seek(int(sys.argv[2])); b = f.read(1); f.seek(int(sys.argv[2])); f.write(bytes([b[0] ^ 0xff]))" "$1" "$2"
+}
+
+store_bytes() { du -sb "$STORE/units" | cut -f1; }
+
+test_expect_success ROOT 'night 1: units and a manifest, no archive file; stock zstd and tar read the units' '
+	make_tree
+	night
+	n=$(newest_night)
+	test -n "$n"
+	test_lacks <(ls "$STORE") "\.tar\.zst$"
+	test "$(find "$STORE/units" -type f | wc -l)" -gt 8
+	units_of "$n" >"$SCRATCH/n1.tar.zst"
+	test "$(sha256sum <"$SCRATCH/n1.tar.zst" | cut -d" " -f1)" = \
+		"$(sed -n "s/^sha256 //p" "$STORE/nights/$n")"
+	# every unit is named by its digest
+	for f in $(find "$STORE/units" -type f | head -20); do
+		test "$(sha256sum <"$f" | cut -d" " -f1)" = "$(basename "$f")"
+	done
+	mkdir "$SCRATCH/out1"
+	zstd -dc "$SCRATCH/n1.tar.zst" | tar -x -C "$SCRATCH/out1"
+	diff -r "$SRC" "$SCRATCH/out1"
+'
+
+test_expect_success ROOT 'the units are byte for byte the classic archive of the same staged tree' '
+	mkdir "$SCRATCH/classic"
+	night
+	n=$(newest_night)
+	sleep 1.1
+	cbackup_run 0 backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/tmp" \
+		--dumpdir "$SCRATCH/classic" --archive-name cbackup --keep-staging 1 \
+		--unit-size 1 --reuse 0
+	units_of "$n" >"$SCRATCH/n2.tar.zst"
+	cmp "$SCRATCH/n2.tar.zst" "$SCRATCH/classic/"cbackup-ct-101-*.tar.zst
+'
+
+test_expect_success ROOT 'a night after a small change writes only the units around it, copies the rest' '
+	before=$(store_bytes)
+	printf "appended\n" >>"$SRC/var/log/syslog"
+	seq 3 3 30000 >"$SRC/usr/share/f7.txt"
+	night
+	read -r written present copied <<<"$(stored)"
+	test "$written" -ge 1
+	test "$written" -le 6
+	test "$copied" -gt 8
+	test_has "$CB_ERR" "INFO: reused [0-9]+ units .* from cbackup-ct-101-"
+	grew=$(( $(store_bytes) - before ))
+	# a tenth of a night at most (the archive is some 5 MB)
+	test "$grew" -lt $(( $(wc -c <"$SCRATCH/n1.tar.zst") / 10 ))
+	units_of "$(newest_night)" | zstd -dc | tar -xOf - ./usr/share/f7.txt >"$SCRATCH/got"
+	cmp "$SRC/usr/share/f7.txt" "$SCRATCH/got"
+'
+
+test_expect_success ROOT 'another guest with the same tree adds no unit of data' '
+	before=$(store_bytes)
+	sleep 1.1
+	cbackup_run 0 backup --root "$SRC" --id 102 --type ct --tmpdir "$SCRATCH/tmp" \
+		--dumpdir "$STORE" --layout store --archive-name cbackup --unit-size 1
+	read -r written present copied <<<"$(stored)"
+	test "$present" -gt 8
+	# only the tar stream end may differ: its last unit
+	test "$written" -le 1
+	test $(( $(store_bytes) - before )) -lt 100000
+	test -n "$(newest_night 102)"
+'
+
+test_expect_success ROOT 'a damaged unit is not copied, and the next night that has its bytes mends it' '
+	n=$(newest_night)
+	h=$(grep "^unit " "$STORE/nights/$n" | sed -n 3p | cut -d" " -f2)
+	f=$STORE/units/${h:0:2}/$h
+	flip_byte "$f" 100
+	test "$(sha256sum <"$f" | cut -d" " -f1)" != "$h"
+	night
+	test "$(sha256sum <"$f" | cut -d" " -f1)" = "$h"
+	units_of "$(newest_night)" | zstd -dc | tar -tf - >/dev/null
+'
+
+test_expect_success ROOT 'lzo and gzip nights: their units are what lzop and gzip read, copied the next night too' '
+	for c in lzo gzip; do
+		night --compress $c
+		night --compress $c
+		read -r written present copied <<<"$(stored)"
+		test "$copied" -gt 8 || return 1
+		n=$(newest_night)
+		units_of "$n" >"$SCRATCH/n.$c"
+		test "$(sha256sum <"$SCRATCH/n.$c" | cut -d" " -f1)" = \
+			"$(sed -n "s/^sha256 //p" "$STORE/nights/$n")" || return 1
+	done
+	rm -rf "$SCRATCH/out2"
+	mkdir "$SCRATCH/out2"
+	lzop -dc <"$SCRATCH/n.lzo" | tar -x -C "$SCRATCH/out2"
+	diff -r "$SRC" "$SCRATCH/out2"
+	gzip -dc <"$SCRATCH/n.gzip" | tar -tf - >/dev/null
+'
+
+test_done
