@@ -30,4 +30,10 @@ int cb_job_config_error(const struct cb_cli *cli, const struct cb_config *cfg, s
 int cb_job_check_guest(const struct cb_cli *cli, const struct cb_config *cfg,
 		       const struct cb_opts *o);
 
+/* The S3 storages of guests[0..n), each opened and checked once (its
+ * endpoint answers, accepts the keys, has the bucket) before any guest is
+ * touched: a guest whose storage fails gets that error (naming the
+ * storage) in errors[i], unless it has one already. */
+void cb_job_check_stores(const struct cb_opts *guests, size_t n, char **errors);
+
 #endif

@@ -24,6 +24,7 @@ enum cb_output_format { CB_OUTPUT_TEXT, CB_OUTPUT_JSON };
 enum cb_archive_name { CB_NAME_VZDUMP, CB_NAME_CBACKUP };
 enum cb_layout { CB_LAYOUT_CLASSIC, CB_LAYOUT_STORE };
 enum cb_keep_staging { CB_KEEP_OFF, CB_KEEP_ON, CB_KEEP_AUTO };
+enum cb_storage_type { CB_STORAGE_DIR, CB_STORAGE_S3 };
 
 struct cb_opts {
 	/* what to back up */
@@ -91,6 +92,17 @@ struct cb_opts {
 	char *qmp;
 	char *qga;                    /* VM: QEMU guest agent socket (fsfreeze) */
 	enum cb_vm_method vm_method;  /* VM disks: QEMU copy-before-write or staging */
+
+	/* the storage's kind ([storage NAME] key "type", not the guest's) and,
+	 * for an S3 storage, where its bucket is and how to reach it */
+	enum cb_storage_type storage_type;
+	char *s3_endpoint;        /* "http://127.0.0.1:7480" */
+	char *s3_bucket;
+	char *s3_prefix;          /* every object name under it; NULL: none */
+	char *s3_region;          /* default us-east-1 */
+	char *s3_credentials;     /* AWS shared-credentials file; NULL: the environment */
+	char *s3_profile;         /* its profile; default "default" */
+	int upload_parallel;      /* uploads at once (default 4) */
 };
 
 /* Where a key may appear in the config file (bit set). */
@@ -125,6 +137,13 @@ struct cb_opt_schema {
 extern const struct cb_opt_schema cb_opt_table[];
 
 const struct cb_opt_schema *cb_opt_find(const char *key);
+/* A key may mean two things in two places ("type": the guest's on the
+ * command line, the storage's in a [storage] section): the entry of KEY
+ * allowed in one of the WHERE places, else the first of KEY (whose
+ * places an error then names), else NULL. */
+const struct cb_opt_schema *cb_opt_find_at(const char *key, unsigned where);
+/* Every place KEY is allowed, over all its entries (0: unknown). */
+unsigned cb_opt_places(const char *key);
 
 /* Fill with the built-in defaults (tmpdir /var/tmp, dumpdir /var/lib/cbackup/dump...). */
 void cb_opts_init(struct cb_opts *o);
@@ -139,6 +158,13 @@ void cb_opts_copy(struct cb_opts *dst, const struct cb_opts *src);
  * List keys (disk, exclude-path) append.
  */
 int cb_opts_set(struct cb_opts *o, const char *key, const char *value, int *unknown);
+/* The same for the entry of KEY allowed in WHERE (cb_opt_find_at). */
+int cb_opts_set_at(struct cb_opts *o, const char *key, unsigned where, const char *value,
+		   int *unknown);
+
+/* The values of a [storage]'s S3 keys (endpoint, bucket, prefix, region,
+ * profile): 0 (also for any other key), or -1 with the message. */
+int cb_store_value_check(const char *key, const char *value);
 
 /* Guest IDs: letters, digits, '_', '-', '.', not starting with '.' or '-'
  * (so no '/', no "..", no option look-alike). 0, or -1 with the message. */

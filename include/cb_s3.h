@@ -105,4 +105,15 @@ int cb_s3_check(struct cb_s3 *s);
 /* Creates the bucket (tests, the bench): 0, also when it exists. */
 int cb_s3_create_bucket(struct cb_s3 *s);
 
+/* ---- keys ---- */
+
+/* The keys of PROFILE (NULL: "default") in an AWS shared-credentials
+ * file (INI: [PROFILE], aws_access_key_id = ..., aws_secret_access_key =
+ * ...), malloc'd. The file is refused as a key file is: not a regular
+ * file, owned by another than root or this user, any group or other
+ * permission bit, or (as root) a directory above it others may write.
+ * 0, or -1 with cb_error naming the file (and its line). */
+int cb_s3_credentials_load(const char *path, const char *profile, char **access_key,
+			   char **secret_key);
+
 #endif

@@ -122,7 +122,7 @@ const char *config_kind_name(enum cb_section_kind kind)
 	return names[kind];
 }
 
-static unsigned kind_where(enum cb_section_kind kind)
+unsigned config_kind_where(enum cb_section_kind kind)
 {
 	if (kind == CB_SECTION_GLOBAL)
 		return CB_WHERE_GLOBAL;
@@ -532,9 +532,9 @@ static int check_where(const struct cb_config *cfg, const struct cb_config_secti
 {
 	char allowed[64];
 
-	if (s->where & kind_where(sec->kind))
+	if (s->where & config_kind_where(sec->kind))
 		return 0;
-	where_text(s->where, allowed, sizeof(allowed));
+	where_text(cb_opt_places(s->key), allowed, sizeof(allowed));
 	if (sec->kind == CB_SECTION_GLOBAL)
 		return cb_error("%s:%d: key '%s' is not allowed in the global section (allowed: %s)",
 				cfg->path, e->line, e->key, allowed);
@@ -568,7 +568,7 @@ static int check_entry(struct cb_config *cfg, const struct cb_config_section *se
 		       size_t kept, struct cb_opts *scratch, int *keep)
 {
 	const struct cb_config_entry *e = &sec->entries[j];
-	const struct cb_opt_schema *s = cb_opt_find(e->key);
+	const struct cb_opt_schema *s = cb_opt_find_at(e->key, config_kind_where(sec->kind));
 
 	*keep = s != NULL;
 	if (!s && vzdump_ignored_index(e->key) >= 0) {
@@ -579,7 +579,7 @@ static int check_entry(struct cb_config *cfg, const struct cb_config_section *se
 		return unknown_key(cfg, e);
 	if (check_where(cfg, sec, e, s) < 0 || check_absolute(cfg, e, s) < 0)
 		return -1;
-	if (cb_opts_set(scratch, s->key, e->value, NULL) < 0)
+	if (cb_opts_set_at(scratch, s->key, s->where, e->value, NULL) < 0)
 		return cb_error_prefix("%s:%d: key '%s'", cfg->path, e->line, e->key);
 	if (s->type != CB_OPT_LIST)
 		warn_repeat(cfg, sec, e, kept);
@@ -628,7 +628,8 @@ static void validate_section(struct cb_config *cfg, struct cb_config_section *se
 {
 	struct cb_opts scratch;
 	size_t kept = 0, j;
-	int keep;
+	int keep, line;
+	const char *key;
 
 	cb_opts_init(&scratch);
 	for (j = 0; j < sec->n_entries; j++) {
@@ -648,6 +649,9 @@ static void validate_section(struct cb_config *cfg, struct cb_config_section *se
 	cb_opts_release(&scratch);
 	if (check_maxfiles(cfg, sec) < 0)
 		note_error(cfg, maxfiles_line(sec), "maxfiles");
+	for (size_t pos = 0; sec->kind == CB_SECTION_STORAGE &&
+	     config_storage_next(cfg, sec, &pos, &line, &key);)
+		note_error(cfg, line, key);
 }
 
 static void validate(struct cb_config *cfg)

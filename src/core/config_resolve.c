@@ -87,7 +87,7 @@ static int apply_section(const struct cb_config *cfg, const struct cb_config_sec
 {
 	for (size_t i = 0; sec && i < sec->n_entries; i++) {
 		const struct cb_config_entry *e = &sec->entries[i];
-		if (cb_opts_set(out, e->key, e->value, NULL) < 0)
+		if (cb_opts_set_at(out, e->key, config_kind_where(sec->kind), e->value, NULL) < 0)
 			return cb_error_prefix("%s:%d: key '%s'", cfg->path, e->line, e->key);
 	}
 	return 0;
@@ -248,6 +248,7 @@ int cb_config_resolve(const struct cb_config *cfg, const char *id,
 	if (cli_get(cli_kv, "dumpdir") && !cli_get(cli_kv, "storage")) {
 		free(out->storage);
 		out->storage = NULL;
+		out->storage_type = CB_STORAGE_DIR;
 	}
 	return 0;
 fail:

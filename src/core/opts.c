@@ -64,6 +64,9 @@ static const struct cb_enum_name layout_names[] = {
 static const struct cb_enum_name type_names[] = {
 	{ "ct", CB_GUEST_CT }, { "vm", CB_GUEST_VM }, { NULL, 0 }
 };
+static const struct cb_enum_name storage_type_names[] = {
+	{ "dir", CB_STORAGE_DIR }, { "s3", CB_STORAGE_S3 }, { NULL, 0 }
+};
 
 /* key, type, default, where, accepted, help, since_issue, offset, min, max, names */
 const struct cb_opt_schema cb_opt_table[] = {
@@ -435,6 +438,60 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "guest type of an ad hoc backup", 0, OFF(type), 0, 0, type_names, NULL },
 	{ "id", CB_OPT_STRING, NULL, C, "ID",
 	  "guest ID of an ad hoc backup", 0, OFF(id), 0, 0, NULL, NULL },
+	/* a storage's "type" after the guest's: cb_opts_set("type") stays the
+	 * command line's; a [storage] section finds its own by place */
+	{ "type", CB_OPT_ENUM, "dir", S, "dir|s3",
+	  "a storage's kind: a directory (path) or an S3 bucket (endpoint, bucket)", 0,
+	  OFF(storage_type), 0, 0, storage_type_names,
+	  "With\n"
+	  ".BR s3 ,\n"
+	  ".B endpoint\n"
+	  "and\n"
+	  ".B bucket\n"
+	  "are required (a section without them is an error naming it), and the\n"
+	  "keys of an S3 storage are refused in a directory's section. A backup\n"
+	  "to an S3 storage checks it before the guest is touched: an endpoint that\n"
+	  "does not answer, keys it refuses or a bucket that does not exist fail\n"
+	  "that guest with one\n"
+	  ".B ERROR\n"
+	  "naming the storage, and the job exits 2. Requests are path\\-style\n"
+	  "(ENDPOINT/BUCKET/KEY), signed with AWS Signature Version 4, each upload\n"
+	  "with its Content\\-MD5\n"
+	  "and SHA\\-256. See\n"
+	  ".I docs/object\\-storage.md\n"
+	  "for the way out with stock tools." },
+	{ "endpoint", CB_OPT_STRING, NULL, S, "URL",
+	  "an S3 storage's address: http://HOST:PORT or https://HOST", 0, OFF(s3_endpoint), 0, 0,
+	  NULL, NULL },
+	{ "bucket", CB_OPT_STRING, NULL, S, "NAME",
+	  "an S3 storage's bucket (it must exist)", 0, OFF(s3_bucket), 0, 0, NULL, NULL },
+	{ "prefix", CB_OPT_STRING, NULL, S, "PATH",
+	  "an S3 storage's objects are all named under this prefix (a/b: a/b/...)", 0,
+	  OFF(s3_prefix), 0, 0, NULL, NULL },
+	{ "region", CB_OPT_STRING, "us-east-1", S, "NAME",
+	  "an S3 storage's region, as its requests are signed", 0, OFF(s3_region), 0, 0, NULL,
+	  NULL },
+	{ "credentials", CB_OPT_STRING, NULL, S, "FILE",
+	  "an S3 storage's keys: an AWS shared-credentials file (else AWS_ACCESS_KEY_ID and "
+	  "AWS_SECRET_ACCESS_KEY)", 0, OFF(s3_credentials), 0, 0, NULL,
+	  "The file is read as the AWS tools write\n"
+	  ".IR ~/.aws/credentials :\n"
+	  "a\n"
+	  ".BI [ PROFILE ]\n"
+	  "section with\n"
+	  ".B aws_access_key_id\n"
+	  "and\n"
+	  ".BR aws_secret_access_key .\n"
+	  "Like a key file it is refused when it is not a regular file, is owned\n"
+	  "by another user than root or the one running cbackup, or has any group\n"
+	  "or other permission bit (chmod 600). Without this key the keys come\n"
+	  "from the environment." },
+	{ "profile", CB_OPT_STRING, "default", S, "NAME",
+	  "the profile of the credentials file an S3 storage uses", 0, OFF(s3_profile), 0, 0,
+	  NULL, NULL },
+	{ "upload-parallel", CB_OPT_INT, "4", S, "1-64",
+	  "objects an S3 storage uploads at once (each a connection and a buffer in memory)", 0,
+	  OFF(upload_parallel), 1, 64, NULL, NULL },
 	{ NULL, 0, NULL, 0, NULL, NULL, 0, 0, 0, 0, NULL, NULL }
 };
 
@@ -444,6 +501,24 @@ const struct cb_opt_schema *cb_opt_find(const char *key)
 		if (!strcasecmp(s->key, key))
 			return s;
 	return NULL;
+}
+
+const struct cb_opt_schema *cb_opt_find_at(const char *key, unsigned where)
+{
+	for (const struct cb_opt_schema *s = cb_opt_table; s->key; s++)
+		if (!strcasecmp(s->key, key) && (s->where & where))
+			return s;
+	return cb_opt_find(key);
+}
+
+unsigned cb_opt_places(const char *key)
+{
+	unsigned where = 0;
+
+	for (const struct cb_opt_schema *s = cb_opt_table; s->key; s++)
+		if (!strcasecmp(s->key, key))
+			where |= s->where;
+	return where;
 }
 
 static int parse_long(const struct cb_opt_schema *s, const char *value, long *out)
@@ -677,6 +752,8 @@ static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const cha
 			return -1;
 		if (s->offset == OFF(keep_staging_free) && cb_room_parse(value, NULL) < 0)
 			return -1;
+		if (s->where == S && cb_store_value_check(s->key, value) < 0)
+			return -1;
 		return set_string((char **)field, value);
 	case CB_OPT_INT:
 		if (parse_long(s, value, &l) < 0)
@@ -706,7 +783,13 @@ static int set_field(struct cb_opts *o, const struct cb_opt_schema *s, const cha
 
 int cb_opts_set(struct cb_opts *o, const char *key, const char *value, int *unknown)
 {
-	const struct cb_opt_schema *s = cb_opt_find(key);
+	return cb_opts_set_at(o, key, CB_WHERE_ANY, value, unknown);
+}
+
+int cb_opts_set_at(struct cb_opts *o, const char *key, unsigned where, const char *value,
+		   int *unknown)
+{
+	const struct cb_opt_schema *s = cb_opt_find_at(key, where);
 
 	if (unknown)
 		*unknown = !s;

@@ -351,7 +351,8 @@ int cb_job_check_guest(const struct cb_cli *cli, const struct cb_config *cfg,
 	}
 	if ((o->type == CB_GUEST_CT && check_dir_key(cli, cfg, o, "root", o->root) < 0) ||
 	    check_dir_key(cli, cfg, o, "tmpdir", o->tmpdir) < 0 ||
-	    (!o->to_stdout && check_dir_key(cli, cfg, o, "dumpdir", o->dumpdir) < 0) ||
+	    (!o->to_stdout && o->storage_type == CB_STORAGE_DIR &&
+	     check_dir_key(cli, cfg, o, "dumpdir", o->dumpdir) < 0) ||
 	    check_dump_in_guest(cli, cfg, o) < 0 || check_freezer(cli, cfg, o) < 0)
 		return -1;
 	return 0;
@@ -369,6 +370,7 @@ static char **check_paths(const struct cb_cli *cli, const struct cb_config *cfg,
 	for (size_t i = 0; i < n; i++)
 		if (cb_job_check_guest(cli, cfg, &guests[i]) < 0)
 			errors[i] = cb_xstrdup(cb_last_error());
+	cb_job_check_stores(guests, n, errors);
 	return errors;
 }
 

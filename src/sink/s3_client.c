@@ -436,7 +436,8 @@ int cb_s3_check(struct cb_s3 *s)
 	int rc = request(s, &r);
 
 	if (rc < 0)
-		return cb_error("storage endpoint %s: %s", s->endpoint, cb_last_error());
+		return cb_error("endpoint %s %s: %s", s->endpoint,
+				r.status ? "keeps failing" : "does not answer", cb_last_error());
 	if (r.status == 404)
 		rc = cb_error("bucket '%s' does not exist at %s", s->bucket, s->endpoint);
 	else if (r.status == 403)

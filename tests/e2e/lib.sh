@@ -274,6 +274,19 @@ start_rgw() {
 	set +a
 }
 
+# need_rgw WHAT: start_rgw, or skip WHAT saying why and end the script
+# there (the cases before it have run)
+need_rgw() {
+	if ! command -v radosgw >/dev/null; then
+		test_skip "$1" 'radosgw is not installed (make deps installs Ceph)'
+		test_done
+	fi
+	if ! start_rgw; then
+		test_skip "$1" "scripts/rgw.sh could not start it: $RGW_WHY"
+		test_done
+	fi
+}
+
 # ---- running cbackup -----------------------------------------------------
 
 # the timestamp that starts every line of a guest's .log, as vzdump's
