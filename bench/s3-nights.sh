@@ -21,7 +21,8 @@
 # nights 2..N summed; bytes added per night (the bucket's stored bytes,
 # radosgw-admin bucket stats, or du of the directory: mean of nights
 # 2..N) and the storage after N nights; what the client keeps between
-# nights (tmpdir/cache); after the last night (S3 tools only) a full
+# nights (tmpdir/cache, on the same ext4: the free space of a shared
+# /var/tmp would decide cbackup's keep-staging auto); after the last night (S3 tools only) a full
 # restore of it (cbackup restore offsite:NAME, restic restore latest,
 # rclone copy + zstd -dc | tar -x) and one small file back (cbackup
 # restore --path, restic dump, rclone copy + zstd -dc | tar -x of one
@@ -141,6 +142,7 @@ stored() {
 	local b
 	case $1 in
 	cbstore|borg)
+		# the clients' tmpdirs and caches are in $MNT/keep, not counted
 		[ -d "$MNT/$1" ] || { echo 0; return; }
 		sync -f "$MNT/$1"
 		du -sB1 "$MNT/$1" | cut -f1 ;;
@@ -198,7 +200,7 @@ buckets() {
 
 # round R: a fresh guest, fresh buckets and directories, NIGHTS nights
 round() {
-	local r=$1 keep=$work/keep n i order t
+	local r=$1 keep=$MNT/keep n i order t
 	echo "== round $r/$ROUNDS: copying the guest ..."
 	make_guest
 	rm -rf "$MNT"/* "$keep" "$work"/n.*
