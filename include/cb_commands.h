@@ -38,7 +38,8 @@ struct cb_archive_arg {
 	int fetched;
 };
 int cb_archive_arg_open(const struct cb_cli *cli, const char *arg, struct cb_archive_arg *a);
-int cb_archive_arg_fetch(struct cb_archive_arg *a);
+/* catalog_only: the units are not fetched (ls). */
+int cb_archive_arg_fetch(struct cb_archive_arg *a, int catalog_only);
 void cb_archive_arg_close(struct cb_archive_arg *a);
 
 /* The entry of a name or of an id; NULL if there is none. */

@@ -71,6 +71,8 @@ int cb_store_get_manifest(struct cb_objstore *s, const char *name, struct cb_man
 /* The object ref into out (appended), its length and SHA-256 checked: 0;
  * 1 no such object; -1 damaged (error names it) or failed. */
 int cb_store_get_ref(struct cb_objstore *s, const struct cb_store_ref *ref, struct cb_s3_buf *out);
+/* The ref of len bytes: their SHA-256 and length. */
+void cb_store_ref_of(const void *data, size_t len, struct cb_store_ref *ref);
 /* Put bytes as a unit (named by their SHA-256, hex set in ref): 0 written
  * or there already, -1 failed. replace: write even if the name exists (a
  * damaged copy is mended). */
@@ -131,17 +133,22 @@ struct cb_store_night_stats {
 /*
  * Start night name of guest (type, id) with codec on s: writes its mark
  * (store_gc.c), waits up to gc_wait seconds for a running garbage
- * collection to end (then fails naming it), lists the store's units once, takes the newest night of the guest with that codec as the
+ * collection to end (then fails naming it), lists the store's units once,
+ * starts writers threads that write the units (each on a clone of s), takes the newest night of the guest with that codec as the
  * catalog whose units need not be compressed again (*prev_why says why
  * none when there is none to use), and opens the sink the codec writes
  * to (owned by the night). 0 or -1.
  */
 int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, const char *name,
 			enum cb_guest_type type, const char *id, enum cb_compress codec,
-			double gc_wait, const char **prev_why);
+			double gc_wait, unsigned writers, const char **prev_why);
 struct cb_sink *cb_store_night_sink(struct cb_store_night *n);
 /* The previous night units are copied from, or NULL. */
 const char *cb_store_night_prev(const struct cb_store_night *n);
+/* The guest's own previous night's catalog (what a trust map kept with
+ * the staging copy names, cb_reuse_trust.h), or NULL. */
+struct cb_reuse;
+const struct cb_reuse *cb_store_night_own_prev(const struct cb_store_night *n);
 /* Let the codec copy units the store has and cut units where its
  * segments end. */
 void cb_store_night_attach(struct cb_store_night *n, struct cb_codec_writer *w);

@@ -17,8 +17,10 @@
 #include "cb_objstore.h"
 
 /* Night name of s as DIR/NAME (+ .idx, .sha256): the path (malloc'd), or
- * NULL with the error set (the unit that is missing or damaged named). */
-char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir);
+ * NULL with the error set (the unit that is missing or damaged named).
+ * catalog_only: NAME is a sparse file of the archive's size, no unit
+ * fetched (ls reads the catalog alone). */
+char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir, int catalog_only);
 /* Remove what cb_store_fetch_night wrote. */
 void cb_store_drop_night(const char *path);
 

@@ -96,7 +96,8 @@ static int cli_quiet(const struct cb_cli *cli)
 static int open_archive(const struct cb_cli *cli, const char *what, const char *arg,
 			struct cb_archive_arg *a, struct cb_log *log)
 {
-	if (cb_archive_arg_open(cli, arg, a) == 0 && cb_archive_arg_fetch(a) == 0)
+	/* ls reads the catalog alone */
+	if (cb_archive_arg_open(cli, arg, a) == 0 && cb_archive_arg_fetch(a, !strcmp(what, "ls")) == 0)
 		return 0;
 	cb_err(log, "%s of '%s' failed - %s", what, arg, cb_last_error());
 	cb_archive_arg_close(a);
@@ -205,7 +206,7 @@ static int verify_one(const struct cb_cli *cli, const char *arg, struct cb_log *
 	if (rc == 0 && a.store)
 		rc = cb_store_verify_units(a.store, a.name[0] ? a.name : NULL, log);
 	if (rc == 0 && (!a.store || a.name[0]))
-		rc = cb_archive_arg_fetch(&a);
+		rc = cb_archive_arg_fetch(&a, 0);
 	/* a store's copy is gone after: no .verified beside it */
 	if (rc == 0 && a.path)
 		rc = cb_verify_run(a.path, cli->dry_run || a.store, !cli_quiet(cli), log, st);

@@ -5,15 +5,30 @@
  * storage. Anything else is a path.
  */
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cb_catalog.h"
 #include "cb_commands.h"
 #include "cb_objstore.h"
 #include "cb_store_ops.h"
 #include "cb_util.h"
 
-/* "STORAGE:NAME" with a STORAGE the configuration has: 1 and its parts. */
+static int looks_like_backup(const char *name)
+{
+	enum cb_guest_type type;
+	enum cb_compress c;
+	time_t when;
+	char *id = NULL;
+	int yes = cb_catalog_parse_name(name, &type, &id, &when, &c) == 0;
+
+	free(id);
+	return yes;
+}
+
+/* "STORAGE:NAME" with a STORAGE the configuration has: 1 and its parts;
+ * -1 (error set) for an unknown STORAGE before a backup's name. */
 static int split_arg(const struct cb_config *cfg, const char *arg, char **storage, char **name)
 {
 	const char *colon = strchr(arg, ':');
@@ -23,8 +38,14 @@ static int split_arg(const struct cb_config *cfg, const char *arg, char **storag
 		return 0;
 	s = cb_xasprintf("%.*s", (int)(colon - arg), arg);
 	if (!cb_config_storage(cfg, s)) {
+		/* a backup's name after it: meant as a storage, not a path */
+		int named = looks_like_backup(colon + 1);
+
+		if (named)
+			cb_error("no storage '%s' in the configuration ('%s'): STORAGE:NAME names a "
+				 "[storage] section", s, cfg->path ? cfg->path : "none read");
 		free(s);
-		return 0;
+		return named ? -1 : 0;
 	}
 	*storage = s;
 	*name = cb_xstrdup(colon + 1);
@@ -77,20 +98,21 @@ int cb_archive_arg_open(const struct cb_cli *cli, const char *arg, struct cb_arc
 	}
 	if (cb_config_load(&cfg, cli->config_path) < 0)
 		return -1;
-	if (split_arg(&cfg, arg, &storage, &a->name))
+	rc = split_arg(&cfg, arg, &storage, &a->name);
+	if (rc == 1)
 		rc = open_named(cli, &cfg, storage, a);
-	else
+	else if (rc == 0)
 		a->path = cb_xstrdup(arg);
 	cb_config_release(&cfg);
 	free(storage);
 	return rc;
 }
 
-int cb_archive_arg_fetch(struct cb_archive_arg *a)
+int cb_archive_arg_fetch(struct cb_archive_arg *a, int catalog_only)
 {
 	if (!a->store || a->path)
 		return 0;
-	a->path = cb_store_fetch_night(a->store, a->name, a->tmpdir);
+	a->path = cb_store_fetch_night(a->store, a->name, a->tmpdir, catalog_only);
 	a->fetched = a->path != NULL;
 	return a->path ? 0 : -1;
 }

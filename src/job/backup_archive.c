@@ -176,7 +176,7 @@ static struct cb_reuse *open_reuse(struct guest_run *r, struct cb_codec_writer *
  * the map kept with the copy names the previous archive. */
 static char *trust_path(const struct guest_run *r)
 {
-	if (!r->opts.reuse || !r->keep || r->opts.to_stdout || r->snaps || r->store ||
+	if (!r->opts.reuse || !r->keep || r->opts.to_stdout || r->snaps ||
 	    !r->stage_dir || r->opts.compress == CB_COMPRESS_NONE)
 		return NULL;
 	return cb_xasprintf("%s.trust", r->stage_dir);
@@ -194,13 +194,18 @@ static struct cb_trust_map *open_trust(struct guest_run *r, struct cb_codec_writ
 	if (!path)
 		return NULL;
 	cb_codec_set_trust(codec, NULL, NULL);
+	/* a store's: the guest's previous night, by its name and catalog */
+	if (r->store)
+		reuse = cb_store_night_own_prev(r->night);
 	if (reuse)
 		m = cb_trust_map_load(path, cb_reuse_name(reuse), cb_reuse_idx_sha256(reuse), &why);
 	if (m) {
 		cb_trust_map_attach(m, codec);
-		/* the .sha256 of a start copied unchanged resumes from its state */
+		/* the .sha256 of a start copied unchanged resumes from its state
+		 * (a file's: a store's night has none to read a prefix from) */
 		states = cb_trust_map_states(m, &n);
-		cb_sink_resume(sink, cb_reuse_fd(reuse), states, n);
+		if (!r->store)
+			cb_sink_resume(sink, cb_reuse_fd(reuse), states, n);
 	} else
 		cb_verbose(r->log, "nothing taken on trust: %s", why[0] ? why : "no trust map");
 	free(path);

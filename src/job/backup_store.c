@@ -6,13 +6,17 @@
  */
 #include "backup_int.h"
 
+/* Threads that write a night's units: a directory's fsyncs, an object
+ * store's round trips overlap the codec's work. */
+#define STORE_WRITERS 4
+
 int backup_store_open(struct guest_run *r, struct cb_sink **sink)
 {
 	const char *name = strrchr(r->archive_path, '/') + 1, *why = "";
 
 	if (cb_objstore_open_for(&r->opts, &r->store) < 0 || r->store->ops->check(r->store) < 0 ||
 	    cb_store_night_open(&r->night, r->store, name, r->opts.type, r->opts.id, r->opts.compress,
-				r->opts.lockwait * 60, &why) < 0)
+				r->opts.lockwait * 60, STORE_WRITERS, &why) < 0)
 		return -1;
 	if (why[0])
 		cb_info(r->log, "no units reused from the previous night: %s", why);

@@ -32,14 +32,19 @@ static int fetch_ref(struct cb_objstore *s, const struct cb_store_ref *r, int fd
 	return 0;
 }
 
-static int write_units(struct cb_objstore *s, const struct cb_manifest *m, const char *path)
+/* The archive's bytes into path; catalog_only: a file of its size
+ * without them (what reads only the catalog needs). */
+static int write_units(struct cb_objstore *s, const struct cb_manifest *m, const char *path,
+		       int catalog_only)
 {
 	struct cb_s3_buf b = { 0 };
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), rc = 0;
 
 	if (fd < 0)
 		return cb_error_errno("cannot create '%s'", path);
-	for (size_t i = 0; rc == 0 && i < m->n_units; i++)
+	if (catalog_only && ftruncate(fd, (off_t)m->size) < 0)
+		rc = cb_error_errno("cannot write '%s'", path);
+	for (size_t i = 0; !catalog_only && rc == 0 && i < m->n_units; i++)
 		rc = fetch_ref(s, &m->units[i], fd, &b);
 	if (close(fd) < 0 && rc == 0)
 		rc = cb_error_errno("cannot write '%s'", path);
@@ -84,7 +89,7 @@ void cb_store_drop_night(const char *path)
 	}
 }
 
-char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir)
+char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir, int catalog_only)
 {
 	struct cb_manifest m;
 	char *path = NULL;
@@ -100,7 +105,7 @@ char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *
 		return NULL;
 	path = cb_xasprintf("%s/%s", dir, name);
 	cb_store_drop_night(path);
-	if (write_units(s, &m, path) < 0 || write_side(s, &m, path) < 0) {
+	if (write_units(s, &m, path, catalog_only) < 0 || write_side(s, &m, path) < 0) {
 		cb_store_drop_night(path);
 		free(path);
 		path = NULL;

@@ -1,7 +1,7 @@
 /*
  * A unit store's objects in a plain directory (include/cb_objstore.h): an
  * object NAME is the file ROOT/NAME, its folders made as needed (0700).
- * A put writes ROOT/~tmp/PID-N (a name no object can have: '~' is not in
+ * A put writes ROOT/~tmp/HOST-PID-TID-N (a name no object can have: '~' is not in
  * a name's alphabet), fsyncs it and moves it into place: renameat2 with
  * RENAME_NOREPLACE for if_absent (link() where the file system has no
  * such rename: NFS), so a reader never sees half an object and a manifest
@@ -32,7 +32,7 @@ struct dirstore {
 	struct cb_objstore base;
 	int rootfd;
 	char *root;
-	unsigned long seq;            /* temporary names: HOST-PID-SEQ */
+	unsigned long seq;            /* temporary names: HOST-PID-TID-SEQ */
 	char host[64];
 };
 
@@ -123,7 +123,8 @@ static int write_tmp(struct dirstore *d, const void *data, size_t len, char *tmp
 
 	if (mkdirat(d->rootfd, TMP_DIR, 0700) < 0 && errno != EEXIST)
 		return -1;
-	snprintf(tmp, tmpsz, TMP_DIR "/%s-%ld-%lu", d->host, (long)getpid(), ++d->seq);
+	/* handles (clones) write from several threads: the thread's id too */
+	snprintf(tmp, tmpsz, TMP_DIR "/%s-%ld-%ld-%lu", d->host, (long)getpid(), (long)gettid(), ++d->seq);
 	fd = openat(d->rootfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
 	if (fd < 0)
 		return -1;

@@ -248,13 +248,18 @@ int cb_store_get_ref(struct cb_objstore *s, const struct cb_store_ref *ref, stru
 	return 0;
 }
 
+void cb_store_ref_of(const void *data, size_t len, struct cb_store_ref *ref)
+{
+	sha256_hex(data, len, ref->hex);
+	ref->len = len;
+}
+
 int cb_store_put_ref(struct cb_objstore *s, const void *data, size_t len, int replace,
 		     struct cb_store_ref *ref)
 {
 	char name[80];
 
-	sha256_hex(data, len, ref->hex);
-	ref->len = len;
+	cb_store_ref_of(data, len, ref);
 	cb_store_unit_name(ref->hex, name);
 	return s->ops->put(s, name, data, len, !replace) < 0 ? -1 : 0;
 }
@@ -308,6 +313,18 @@ int cb_store_list_units(struct cb_objstore *s, struct cb_store_set *set)
 
 /* ---- nights ---- */
 
+/* A night's notes, at most 64 KiB of them (as beside an archive), or NULL. */
+static char *get_notes(struct cb_objstore *s, const struct cb_manifest *m)
+{
+	struct cb_s3_buf b = { 0 };
+
+	if (!m->notes.hex[0] || m->notes.len > 65536 || cb_store_get_ref(s, &m->notes, &b) != 0) {
+		cb_s3_buf_release(&b);
+		return NULL;
+	}
+	return b.data ? (char *)b.data : cb_xstrdup("");
+}
+
 struct night_scan {
 	struct cb_objstore *s;
 	const char *id;
@@ -336,6 +353,7 @@ static int on_night(void *arg, const char *obj, uint64_t size)
 	if (ns->want_manifests && cb_store_get_manifest(ns->s, name, &m) == 0) {
 		f.size = m.size;
 		f.is_protected = m.protected_;
+		f.notes = get_notes(ns->s, &m);
 		cb_manifest_release(&m);
 	}
 	if (ns->cat->n == ns->cap) {

@@ -20,6 +20,7 @@
 #include "cb_reuse.h"
 #include "cb_store.h"
 #include "cb_util.h"
+#include "store_int.h"
 
 /* a stream without segments (compress none) is cut every so many bytes */
 #define PLAIN_UNIT (4u << 20)
@@ -30,7 +31,9 @@ struct cb_store_night {
 	char *mark;                      /* marks/night/NAME while it runs */
 	struct cb_sink *sink;
 	struct cb_store_set have;        /* in the store (one listing), and put since */
-	struct cb_reuse *reuse;          /* the previous night's catalog */
+	struct cb_reuse **reuse;         /* catalogs of nights the store has */
+	size_t n_reuse;
+	int own;                         /* reuse[0] is the guest's previous night */
 	char *prev;
 	int segmented;
 	struct cb_s3_buf unit;           /* the bytes of the unit handed to the codec */
@@ -41,6 +44,7 @@ struct cb_store_night {
 	struct cb_store_ref *units;
 	size_t n_units, cap_units;
 	struct cb_store_night_stats st;
+	struct cb_store_upload *up;      /* the units' writers */
 };
 
 static void add_ref(struct cb_store_night *n, const struct cb_store_ref *r)
@@ -66,14 +70,21 @@ static int put_unit(struct cb_store_night *n, const unsigned char *p, size_t len
 		cb_store_hex(dig, r.hex);
 		r.len = len;
 		memcpy(d, dig, 32);
+	} else {
+		cb_store_ref_of(p, len, &r);
+		cb_store_unhex(r.hex, d);
 	}
 	/* the codec compressed what the store's copy should have given: that
 	 * copy is damaged, and these bytes mend it */
 	mend = dig && n->asked_set && !memcmp(dig, n->asked, 32);
-	if (!dig || mend || !cb_store_set_has(&n->have, d)) {
-		if (cb_store_put_ref(n->s, p, len, mend, &r) < 0)
+	if (mend || !cb_store_set_has(&n->have, d)) {
+		char name[80];
+		unsigned char *copy = cb_xmalloc(len);
+
+		memcpy(copy, p, len);
+		cb_store_unit_name(r.hex, name);
+		if (cb_store_upload_put(n->up, n->s, name, copy, len, mend) < 0)
 			return -1;
-		cb_store_unhex(r.hex, d);
 		n->st.written_units++;
 		n->st.written_bytes += len;
 		cb_store_set_add(&n->have, d);
@@ -139,18 +150,24 @@ static int on_segment(void *ctx, const struct cb_codec_seg *g, int copied)
 	return 0;
 }
 
-/* cb_codec_lookup_fn: the previous night's segment, if its unit is in the
- * store, with the unit's bytes read from there. */
+/* cb_codec_lookup_fn: a segment a catalog names (the guest's previous
+ * night's first, then other guests'), if its unit is in the store, with
+ * the unit's bytes read from there. */
 static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb_codec_reuse_src *src)
 {
 	struct cb_store_night *n = ctx;
 	unsigned char d[32];
 	char name[80], hex[65];
+	size_t i;
 
-	if (!cb_reuse_lookup(n->reuse, key, u_len, src))
-		return 0;
-	memcpy(d, src->cdig, 32);
-	if (!cb_store_set_has(&n->have, d))
+	for (i = 0; i < n->n_reuse; i++) {
+		if (!cb_reuse_lookup(n->reuse[i], key, u_len, src))
+			continue;
+		memcpy(d, src->cdig, 32);
+		if (cb_store_set_has(&n->have, d))
+			break;
+	}
+	if (i == n->n_reuse)
 		return 0;
 	cb_store_hex(d, hex);
 	cb_store_unit_name(hex, name);
@@ -163,39 +180,75 @@ static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb
 	return 1;
 }
 
-/* The newest night of the guest with this codec, whose catalog names the
- * units the codec may copy. */
-static void open_prev(struct cb_store_night *n, enum cb_guest_type type, const char *id,
-		      enum cb_compress codec, const char **why)
+/* Night f's catalog as a reuse (appended), or *why not. */
+static int load_catalog(struct cb_store_night *n, const struct cb_backup_file *f, const char **why)
 {
-	struct cb_catalog cat;
 	struct cb_manifest m = { 0 };
 	struct cb_s3_buf idx = { 0 };
-	const struct cb_backup_file *f = NULL;
+	struct cb_reuse *r = NULL;
 
-	*why = "";
-	if (codec == CB_COMPRESS_NONE || cb_store_catalog(n->s, id, 0, &cat) < 0)
-		return;
-	for (size_t i = 0; i < cat.n && !f; i++)
-		if (cat.files[i].type == type)
-			f = &cat.files[i];
-	if (!f)
-		goto out;
-	if (f->compress != codec)
-		*why = "it was written with another codec";
-	else if (cb_store_get_manifest(n->s, f->name, &m) != 0)
+	if (cb_store_get_manifest(n->s, f->name, &m) != 0)
 		*why = "its manifest cannot be read";
 	else if (!m.catalog.hex[0] || cb_store_get_ref(n->s, &m.catalog, &idx) != 0)
 		*why = "its catalog is missing or damaged";
 	else {
 		/* the catalog's bytes are the reuse's now, freed by it */
-		n->reuse = cb_reuse_from_idx(idx.data, idx.len, m.size, f->name, why);
+		r = cb_reuse_from_idx(idx.data, idx.len, m.size, f->name, why);
 		idx.data = NULL;
-		n->prev = n->reuse ? cb_xstrdup(f->name) : NULL;
 	}
 	cb_s3_buf_release(&idx);
-out:
 	cb_manifest_release(&m);
+	if (!r)
+		return -1;
+	n->reuse = cb_xrealloc(n->reuse, (n->n_reuse + 1) * sizeof(*n->reuse));
+	n->reuse[n->n_reuse++] = r;
+	return 0;
+}
+
+/* The catalogs whose units the codec may copy: the newest night of the
+ * guest with this codec, then the newest of up to OTHER_GUESTS other
+ * guests (a guest's first night on a store that holds a similar one
+ * compresses only what differs). */
+#define OTHER_GUESTS 4
+
+static void open_prev(struct cb_store_night *n, enum cb_guest_type type, const char *id,
+		      enum cb_compress codec, const char **why)
+{
+	struct cb_catalog cat;
+	const char *other_why;
+	size_t others = 0;
+
+	*why = "";
+	if (codec == CB_COMPRESS_NONE || cb_store_catalog(n->s, NULL, 0, &cat) < 0)
+		return;
+	for (size_t i = 0; i < cat.n; i++) {
+		const struct cb_backup_file *f = &cat.files[i];
+
+		if (i > 0 && !strcmp(f->id, f[-1].id) && f->type == f[-1].type)
+			continue;   /* a guest's newest night only */
+		if (f->type == type && !strcmp(f->id, id)) {
+			if (f->compress != codec)
+				*why = "it was written with another codec";
+			else if (load_catalog(n, f, why) == 0) {
+				n->prev = cb_xstrdup(f->name);
+				n->own = 1;
+			}
+		} else if (f->compress == codec && others < OTHER_GUESTS &&
+			   load_catalog(n, f, &other_why) == 0) {
+			others++;
+		}
+	}
+	/* a first night copies from another guest's: say whose */
+	if (!n->prev && n->n_reuse)
+		n->prev = cb_xstrdup(cb_reuse_name(n->reuse[0]));
+	/* the guest's own first: its units are the likeliest */
+	for (size_t i = 1; n->prev && i < n->n_reuse; i++)
+		if (!strcmp(cb_reuse_name(n->reuse[i]), n->prev)) {
+			struct cb_reuse *t = n->reuse[0];
+
+			n->reuse[0] = n->reuse[i];
+			n->reuse[i] = t;
+		}
 	cb_catalog_release(&cat);
 }
 
@@ -217,7 +270,7 @@ static int wait_for_gc(struct cb_store_night *n, double seconds)
 
 int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, const char *name,
 			enum cb_guest_type type, const char *id, enum cb_compress codec,
-			double gc_wait, const char **prev_why)
+			double gc_wait, unsigned writers, const char **prev_why)
 {
 	struct cb_store_night *n = cb_xcalloc(1, sizeof(*n));
 
@@ -233,6 +286,7 @@ int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, cons
 		return -1;
 	}
 	open_prev(n, type, id, codec, prev_why);
+	n->up = cb_store_upload_start(s, writers);
 	cb_sink_open_split(&n->sink, name, on_bytes, n);
 	*out = n;
 	return 0;
@@ -248,9 +302,14 @@ const char *cb_store_night_prev(const struct cb_store_night *n)
 	return n->prev;
 }
 
+const struct cb_reuse *cb_store_night_own_prev(const struct cb_store_night *n)
+{
+	return n->own ? n->reuse[0] : NULL;
+}
+
 void cb_store_night_attach(struct cb_store_night *n, struct cb_codec_writer *w)
 {
-	if (n->reuse)
+	if (n->n_reuse)
 		cb_codec_set_reuse(w, -1, lookup, n);
 	cb_codec_set_seg_fn(w, on_segment, n);
 }
@@ -299,8 +358,9 @@ int cb_store_night_commit(struct cb_store_night *n, const char *idx_path, const 
 	uint64_t sum = 0;
 	int rc = -1;
 
-	/* the bytes after the last segment (seek table, end marker) */
-	if (put_pending_before(n, n->pend_off + n->pend.len) < 0)
+	/* the bytes after the last segment (seek table, end marker), then
+	 * every unit written before anything names them */
+	if (put_pending_before(n, n->pend_off + n->pend.len) < 0 || cb_store_upload_finish(n->up) < 0)
 		return -1;
 	for (size_t i = 0; i < n->n_units; i++)
 		sum += n->units[i].len;
@@ -333,9 +393,12 @@ void cb_store_night_free(struct cb_store_night *n)
 		return;
 	/* done or failed alike: what a failed night wrote is for the next
 	 * night to use or a collection to remove */
+	cb_store_upload_free(n->up);
 	cb_store_mark_drop(n->s, n->mark);
 	cb_sink_free(n->sink);
-	cb_reuse_free(n->reuse);
+	for (size_t i = 0; i < n->n_reuse; i++)
+		cb_reuse_free(n->reuse[i]);
+	free(n->reuse);
 	cb_store_set_release(&n->have);
 	cb_s3_buf_release(&n->unit);
 	cb_s3_buf_release(&n->pend);

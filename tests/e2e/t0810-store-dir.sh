@@ -95,13 +95,16 @@ test_expect_success ROOT 'a night after a small change writes only the units aro
 	cmp "$SRC/usr/share/f7.txt" "$SCRATCH/got"
 '
 
-test_expect_success ROOT 'another guest with the same tree adds no unit of data' '
+test_expect_success ROOT 'another guest with the same tree adds no unit of data, and compresses none again' '
 	before=$(store_bytes)
 	sleep 1.1
 	cbackup_run 0 backup --root "$SRC" --id 102 --type ct --tmpdir "$SCRATCH/tmp" \
 		--dumpdir "$STORE" --layout store --archive-name cbackup --unit-size 1
 	read -r written present copied <<<"$(stored)"
 	test "$present" -gt 8
+	# its first night copies the units 101 has (their keys in its catalog)
+	test "$copied" -gt 8
+	test_has "$CB_ERR" "INFO: reused [0-9]+ units .* from cbackup-ct-101-.*, compressed [0-2] units"
 	# only the tar stream end may differ: its last unit
 	test "$written" -le 1
 	test $(( $(store_bytes) - before )) -lt 100000
@@ -117,6 +120,17 @@ test_expect_success ROOT 'a damaged unit is not copied, and the next night that 
 	night
 	test "$(sha256sum <"$f" | cut -d" " -f1)" = "$h"
 	units_of "$(newest_night)" | zstd -dc | tar -tf - >/dev/null
+'
+
+test_expect_success ROOT 'with a kept staging copy, units are taken on trust: unchanged staged data is not read' '
+	night
+	printf "more\n" >>"$SRC/var/log/syslog"
+	night --verbose
+	test_has "$CB_ERR" "INFO: taken on trust: [1-9][0-9]* units, [0-9.]+[KM]iB of staged data not read"
+	units_of "$(newest_night)" | zstd -dc | tar -xOf - ./var/log/syslog >"$SCRATCH/got"
+	cmp "$SRC/var/log/syslog" "$SCRATCH/got"
+	test "$(units_of "$(newest_night)" | sha256sum | cut -d" " -f1)" = \
+		"$(sed -n "s/^sha256 //p" "$STORE/nights/$(newest_night)")"
 '
 
 test_expect_success ROOT 'lzo and gzip nights: their units are what lzop and gzip read, copied the next night too' '

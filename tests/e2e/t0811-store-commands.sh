@@ -76,6 +76,9 @@ test_expect_success ROOT 'verify: a good night; a flipped byte and a missing uni
 	test_has "$CB_ERR" "unit .units/${h:0:2}/$h. is damaged"
 	test ! -e "$SCRATCH/r5/usr"
 	rm "$f"
+	# ls reads the catalog alone: no unit fetched
+	cbackup_run 0 ls --config "$CONF" "offsite:$n" ./usr/share/f1.txt
+	test_has "$CB_OUT" "\./usr/share/f1\.txt$"
 	cbackup_run 1 verify --config "$CONF" offsite:
 	test_has "$CB_ERR" "ERROR: storage .offsite.: unit .units/${h:0:2}/$h. is missing: breaks "
 	test_has "$CB_ERR" "verify of .offsite:. failed - storage .offsite.: 1 unit\(s\) missing or damaged"
@@ -114,6 +117,36 @@ test_expect_success ROOT 'a damaged manifest is refused naming its night, and st
 	test "$(find "$STORE/units" -type f | wc -l)" = "$units"
 	cp "$SCRATCH/m.bak" "$STORE/nights/$n"
 	cbackup_run 0 verify --config "$CONF" offsite:
+'
+
+test_expect_success ROOT 'notes and protection are in the manifest: list shows them, prune keeps it; an unknown storage is named' '
+	sleep 1.1
+	cbackup_run 0 backup --config "$CONF" --storage offsite --root "$SRC" --id 103 --type ct \
+		--protected 1 --notes-template "db {{vmid}}"
+	test_lacks <(ls "$STORE") "\.notes$|\.protected$"
+	cbackup_run 0 list 103 --config "$CONF" --storage offsite
+	test_has "$CB_OUT" "^103 +ct .* yes +yes +no +cbackup-ct-103-.*  db 103$"
+	sleep 1.1
+	cbackup_run 0 backup --config "$CONF" --storage offsite --root "$SRC" --id 103 --type ct
+	# keep-last=1 keeps the newest; the older one is protected
+	cbackup_run 0 prune 103 --config "$CONF" --storage offsite --prune-backups keep-last=1
+	test "$(nights 103 | wc -l)" = 2
+	cbackup_run 1 restore --config "$CONF" "nosuch:$(nights 103 | head -n 1)" "$SCRATCH/r7"
+	test_has "$CB_ERR" "no storage .nosuch. in the configuration"
+'
+
+test_expect_success ROOT 'every file type restored from a store as it was: metadata, xattrs, ACLs, hardlinks, sparse files' '
+	make_full_tree "$SCRATCH/full"
+	sleep 1.1
+	cbackup_run 0 backup --config "$CONF" --storage offsite --root "$SCRATCH/full" --id 104 --type ct
+	cbackup_run 0 restore --config "$CONF" "offsite:$(nights 104)" "$SCRATCH/r8"
+	compare_trees "$SCRATCH/full" "$SCRATCH/r8"
+	# and GNU tar reads the units as they are
+	mkdir "$SCRATCH/r9"
+	grep "^unit " "$STORE/nights/$(nights 104)" | while read -r _ h _; do
+		cat "$STORE/units/${h:0:2}/$h"
+	done | zstd -dc | tar --xattrs --xattrs-include="*" --acls --numeric-owner -xpf - -C "$SCRATCH/r9"
+	compare_trees "$SCRATCH/full" "$SCRATCH/r9"
 '
 
 test_done
