@@ -40,6 +40,8 @@ struct cb_archive_arg {
 int cb_archive_arg_open(const struct cb_cli *cli, const char *arg, struct cb_archive_arg *a);
 /* catalog_only: the units are not fetched (ls). */
 int cb_archive_arg_fetch(struct cb_archive_arg *a, int catalog_only);
+/* restore --path: the catalog and only the units the paths need. */
+int cb_archive_arg_fetch_paths(struct cb_archive_arg *a, char *const *paths, size_t n_paths);
 void cb_archive_arg_close(struct cb_archive_arg *a);
 
 /* The entry of a name or of an id; NULL if there is none. */

@@ -21,6 +21,11 @@
  * catalog_only: NAME is a sparse file of the archive's size, no unit
  * fetched (ls reads the catalog alone). */
 char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir, int catalog_only);
+/* restore --path: into a catalog_only copy at path of night name, the
+ * units that hold the members paths select (and their hardlinks'
+ * targets), each at its offset, checked first: 0, or -1 (error set). */
+int cb_store_fill_paths(struct cb_objstore *s, const char *name, const char *path, char *const *paths,
+			size_t n_paths);
 /* Remove what cb_store_fetch_night wrote. */
 void cb_store_drop_night(const char *path);
 

@@ -96,8 +96,14 @@ static int cli_quiet(const struct cb_cli *cli)
 static int open_archive(const struct cb_cli *cli, const char *what, const char *arg,
 			struct cb_archive_arg *a, struct cb_log *log)
 {
-	/* ls reads the catalog alone */
-	if (cb_archive_arg_open(cli, arg, a) == 0 && cb_archive_arg_fetch(a, !strcmp(what, "ls")) == 0)
+	int rc = cb_archive_arg_open(cli, arg, a);
+
+	/* ls reads the catalog alone, restore --path the units it needs */
+	if (rc == 0 && !strcmp(what, "restore") && cli->paths.n)
+		rc = cb_archive_arg_fetch_paths(a, cli->paths.v, cli->paths.n);
+	else if (rc == 0)
+		rc = cb_archive_arg_fetch(a, !strcmp(what, "ls"));
+	if (rc == 0)
 		return 0;
 	cb_err(log, "%s of '%s' failed - %s", what, arg, cb_last_error());
 	cb_archive_arg_close(a);
