@@ -27,7 +27,7 @@
 # rclone copy + zstd -dc | tar -x) and one small file back (cbackup
 # restore --path, restic dump, rclone copy + zstd -dc | tar -x of one
 # member), wall. Then the ratios against issue 41's targets.
-# Environment: NIGHTS=7 ROUNDS=3 DISTROOT=/work/distroot
+# Environment: NIGHTS=7 ROUNDS=3 DISTROOT=/work/distroot CB=./cbackup
 #   SMALL=etc/debian_version (the one file) BENCH_TMP=/var/tmp (scratch,
 #   removed at exit: ~2x the root, a sparse ext4 image of IMG_SIZE=16G,
 #   radosgw's 20 GB sparse OSD file).
@@ -35,7 +35,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 TOP=$(pwd)
-CB=$TOP/cbackup
+CB=${CB:-$TOP/cbackup}   # CB=a copy of it: a rebuild during the run does not reach it
 NIGHTS=${NIGHTS:-7}
 ROUNDS=${ROUNDS:-3}
 DISTROOT=${DISTROOT:-/work/distroot}
