@@ -15,6 +15,7 @@
 
 #include "cb_log.h"
 #include "cb_objstore.h"
+#include "cb_store.h"
 
 /* Night name of s as DIR/NAME (+ .idx, .sha256): the path (malloc'd), or
  * NULL with the error set (the unit that is missing or damaged named).
@@ -26,6 +27,12 @@ char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *
  * targets), each at its offset, checked first: 0, or -1 (error set). */
 int cb_store_fill_paths(struct cb_objstore *s, const char *name, const char *path, char *const *paths,
 			size_t n_paths);
+/* The units of m (want: those i with want[i], NULL: all) into fd, each
+ * at its offset (the sum of the lengths before it), checked first, a
+ * few at once (store_fetch.c): 0, or -1 (error set: the first unit
+ * missing or damaged named). */
+int cb_store_fetch_units(struct cb_objstore *s, const struct cb_manifest *m, const unsigned char *want,
+			 int fd);
 /* Remove what cb_store_fetch_night wrote. */
 void cb_store_drop_night(const char *path);
 

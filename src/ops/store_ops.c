@@ -37,18 +37,16 @@ static int fetch_ref(struct cb_objstore *s, const struct cb_store_ref *r, int fd
 static int write_units(struct cb_objstore *s, const struct cb_manifest *m, const char *path,
 		       int catalog_only)
 {
-	struct cb_s3_buf b = { 0 };
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), rc = 0;
 
 	if (fd < 0)
 		return cb_error_errno("cannot create '%s'", path);
 	if (catalog_only && ftruncate(fd, (off_t)m->size) < 0)
 		rc = cb_error_errno("cannot write '%s'", path);
-	for (size_t i = 0; !catalog_only && rc == 0 && i < m->n_units; i++)
-		rc = fetch_ref(s, &m->units[i], fd, &b);
+	if (!catalog_only && rc == 0)
+		rc = cb_store_fetch_units(s, m, NULL, fd);
 	if (close(fd) < 0 && rc == 0)
 		rc = cb_error_errno("cannot write '%s'", path);
-	cb_s3_buf_release(&b);
 	return rc;
 }
 

@@ -121,17 +121,17 @@ static void span_bytes(const struct cb_idx *x, const struct span *sp, uint64_t s
 }
 
 /* Every unit of m that overlaps an archive range of the spans (and the
- * first), into fd at its offset, checked first. */
+ * first), fetched into fd at its offset. */
 static int write_needed(struct cb_objstore *s, const struct cb_manifest *m, const struct cb_idx *x,
 			const struct spans *sp, int fd)
 {
-	struct cb_s3_buf b = { 0 };
+	unsigned char *want = cb_xcalloc(m->n_units + 1, 1);
 	uint64_t off = 0;
 	size_t k = 0;
-	int rc = 0;
+	int rc;
 
-	for (size_t i = 0; rc == 0 && i < m->n_units; off += m->units[i++].len) {
-		uint64_t from = 0, to = 0, end = off + m->units[i].len;
+	for (size_t i = 0; i < m->n_units; off += m->units[i++].len) {
+		uint64_t from = 0, to = 0;
 
 		while (k < sp->n) {
 			span_bytes(x, &sp->v[k], m->size, &from, &to);
@@ -141,21 +141,11 @@ static int write_needed(struct cb_objstore *s, const struct cb_manifest *m, cons
 		}
 		/* the first unit always: the reader knows the codec by the
 		 * archive's first bytes */
-		if (i > 0 && (k == sp->n || from >= end))
-			continue;
-		b.len = 0;
-		rc = cb_store_get_ref(s, &m->units[i], &b);
-		if (rc == 1) {
-			char unit[80];
-
-			cb_store_unit_name(m->units[i].hex, unit);
-			rc = cb_error("storage '%s': unit '%s' is missing", s->label, unit);
-		}
-		if (rc == 0 && pwrite(fd, b.data, b.len, (off_t)off) != (ssize_t)b.len)
-			rc = cb_error_errno("cannot write the night's copy");
+		want[i] = i == 0 || (k < sp->n && from < off + m->units[i].len);
 	}
-	cb_s3_buf_release(&b);
-	return rc < 0 ? -1 : 0;
+	rc = cb_store_fetch_units(s, m, want, fd);
+	free(want);
+	return rc;
 }
 
 int cb_store_fill_paths(struct cb_objstore *s, const char *name, const char *path, char *const *paths,
