@@ -38,10 +38,9 @@ struct cb_archive_arg {
 	int fetched;
 };
 int cb_archive_arg_open(const struct cb_cli *cli, const char *arg, struct cb_archive_arg *a);
-/* catalog_only: the units are not fetched (ls). */
-int cb_archive_arg_fetch(struct cb_archive_arg *a, int catalog_only);
-/* restore --path: the catalog and only the units the paths need. */
-int cb_archive_arg_fetch_paths(struct cb_archive_arg *a, char *const *paths, size_t n_paths);
+/* The night's units what asks for (cb_store_ops.h). */
+struct cb_store_fetch;
+int cb_archive_arg_fetch(struct cb_archive_arg *a, const struct cb_store_fetch *what);
 void cb_archive_arg_close(struct cb_archive_arg *a);
 
 /* The entry of a name or of an id; NULL if there is none. */

@@ -17,16 +17,20 @@
 #include "cb_objstore.h"
 #include "cb_store.h"
 
+/* Which units of a night to fetch: all; none (ls reads the catalog
+ * alone); those a restore of paths reads (the others left as holes: a
+ * unit the restore reads after all fails its catalog's check, never
+ * gives wrong bytes). */
+struct cb_store_fetch {
+	int catalog_only;
+	char *const *paths;
+	size_t n_paths;
+};
 /* Night name of s as DIR/NAME (+ .idx, .sha256): the path (malloc'd), or
  * NULL with the error set (the unit that is missing or damaged named).
- * catalog_only: NAME is a sparse file of the archive's size, no unit
- * fetched (ls reads the catalog alone). */
-char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir, int catalog_only);
-/* restore --path: into a catalog_only copy at path of night name, the
- * units that hold the members paths select (and their hardlinks'
- * targets), each at its offset, checked first: 0, or -1 (error set). */
-int cb_store_fill_paths(struct cb_objstore *s, const char *name, const char *path, char *const *paths,
-			size_t n_paths);
+ * NAME is a file of the archive's size with the units what asks for. */
+char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir,
+			   const struct cb_store_fetch *what);
 /* The units of m (want: those i with want[i], NULL: all) into fd, each
  * at its offset (the sum of the lengths before it), checked first, a
  * few at once (store_fetch.c): 0, or -1 (error set: the first unit

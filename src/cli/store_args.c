@@ -108,22 +108,13 @@ int cb_archive_arg_open(const struct cb_cli *cli, const char *arg, struct cb_arc
 	return rc;
 }
 
-int cb_archive_arg_fetch(struct cb_archive_arg *a, int catalog_only)
+int cb_archive_arg_fetch(struct cb_archive_arg *a, const struct cb_store_fetch *what)
 {
 	if (!a->store || a->path)
 		return 0;
-	a->path = cb_store_fetch_night(a->store, a->name, a->tmpdir, catalog_only);
+	a->path = cb_store_fetch_night(a->store, a->name, a->tmpdir, what);
 	a->fetched = a->path != NULL;
 	return a->path ? 0 : -1;
-}
-
-int cb_archive_arg_fetch_paths(struct cb_archive_arg *a, char *const *paths, size_t n_paths)
-{
-	if (!a->store || a->path)
-		return 0;
-	if (cb_archive_arg_fetch(a, 1) < 0)
-		return -1;
-	return cb_store_fill_paths(a->store, a->name, a->path, paths, n_paths);
 }
 
 void cb_archive_arg_close(struct cb_archive_arg *a)

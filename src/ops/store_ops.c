@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cb_index.h"
 #include "cb_private.h"
 #include "cb_store.h"
 #include "cb_store_ops.h"
@@ -32,22 +33,90 @@ static int fetch_ref(struct cb_objstore *s, const struct cb_store_ref *r, int fd
 	return 0;
 }
 
-/* The archive's bytes into path; catalog_only: a file of its size
- * without them (what reads only the catalog needs). */
+/* The units of m (need[i] set) into path at their offsets, the rest a
+ * hole of the archive's size. */
 static int write_units(struct cb_objstore *s, const struct cb_manifest *m, const char *path,
-		       int catalog_only)
+		       const unsigned char *need)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), rc = 0;
 
 	if (fd < 0)
 		return cb_error_errno("cannot create '%s'", path);
-	if (catalog_only && ftruncate(fd, (off_t)m->size) < 0)
+	if (ftruncate(fd, (off_t)m->size) < 0)
 		rc = cb_error_errno("cannot write '%s'", path);
-	if (!catalog_only && rc == 0)
-		rc = cb_store_fetch_units(s, m, NULL, fd);
+	if (rc == 0)
+		rc = cb_store_fetch_units(s, m, need, fd);
 	if (close(fd) < 0 && rc == 0)
 		rc = cb_error_errno("cannot write '%s'", path);
 	return rc;
+}
+
+/* Compressed bytes [lo, hi) into need: the units they touch. */
+static void need_range(const struct cb_manifest *m, uint64_t lo, uint64_t hi, unsigned char *need)
+{
+	uint64_t off = 0;
+
+	for (size_t i = 0; i < m->n_units; off += m->units[i++].len)
+		if (off < hi && off + m->units[i].len > lo)
+			need[i] = 1;
+}
+
+/* The units a restore of entry i reads: from the catalog unit holding
+ * its header to the one holding RESTORE_GAP bytes past its end (a
+ * restore reads on across gaps that small rather than seek). */
+#define RESTORE_GAP (2u << 20)
+
+static void need_entry(const struct cb_idx *x, const struct cb_manifest *m, uint64_t i,
+		       unsigned char *need)
+{
+	struct cb_idx_entry e, next;
+	struct cb_codec_unit u;
+	uint64_t end = x->tar_size, lo, hi = m->size, uo, k;
+
+	cb_idx_entry(x, i, &e);
+	if (i + 1 < x->n_entries) {
+		cb_idx_entry(x, i + 1, &next);
+		end = next.hdr_off;
+	}
+	end = end + RESTORE_GAP < x->tar_size ? end + RESTORE_GAP : x->tar_size;
+	cb_idx_seek_for(x, e.hdr_off, &uo, &lo);
+	k = cb_idx_unit_for(x, end ? end - 1 : 0, &uo, &hi);
+	if (k + 1 < x->n_units) {
+		cb_idx_unit(x, k + 1, &u);
+		hi = u.c_off;
+	} else {
+		hi = m->size;
+	}
+	need_range(m, lo, hi, need);
+}
+
+/* Which units a restore of paths reads, from the catalog at idx_path:
+ * the first and the last (the codec's header, its trailer) always; each
+ * path's entries, and the targets of those that are hard links. */
+static int need_paths(const char *idx_path, const struct cb_manifest *m,
+		      const struct cb_store_fetch *what, unsigned char *need)
+{
+	struct cb_idx x;
+
+	if (cb_idx_read(&x, idx_path, m->size) < 0)
+		return -1;
+	need[0] = need[m->n_units - 1] = 1;
+	for (size_t p = 0; p < what->n_paths; p++) {
+		uint64_t *v, n = cb_idx_select(&x, what->paths[p], &v);
+
+		for (uint64_t k = 0; k < n; k++) {
+			struct cb_idx_entry e;
+			int64_t t;
+
+			need_entry(&x, m, v[k], need);
+			cb_idx_entry(&x, v[k], &e);
+			if ((e.flags & CB_IDX_HARDLINK) && (t = cb_idx_find(&x, e.link)) >= 0)
+				need_entry(&x, m, (uint64_t)t, need);
+		}
+		free(v);
+	}
+	cb_idx_close(&x);
+	return 0;
 }
 
 /* NAME.idx and NAME.sha256 beside the copy (restore --path and ls read
@@ -87,8 +156,27 @@ void cb_store_drop_night(const char *path)
 	}
 }
 
-char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir, int catalog_only)
+/* What to fetch of m, as need[i] a unit. */
+static unsigned char *what_to_fetch(const struct cb_manifest *m, const char *path,
+				    const struct cb_store_fetch *what)
 {
+	unsigned char *need = cb_xcalloc(m->n_units + 1, 1);
+	char *idx = cb_xasprintf("%s.idx", path);
+	int all = !what->catalog_only && !what->n_paths;
+
+	/* a night without a catalog: every unit (restore scans the archive) */
+	if (!all && m->n_units && !what->catalog_only && need_paths(idx, m, what, need) < 0)
+		all = 1;
+	if (all)
+		memset(need, 1, m->n_units);
+	free(idx);
+	return need;
+}
+
+char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir,
+			   const struct cb_store_fetch *what)
+{
+	unsigned char *need = NULL;
 	struct cb_manifest m;
 	char *path = NULL;
 	int fd = cb_private_dir_open(dir), rc;
@@ -103,11 +191,14 @@ char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *
 		return NULL;
 	path = cb_xasprintf("%s/%s", dir, name);
 	cb_store_drop_night(path);
-	if (write_units(s, &m, path, catalog_only) < 0 || write_side(s, &m, path) < 0) {
+	/* the catalog first: it says which units a restore of paths reads */
+	if (write_side(s, &m, path) < 0 || !(need = what_to_fetch(&m, path, what)) ||
+	    write_units(s, &m, path, need) < 0) {
 		cb_store_drop_night(path);
 		free(path);
 		path = NULL;
 	}
+	free(need);
 	cb_manifest_release(&m);
 	return path;
 }

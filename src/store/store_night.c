@@ -10,6 +10,7 @@
  * units of their own. The manifest goes last.
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,11 @@ struct cb_store_night {
 	char *prev;
 	int segmented;
 	struct cb_s3_buf unit;           /* the bytes of the unit handed to the codec */
-	unsigned char asked[32];         /* its digest: a copy the codec refused */
-	int asked_set;
+	unsigned char asked[32];         /* its digest, until its segment ends: */
+	int asked_set;                   /* compressed after all, the copy was bad */
+	/* the codec calls on_bytes and on_segment on the thread that emits
+	 * (gzip's worker) while lookup runs on its caller's */
+	pthread_mutex_t mu;
 	struct cb_s3_buf pend;           /* new bytes not yet in a unit */
 	uint64_t pend_off;               /* the archive offset of pend's first */
 	struct cb_store_ref *units;
@@ -77,6 +81,8 @@ static int put_unit(struct cb_store_night *n, const unsigned char *p, size_t len
 	/* the codec compressed what the store's copy should have given: that
 	 * copy is damaged, and these bytes mend it */
 	mend = dig && n->asked_set && !memcmp(dig, n->asked, 32);
+	if (mend)
+		n->asked_set = 0;
 	if (mend || !cb_store_set_has(&n->have, d)) {
 		char name[80];
 		unsigned char *copy = cb_xmalloc(len);
@@ -114,16 +120,18 @@ static int put_pending_before(struct cb_store_night *n, uint64_t upto)
 static int on_bytes(void *ctx, const void *buf, size_t len)
 {
 	struct cb_store_night *n = ctx;
+	int rc = 0;
 
+	pthread_mutex_lock(&n->mu);
 	cb_s3_buf_add(&n->pend, buf, len);
 	if (!n->segmented && n->pend.len >= PLAIN_UNIT)
-		return put_pending_before(n, n->pend_off + PLAIN_UNIT);
-	return 0;
+		rc = put_pending_before(n, n->pend_off + PLAIN_UNIT);
+	pthread_mutex_unlock(&n->mu);
+	return rc;
 }
 
-static int on_segment(void *ctx, const struct cb_codec_seg *g, int copied)
+static int segment_ends(struct cb_store_night *n, const struct cb_codec_seg *g, int copied)
 {
-	struct cb_store_night *n = ctx;
 	struct cb_store_ref r;
 
 	if (put_pending_before(n, g->c_off) < 0)
@@ -136,7 +144,8 @@ static int on_segment(void *ctx, const struct cb_codec_seg *g, int copied)
 		n->st.present_units++;
 		n->st.present_bytes += g->c_len;
 		n->pend_off = g->c_off + g->c_len;
-		n->asked_set = 0;
+		if (n->asked_set && !memcmp(n->asked, g->cdig, 32))
+			n->asked_set = 0;
 		return 0;
 	}
 	if (n->pend.len != g->c_len)
@@ -146,8 +155,18 @@ static int on_segment(void *ctx, const struct cb_codec_seg *g, int copied)
 		return -1;
 	n->pend.len = 0;
 	n->pend_off = g->c_off + g->c_len;
-	n->asked_set = 0;
 	return 0;
+}
+
+static int on_segment(void *ctx, const struct cb_codec_seg *g, int copied)
+{
+	struct cb_store_night *n = ctx;
+	int rc;
+
+	pthread_mutex_lock(&n->mu);
+	rc = segment_ends(n, g, copied);
+	pthread_mutex_unlock(&n->mu);
+	return rc;
 }
 
 /* cb_codec_lookup_fn: a segment a catalog names (the guest's previous
@@ -160,6 +179,7 @@ static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb
 	char name[80], hex[65];
 	size_t i;
 
+	pthread_mutex_lock(&n->mu);
 	for (i = 0; i < n->n_reuse; i++) {
 		if (!cb_reuse_lookup(n->reuse[i], key, u_len, src))
 			continue;
@@ -167,6 +187,7 @@ static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb
 		if (cb_store_set_has(&n->have, d))
 			break;
 	}
+	pthread_mutex_unlock(&n->mu);
 	if (i == n->n_reuse)
 		return 0;
 	cb_store_hex(d, hex);
@@ -174,8 +195,10 @@ static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb
 	n->unit.len = 0;
 	if (n->s->ops->get(n->s, name, 0, 0, &n->unit) != 0 || n->unit.len != src->c_len)
 		return 0;
+	pthread_mutex_lock(&n->mu);
 	memcpy(n->asked, d, 32);
 	n->asked_set = 1;
+	pthread_mutex_unlock(&n->mu);
 	src->bytes = n->unit.data;
 	return 1;
 }
@@ -276,6 +299,7 @@ int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, cons
 
 	n->s = s;
 	n->name = cb_xstrdup(name);
+	pthread_mutex_init(&n->mu, NULL);
 	n->segmented = codec != CB_COMPRESS_NONE;
 	n->mark = cb_store_mark_put(s, "night", name);
 	/* a killed night's mark (this host's, its process gone) goes now: it
@@ -405,5 +429,6 @@ void cb_store_night_free(struct cb_store_night *n)
 	free(n->units);
 	free(n->prev);
 	free(n->name);
+	pthread_mutex_destroy(&n->mu);
 	free(n);
 }

@@ -50,6 +50,26 @@ test_expect_success ROOT 'restore STORAGE:NAME gives the tree back; --path only 
 	test_lacks "$SCRATCH/r3/var/log/syslog" "night 2"
 '
 
+test_expect_success ROOT 'restore --path fetches only the units its paths are in' '
+	n=$(nights 101 | tail -n 1)
+	grep "^unit " "$STORE/nights/$n" | cut -d" " -f2 >"$SCRATCH/units"
+	test "$(wc -l <"$SCRATCH/units")" -gt 10
+	# the middle units hidden: ./etc/conf (at the start) needs none of them
+	mkdir "$SCRATCH/hidden"
+	last=$(( $(wc -l <"$SCRATCH/units") - 2 ))
+	for h in $(sed -n "6,${last}p" "$SCRATCH/units"); do
+		mv "$STORE/units/${h:0:2}/$h" "$SCRATCH/hidden/"
+	done
+	cbackup_run 0 restore --config "$CONF" "offsite:$n" "$SCRATCH/p1" --path ./etc/conf
+	cmp "$SRC/etc/conf" "$SCRATCH/p1/etc/conf"
+	cbackup_run 1 restore --config "$CONF" "offsite:$n" "$SCRATCH/p2"
+	test_has "$CB_ERR" "unit .units/.*. is missing"
+	for f in "$SCRATCH"/hidden/*; do
+		h=$(basename "$f")
+		mv "$f" "$STORE/units/${h:0:2}/$h"
+	done
+'
+
 test_expect_success ROOT 'ls STORAGE:NAME lists the entries from the catalog' '
 	n=$(nights 101 | tail -n 1)
 	cbackup_run 0 ls --config "$CONF" "offsite:$n" ./usr/share/f1.txt
