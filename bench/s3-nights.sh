@@ -20,13 +20,15 @@
 # sys of the client, /usr/bin/time; radosgw's own CPU not counted) of
 # nights 2..N summed; bytes added per night (the bucket's stored bytes,
 # radosgw-admin bucket stats, or du of the directory: mean of nights
-# 2..N) and the storage after N nights; what the client keeps between
-# nights (tmpdir/cache, on the same ext4: the free space of a shared
-# /var/tmp would decide cbackup's keep-staging auto); after the last night (S3 tools only) a full
-# restore of it (cbackup restore offsite:NAME, restic restore latest,
-# rclone copy + zstd -dc | tar -x) and one small file back (cbackup
-# restore --path, restic dump, rclone copy + zstd -dc | tar -x of one
-# member), wall. Then the ratios against issue 41's targets.
+# 2..N) and the storage after N nights; the bytes a backup night
+# downloads (radosgw's get_b counter around it, mean of nights 2..N);
+# what the client keeps between nights (tmpdir/cache, on the same ext4:
+# the free space of a shared /var/tmp would decide cbackup's keep-staging
+# auto); after the last night (S3 tools only) a full restore of it
+# (cbackup restore offsite:NAME, restic restore latest, rclone copy +
+# zstd -dc | tar -x) and one small file back (cbackup restore --path,
+# restic dump, rclone copy + zstd -dc | tar -x of one member), wall.
+# Then the ratios against issue 41's targets.
 # Environment: NIGHTS=7 ROUNDS=3 DISTROOT=/work/distroot CB=./cbackup
 #   SMALL=etc/debian_version (the one file) BENCH_TMP=/var/tmp (scratch,
 #   removed at exit: ~2x the root, a sparse ext4 image of IMG_SIZE=16G,
@@ -157,14 +159,23 @@ except ValueError:
 	esac
 }
 
-# timed TOOL KEEP NIGHT: one night, wall and CPU into n.TOOL.*, growth
+# got_bytes: the bytes radosgw has sent so far (its perf counter get_b)
+got_bytes() {
+	ceph --admin-daemon "$RGW/run/client.rgw.cb.asok" perf dump 2>/dev/null |
+		python3 -c 'import json, sys; print(json.load(sys.stdin)["rgw"]["get_b"])' 2>/dev/null || echo 0
+}
+
+# timed TOOL KEEP NIGHT: one night, wall and CPU into n.TOOL.*, growth,
+# and what the night downloaded from radosgw
 timed() {
-	local tool=$1 before after wall user sys rss
+	local tool=$1 before after wall user sys rss got
 	before=$(stored "$tool")
+	got=$(got_bytes)
 	sync
 	/usr/bin/time -f "%e %U %S %M" -o "$work/time" bash -c 'set -e; run_tool "$@"' _ "$tool" "$2" "$3" ||
 		{ echo "$tool failed on night $3" >&2; tail -5 "$work/cbackup.log" >&2; exit 1; }
 	after=$(stored "$tool")
+	got=$(($(got_bytes) - got))
 	read -r wall user sys rss <"$work/time"
 	if [ "$3" = 1 ]; then
 		echo "$wall" >"$work/n.$tool.night1"
@@ -173,6 +184,7 @@ timed() {
 	echo "$wall" >>"$work/n.$tool.wall"
 	awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }' >>"$work/n.$tool.cpu"
 	echo $((after - before)) >>"$work/n.$tool.added"
+	echo "$got" >>"$work/n.$tool.got"
 }
 
 # walltime FUNC TOOL KEEP DEST: wall seconds of one restore
@@ -227,6 +239,7 @@ round() {
 		rec "$t.wall" "$(sum "$work/n.$t.wall")"
 		rec "$t.cpu" "$(sum "$work/n.$t.cpu")"
 		rec "$t.added" "$(mean "$work/n.$t.added")"
+		case " $S3TOOLS " in *" $t "*) rec "$t.got" "$(mean "$work/n.$t.got")" ;; esac
 		rec "$t.storage" "$(stored "$t")"
 		rec "$t.kept" "$(du -sB1 --exclude=logs "$keep/$t" | cut -f1)"
 	done
@@ -254,12 +267,13 @@ table() {
 	echo "nights 2-$NIGHTS, medians of $(wc -l <"$work/r.cbs3.wall") round(s), load average (1 min) during the nights: $(median "$work/load") median, $(sort -n "$work/load" | head -n 1)-$(sort -n "$work/load" | tail -n 1)"
 	echo "| | cbackup to S3 | restic to S3 | vzdump's way + rclone | cbackup store on ext4 | borg on ext4 |"
 	echo "|---|---|---|---|---|---|"
-	for k in night1 wall cpu added storage kept rwall small; do
+	for k in night1 wall cpu added got storage kept rwall small; do
 		case $k in
 		night1) printf '| night 1 wall |' ;;
 		wall) printf '| nights 2-%s wall, total |' "$NIGHTS" ;;
 		cpu) printf '| CPU (user+sys, client), total |' ;;
 		added) printf '| bytes added per night (upload) |' ;;
+		got) printf '| bytes downloaded per night (backup) |' ;;
 		storage) printf '| storage after %s nights |' "$NIGHTS" ;;
 		kept) printf '| kept between nights (tmpdir/cache) |' ;;
 		rwall) printf '| full restore of night %s, wall |' "$NIGHTS" ;;
