@@ -342,7 +342,8 @@ int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb
 	}
 	json = o.output_format == CB_OUTPUT_JSON;
 	remove_gone(&o, id, log);   /* what another tool's prune left (nothing in a missing dumpdir) */
-	if (access(o.dumpdir, F_OK) < 0) {
+	/* an S3 storage's nights are in its bucket: no dumpdir needed */
+	if (o.storage_type != CB_STORAGE_S3 && access(o.dumpdir, F_OK) < 0) {
 		char *origin = cb_config_origin(cfg, id, &cli->kv, "dumpdir");
 		cb_err(log, "%s: dumpdir '%s': %s", origin, o.dumpdir, strerror(errno));
 		free(origin);

@@ -178,6 +178,10 @@ test_expect_success 'the right keys (profile backup, or the environment): a nigh
 	cbackup_run 0 list --config c.conf --storage offsite
 	n=$(grep -o "vzdump-lxc-101-[0-9_-]*\.tar\.zst" "$CB_OUT")
 	test -s "$SCRATCH/dump/${n%.tar.zst}.log"
+	# listing a bucket needs no local dumpdir
+	sed "s|^dumpdir = .*|dumpdir = $SCRATCH/nosuch|" c.conf >n.conf
+	cbackup_run 0 list --config n.conf --storage offsite
+	test_has "$CB_OUT" "^101 .* $n"
 	cbackup_run 0 restore --config c.conf "offsite:$n" back
 	diff -r "$SCRATCH/root" back
 	test "$(stat -c %i back/etc/motd)" = "$(stat -c %i back/usr/lib/motd-link)"
