@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cb_cleanup.h"
 #include "cb_reuse.h"
 #include "cb_store.h"
 #include "cb_util.h"
@@ -284,6 +285,9 @@ static int wait_for_gc(struct cb_store_night *n, double seconds)
 	int live;
 
 	while ((live = cb_store_marks_live(n->s, "gc", NULL, who, sizeof(who))) > 0) {
+		/* a signal ends the wait as it ends the night */
+		if (cb_check_interrupt() < 0)
+			return -1;
 		if (cb_now() >= until)
 			return cb_error("storage '%s': a garbage collection is running (%s)", n->s->label, who);
 		usleep(500 * 1000);

@@ -16,8 +16,9 @@ night() {
 	local rc=$1
 	shift
 	sleep 1.1
+	# a collection's mark a failed case left waits 3 s, not the default hours
 	cbackup_run "$rc" backup --config "$CONF" --storage offsite --root "$SRC" --id 101 --type ct \
-		--unit-size 1 "$@"
+		--unit-size 1 --lockwait 0.05 "$@"
 }
 
 nights() { ls -1 "$STORE/nights/" 2>/dev/null | grep -c "^cbackup-ct-101-"; }
@@ -124,6 +125,43 @@ test_expect_success ROOT 'a night out of space fails, leaves no manifest, no mar
 	test -z "$(ls -A "$STORE/~tmp")"
 	night 0
 	test "$(nights)" = $((n + 1))
+'
+
+test_expect_success ROOT 'a prune while a night is being written (held at its first unit) removes no unit it relies on; the night ends whole' '
+	build_helpers
+	# night A has f6 as it is; B another f6; the held night C has f6 as
+	# in A again: its units are in the store (A has them), C writes none
+	# of them and relies on them, though only A, pruned meanwhile, names them
+	cp -p "$SRC/usr/share/f6.txt" "$SCRATCH/f6.orig"
+	night 0
+	seq 4 19 300000 >"$SRC/usr/share/f6.txt"
+	night 0
+	cp -p "$SCRATCH/f6.orig" "$SRC/usr/share/f6.txt"
+	printf "C\n" >>"$SRC/var/log/syslog"
+	rm -f "$FAULT_LOG"
+	# held at the first unit it writes (its mark and listing done before)
+	CB_FAULT="rename:SIGSTOP:~tmp:after=1" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		"$CBACKUP" backup --config "$CONF" --storage offsite --root "$SRC" --id 101 --type ct \
+		--unit-size 1 >"$SCRATCH/held.out" 2>"$SCRATCH/held.err" &
+	pid=$!
+	wait_for 30 grep -q "^State:.*stopped" /proc/$pid/status || { kill -KILL "$pid"; false; }
+	# the older nights pruned: their units are named by no manifest now
+	cbackup_run 0 prune 101 --config "$CONF" --storage offsite --prune-backups keep-last=1
+	test_has "$CB_ERR" "garbage collection skipped: 1 night\(s\) being written, cbackup-ct-101-.* \(host [^,]*, process $pid\)"
+	kill -CONT "$pid"
+	rc=0
+	wait "$pid" || rc=$?
+	test "$rc" = 0
+	fault_fired "rename SIGSTOP|rename Stopped"
+	cbackup_run 0 verify --config "$CONF" offsite:
+	n=$(ls "$STORE/nights" | tail -n 1)
+	cbackup_run 0 restore --config "$CONF" "offsite:$n" "$SCRATCH/r6"
+	diff -r "$SRC" "$SCRATCH/r6"
+	# now nothing runs: the next prune collects
+	cbackup_run 0 prune 101 --config "$CONF" --storage offsite --prune-backups keep-last=1
+	test_has "$CB_ERR" "removed [1-9][0-9]* unit\(s\)"
+	cbackup_run 0 verify --config "$CONF" offsite:
 '
 
 test_done
