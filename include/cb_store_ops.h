@@ -15,6 +15,7 @@
 
 #include "cb_log.h"
 #include "cb_objstore.h"
+#include "cb_store.h"
 
 /* Which units of a night to fetch: all; none (ls reads the catalog
  * alone); those a restore of paths reads (the others left as holes: a
@@ -30,6 +31,12 @@ struct cb_store_fetch {
  * NAME is a file of the archive's size with the units what asks for. */
 char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *dir,
 			   const struct cb_store_fetch *what);
+/* The units of m (want: those i with want[i], NULL: all) into fd, each
+ * at its offset (the sum of the lengths before it), checked first, a
+ * few at once (store_fetch.c): 0, or -1 (error set: the first unit
+ * missing or damaged named). */
+int cb_store_fetch_units(struct cb_objstore *s, const struct cb_manifest *m, const unsigned char *want,
+			 int fd);
 /* Remove what cb_store_fetch_night wrote. */
 void cb_store_drop_night(const char *path);
 

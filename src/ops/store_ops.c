@@ -38,24 +38,16 @@ static int fetch_ref(struct cb_objstore *s, const struct cb_store_ref *r, int fd
 static int write_units(struct cb_objstore *s, const struct cb_manifest *m, const char *path,
 		       const unsigned char *need)
 {
-	struct cb_s3_buf b = { 0 };
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600), rc = 0;
-	uint64_t off = 0;
 
 	if (fd < 0)
 		return cb_error_errno("cannot create '%s'", path);
 	if (ftruncate(fd, (off_t)m->size) < 0)
 		rc = cb_error_errno("cannot write '%s'", path);
-	for (size_t i = 0; rc == 0 && i < m->n_units; off += m->units[i++].len) {
-		if (!need[i])
-			continue;
-		rc = fetch_ref(s, &m->units[i], -1, &b);
-		if (rc == 0 && (lseek(fd, (off_t)off, SEEK_SET) < 0 || cb_write_all(fd, b.data, b.len) < 0))
-			rc = cb_error_errno("cannot write '%s'", path);
-	}
+	if (rc == 0)
+		rc = cb_store_fetch_units(s, m, need, fd);
 	if (close(fd) < 0 && rc == 0)
 		rc = cb_error_errno("cannot write '%s'", path);
-	cb_s3_buf_release(&b);
 	return rc;
 }
 

@@ -11,9 +11,13 @@
 
 int cb_objstore_open_for(const struct cb_opts *o, struct cb_objstore **out)
 {
+	int rc;
+
 	*out = NULL;
-	/* an S3 storage ([storage NAME] type = s3) opens here, before the
-	 * directory layouts: cb_objstore_s3_from_opts(o, out) */
+	/* an S3 storage ([storage NAME] type = s3) is always a unit store */
+	rc = cb_objstore_s3_from_opts(o, out);
+	if (rc < 0 || *out)
+		return rc;
 	if (o->layout != CB_LAYOUT_STORE)
 		return 0;
 	if (!o->dumpdir || !*o->dumpdir)

@@ -7,7 +7,9 @@
 # work. A backup to an S3 storage checks it before the guest is touched:
 # a missing bucket, refused keys, an endpoint that does not answer each
 # give one ERROR naming the storage, exit 2, the guest never frozen, no
-# object written (on a real radosgw, scripts/rgw.sh).
+# object written; one that passes takes the night as a unit store in the
+# bucket, restored and verified as STORAGE:NAME (on a real radosgw,
+# scripts/rgw.sh).
 . "$(dirname "$0")/lib.sh"
 
 # conf FILE STORAGE-LINES...: a configuration with CT 101 (a freeze and a
@@ -161,16 +163,38 @@ test_expect_success 'keys the store refuses (the default profile): exit 2 naming
 	no_objects night
 '
 
-test_expect_success 'the right keys (profile backup, or the environment): the check passes; the backup stops, not built yet, nothing written' '
+test_expect_success 'the right keys (profile backup, or the environment): a night in the bucket, under the prefix; restore (whole, --path) and verify give it back; the log in the dumpdir' '
 	conf c.conf "type = s3" "endpoint = $CB_S3_ENDPOINT" "bucket = night" "prefix = cb/host1" \
 		"credentials = $SCRATCH/cred" "profile = backup"
-	cbackup_run 2 backup --config c.conf 101
-	test_has "$CB_ERR" "storage .offsite. answers \(bucket .night. at $CB_S3_ENDPOINT\), but a backup to an S3 storage is not built yet"
-	conf c.conf "type = s3" "endpoint = $CB_S3_ENDPOINT" "bucket = night"
-	cbackup_run 2 backup --config c.conf 101
-	test_has "$CB_ERR" "storage .offsite. answers"
-	nothing_touched
-	no_objects night
+	mkdir -p "$SCRATCH/root/usr/lib"
+	head -c 3000000 /dev/urandom >"$SCRATCH/root/usr/lib/blob"
+	ln "$SCRATCH/root/etc/motd" "$SCRATCH/root/usr/lib/motd-link"
+	cbackup_run 0 backup --config c.conf 101
+	test -e "$SCRATCH/froze"
+	s3 "$CB_S3_ENDPOINT/night?list-type=2" >listing
+	test_has listing "<Key>cb/host1/nights/vzdump-lxc-101-"
+	test_has listing "<Key>cb/host1/units/"
+	test_lacks listing "<Key>(nights|units)/"
+	cbackup_run 0 list --config c.conf --storage offsite
+	n=$(grep -o "vzdump-lxc-101-[0-9_-]*\.tar\.zst" "$CB_OUT")
+	test -s "$SCRATCH/dump/${n%.tar.zst}.log"
+	# listing a bucket needs no local dumpdir
+	sed "s|^dumpdir = .*|dumpdir = $SCRATCH/nosuch|" c.conf >n.conf
+	cbackup_run 0 list --config n.conf --storage offsite
+	test_has "$CB_OUT" "^101 .* $n"
+	cbackup_run 0 restore --config c.conf "offsite:$n" back
+	diff -r "$SCRATCH/root" back
+	test "$(stat -c %i back/etc/motd)" = "$(stat -c %i back/usr/lib/motd-link)"
+	cbackup_run 0 restore --config c.conf "offsite:$n" one --path ./usr/lib/motd-link
+	cmp "$SCRATCH/root/etc/motd" one/usr/lib/motd-link
+	cbackup_run 0 verify --config c.conf "offsite:$n"
+	conf c.conf "type = s3" "endpoint = $CB_S3_ENDPOINT" "bucket = night" "prefix = cb/host1"
+	echo "night 2" >>"$SCRATCH/root/etc/motd"
+	sleep 1.1
+	cbackup_run 0 backup --config c.conf 101
+	cbackup_run 0 list --config c.conf --storage offsite
+	test "$(grep -c "vzdump-lxc-101-" "$CB_OUT")" = 2
+	rm -rf froze thawed "$SCRATCH/tmp/cbackup"
 '
 
 test_expect_success 'two guests on one storage: each fails with the storage'\''s error, the job exits 2' '
