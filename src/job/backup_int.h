@@ -109,6 +109,7 @@ struct guest_run {
 	size_t n_own;
 	struct cb_objstore *store;   /* layout = store (or S3): where the night goes */
 	struct cb_store_night *night;
+	struct cb_objstore_lock *object_lock;  /* S3: the guest's lock object (other hosts) */
 	char *archive_label;         /* a store's night: "STORAGE:NAME" */
 };
 

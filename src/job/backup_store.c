@@ -5,16 +5,36 @@
  * last, in the place of the .sha256 and the rename.
  */
 #include "backup_int.h"
+#include "cb_objstore_lock.h"
 
 /* Threads that write a night's units: a directory's fsyncs, an object
  * store's round trips overlap the codec's work. */
 #define STORE_WRITERS 4
+
+/* An S3 storage is shared by hosts that share no lock file (a directory
+ * store has the dump directory's, as a classic one): the guest's lock
+ * object, taken before any unit is written, renewed while the night runs. */
+static int lock_store(struct guest_run *r)
+{
+	int rc;
+
+	if (r->opts.storage_type != CB_STORAGE_S3)
+		return 0;
+	rc = cb_objstore_lock_take(r->store, cb_guest_type_name(r->opts.type), r->opts.id, 0, NULL,
+				   &r->object_lock);
+	if (rc != 0)
+		return -1;
+	if (cb_objstore_lock_note(r->object_lock))
+		cb_info(r->log, "%s", cb_objstore_lock_note(r->object_lock));
+	return 0;
+}
 
 int backup_store_open(struct guest_run *r, struct cb_sink **sink)
 {
 	const char *name = strrchr(r->archive_path, '/') + 1, *why = "";
 
 	if (cb_objstore_open_for(&r->opts, &r->store) < 0 || r->store->ops->check(r->store) < 0 ||
+	    lock_store(r) < 0 ||
 	    cb_store_night_open(&r->night, r->store, name, r->opts.type, r->opts.id, r->opts.compress,
 				r->opts.lockwait * 60, STORE_WRITERS, &why) < 0)
 		return -1;
@@ -63,6 +83,13 @@ int backup_store_commit(struct guest_run *r, const char *idx_path, const char *i
 
 	if (r->opts.protected_)
 		cb_info(r->log, "marking backup as protected");
+	/* another host took the guest over (our lock expired unrenewed): its
+	 * night, not this one, is the guest's */
+	if (r->object_lock && cb_objstore_lock_lost(r->object_lock)) {
+		free(notes);
+		return cb_error("the lock of CT/VM %s on '%s' was lost while the night ran: not committed",
+				r->opts.id, r->store->label);
+	}
 	ret = cb_store_night_commit(r->night, idx_hex[0] ? idx_path : NULL, r->log_path, notes,
 				    r->opts.protected_);
 	free(notes);
@@ -87,6 +114,9 @@ void backup_store_end_night(struct guest_run *r)
 {
 	cb_store_night_free(r->night);
 	r->night = NULL;
+	if (r->object_lock && cb_objstore_lock_release(r->object_lock) < 0)
+		cb_warn(r->log, "%s", cb_last_error());
+	r->object_lock = NULL;
 }
 
 void backup_store_close(struct guest_run *r)

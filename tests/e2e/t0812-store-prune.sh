@@ -164,4 +164,33 @@ test_expect_success ROOT 'a prune while a night is being written (held at its fi
 	cbackup_run 0 verify --config "$CONF" offsite:
 '
 
+test_expect_success ROOT 'two hosts back the same guest up to one store: the second fails, naming the first' '
+	printf "D\n" >>"$SRC/var/log/syslog"
+	before=$(nights)
+	rm -f "$FAULT_LOG"
+	# host A (its own lock directory: another host shares only the store),
+	# held at the first unit it writes
+	mkdir -m 0700 -p "$SCRATCH/locks-a"
+	CBACKUP_LOCK_DIR=$SCRATCH/locks-a \
+	CB_FAULT="rename:SIGSTOP:~tmp:after=1" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		"$CBACKUP" backup --config "$CONF" --storage offsite --root "$SRC" --id 101 --type ct \
+		--unit-size 1 >"$SCRATCH/a.out" 2>"$SCRATCH/a.err" &
+	pid=$!
+	cleanup_pid "$pid"
+	wait_for 30 grep -q "^State:.*stopped" /proc/$pid/status 2>/dev/null || { cat "$SCRATCH/a.err"; false; }
+	# host B, meanwhile
+	sleep 1.1
+	cbackup_run 1 backup --config "$CONF" --storage offsite --root "$SRC" --id 101 --type ct \
+		--unit-size 1
+	test_has "$CB_ERR" "ERROR: .*CT 101 is being backed up to this storage by another host"
+	test "$(nights)" = "$before"
+	kill -CONT "$pid"
+	rc=0
+	wait "$pid" || rc=$?
+	test "$rc" = 0
+	test "$(nights)" = $((before + 1))
+	test -z "$(ls "$STORE/locks" 2>/dev/null)"
+'
+
 test_done

@@ -205,4 +205,39 @@ test_expect_success 'two guests on one storage: each fails with the storage'\''s
 	nothing_touched
 '
 
+test_expect_success 'two hosts back one guest up to one bucket: the second fails naming the first; its lock goes with it' '
+	conf c.conf "type = s3" "endpoint = $CB_S3_ENDPOINT" "bucket = night" "prefix = cb/two"
+	echo "two hosts" >>"$SCRATCH/root/etc/motd"
+	# another host shares the bucket only: its own dumpdir and lock directory
+	sed -e "s|^dumpdir = .*|dumpdir = $SCRATCH/dump-b|" -e "s|^tmpdir = .*|tmpdir = $SCRATCH/tmp-b|" c.conf >b.conf
+	mkdir -p "$SCRATCH/dump-b" "$SCRATCH/tmp-b"
+	mkdir -m 0700 "$SCRATCH/locks-a"
+	rm -f "$FAULT_LOG"
+	# host A, held when it writes its catalog (its units are in the bucket,
+	# its manifest not yet)
+	CBACKUP_LOCK_DIR=$SCRATCH/locks-a \
+	CB_FAULT="open:SIGSTOP:.tar.zst.idx" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		"$CBACKUP" backup --config c.conf 101 >a.out 2>a.err &
+	pid=$!
+	cleanup_pid "$pid"
+	wait_for 60 grep -q "^State:.*stopped" /proc/$pid/status 2>/dev/null || { cat a.err; false; }
+	sleep 1.1
+	cbackup_run 1 backup --config b.conf 101
+	test_has "$CB_ERR" "^ERROR: Backup of VM 101 failed - .*CT 101 is being backed up to offsite by host .* pid $pid since"
+	kill -CONT "$pid"
+	rc=0
+	wait "$pid" || rc=$?
+	cat a.err
+	test "$rc" = 0
+	cbackup_run 0 list --config c.conf --storage offsite
+	test "$(grep -c "vzdump-lxc-101-" "$CB_OUT")" = 1
+	s3 "$CB_S3_ENDPOINT/night?list-type=2&prefix=cb%2Ftwo%2Flocks%2F" >listing
+	test_lacks listing "<Key>"
+	# the lock was released: host B goes now
+	sleep 1.1
+	cbackup_run 0 backup --config b.conf 101
+	rm -rf froze thawed "$SCRATCH/tmp/cbackup"
+'
+
 test_done
