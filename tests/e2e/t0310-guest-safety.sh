@@ -219,7 +219,7 @@ test_expect_success ROOT,CGROUP2 'a guest that stops while frozen (killed, its c
 	#!/bin/sh
 	[ "\$1" = pre-restart ] || exit 0
 	for p in \$(cat $CG/cgroup.procs); do kill -9 \$p; done
-	while [ -s $CG/cgroup.procs ]; do sleep 0.01; done
+	while grep -q . $CG/cgroup.procs; do sleep 0.01; done   # (size 0: not -s)
 	rmdir $CG
 	EOF
 	chmod +x "$SCRATCH/gone-hook"
