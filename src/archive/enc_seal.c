@@ -121,15 +121,28 @@ static int cmp_seg(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The frame's id: from its segment's digest when it is exactly one. */
-static int frame_id(struct seal *s, const unsigned char *plain, uint64_t p_off, uint64_t p_len,
-		    unsigned char id[CB_ENC_ID])
+static int read_plain(struct seal *s, unsigned char *plain, uint64_t p_off, uint64_t p_len)
+{
+	if (cb_pread_all(s->in, plain, p_len, p_off) < 0)
+		return cb_error_errno("cannot read the plain archive");
+	return 0;
+}
+
+/* The frame's id: from its segment's digest when it is exactly one (its
+ * bytes not read: a copied frame never needs them), else from its bytes,
+ * read into plain (*read set). */
+static int frame_id(struct seal *s, unsigned char *plain, uint64_t p_off, uint64_t p_len,
+		    unsigned char id[CB_ENC_ID], int *read)
 {
 	const struct seal_seg *g = s->n_segs ? bsearch(&p_off, s->segs, s->n_segs, sizeof(*s->segs),
 						       cmp_seg) : NULL;
 
+	*read = 0;
 	if (g && g->c_len == p_len)
 		return cb_enc_unit_id_sha(s->k, g->cdig, id);
+	if (read_plain(s, plain, p_off, p_len) < 0)
+		return -1;
+	*read = 1;
 	return cb_enc_unit_id(s->k, plain, p_len, id);
 }
 
@@ -181,14 +194,15 @@ static struct enc_frame *add_frame(struct seal *s, uint64_t p_off, uint64_t p_le
 	return f;
 }
 
-static int put_frame(struct seal *s, const unsigned char *plain, uint64_t p_off, uint64_t p_len)
+/* Frame [p_off, p_off + p_len) of the plain archive; plain: room for it. */
+static int put_frame(struct seal *s, unsigned char *plain, uint64_t p_off, uint64_t p_len)
 {
 	uint64_t len = enc_frame_size(p_len);
 	unsigned char *fr, key[32], id[CB_ENC_ID];
 	const struct enc_frame *prev;
-	int ret = -1;
+	int ret = -1, read;
 
-	if (frame_id(s, plain, p_off, p_len, id) < 0)
+	if (frame_id(s, plain, p_off, p_len, id, &read) < 0)
 		return -1;
 	if ((prev = copy_prev(s, id, p_len))) {
 		s->st->frames_copied++;
@@ -196,6 +210,8 @@ static int put_frame(struct seal *s, const unsigned char *plain, uint64_t p_off,
 		memcpy(add_frame(s, p_off, p_len, len, id)->sha, prev->sha, 32);
 		return 0;
 	}
+	if (!read && read_plain(s, plain, p_off, p_len) < 0)
+		return -1;
 	fr = cb_xcalloc(1, len);
 	memcpy(fr, ENC_FRAME_MAGIC, 4);
 	enc_put64(fr + 8, p_len);
@@ -245,9 +261,7 @@ static int put_frames(struct seal *s, uint64_t size, const uint64_t *starts, siz
 		if (cb_check_interrupt() < 0)   /* SIGINT/SIGTERM: no half archive left */
 			ret = -1;
 		else
-			ret = cb_pread_all(s->in, buf, len, starts[i]) < 0
-			      ? cb_error_errno("cannot read the plain archive")
-			      : put_frame(s, buf, starts[i], len);
+			ret = put_frame(s, buf, starts[i], len);
 	}
 	free(buf);
 	return ret;
