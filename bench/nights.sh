@@ -17,7 +17,10 @@
 #   cbackup  backup --keep-staging 1 --compress zstd (reuse 1, the default)
 #   cbdef    cbackup as installed: backup --compress zstd, every other
 #            setting its default (keep-staging auto)
+#   cbenc    cbackup encrypted: as cbackup, with --encryption-key (a key
+#            made by `cbackup key create`)
 #   borg     1.2, repository -e none, create --compression zstd,3
+#   borgenc  borg as above, repository -e repokey-blake2
 #   restic   0.14 (always encrypted), backup
 #   vzdump   rsync -aHAX twice, tar | zstd -T0, the copy removed
 # Per tool and file system, medians over ROUNDS rounds: wall and CPU
@@ -27,21 +30,24 @@
 # what the tool keeps between nights outside the dump directory (cbackup's
 # staging copy with its index, borg's and restic's caches); night 1's wall
 # time and peak RSS; and after the last night a full restore of it (cbackup
-# restore, borg extract, restic restore, zstd -dc | tar -x), wall and CPU.
+# restore, borg extract, restic restore, zstd -dc | tar -x), wall and CPU,
+# and one small file (SMALL, default etc/debian_version) of it, wall.
 # Environment: NIGHTS=7 ROUNDS=3 FS="btrfs ext4" DISTROOT=/work/distroot
+#   TOOLS (a subset, in this order) SMALL
 #   BENCH_TMP=/var/tmp (scratch, removed at exit: ~2x the root + 2 images
 #   of IMG_SIZE=16G, sparse).
 # Page caches are NOT dropped (shared machine): every run is warm, for all.
 set -eu
 cd "$(dirname "$0")/.."
 TOP=$(pwd)
-CB=$TOP/cbackup
+CB=${CB:-$TOP/cbackup}
 NIGHTS=${NIGHTS:-7}
 ROUNDS=${ROUNDS:-3}
 FS=${FS:-btrfs ext4}
 DISTROOT=${DISTROOT:-/work/distroot}
 IMG_SIZE=${IMG_SIZE:-16G}
-TOOLS="cbackup cbdef borg restic vzdump"
+TOOLS=${TOOLS:-cbackup cbdef cbenc borg borgenc restic vzdump}
+SMALL=${SMALL:-etc/debian_version}
 . bench/lib.sh
 
 for t in borg restic rsync zstd btrfs mkfs.ext4 /usr/bin/time; do
@@ -54,7 +60,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-export CBACKUP_LOCK_DIR=$work/locks RESTIC_PASSWORD=bench BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK=yes
+export CBACKUP_LOCK_DIR=$work/locks RESTIC_PASSWORD=bench BORG_PASSPHRASE=bench BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK=yes
 mkdir -m 700 "$CBACKUP_LOCK_DIR"
 SRC=$work/src
 rec() { echo "$3" >>"$work/r.$1.$2"; }   # FS KEY VALUE
@@ -74,12 +80,20 @@ run_tool() {
 		"$CB" backup --root "$SRC" --id 100 --type ct --tmpdir "$keep" --dumpdir "$dump" \
 			--compress zstd --keep-staging 1 --freeze-cmd true --thaw-cmd true \
 			2>>"$work/cbackup.log" ;;
+	cbenc)
+		mkdir -p "$dump"
+		"$CB" backup --root "$SRC" --id 100 --type ct --tmpdir "$keep" --dumpdir "$dump" \
+			--compress zstd --keep-staging 1 --freeze-cmd true --thaw-cmd true \
+			--encryption-key "$work/key" 2>>"$work/cbackup.log" ;;
 	cbdef)
 		mkdir -p "$dump"
 		"$CB" backup --root "$SRC" --id 100 --type ct --tmpdir "$keep" --dumpdir "$dump" \
 			--compress zstd --freeze-cmd true --thaw-cmd true 2>>"$work/cbackup.log" ;;
 	borg)
 		[ -d "$dump" ] || BORG_BASE_DIR=$keep borg init -e none "$dump"
+		BORG_BASE_DIR=$keep borg create --compression zstd,3 "$dump::n$4" "$SRC" ;;
+	borgenc)
+		[ -d "$dump" ] || BORG_BASE_DIR=$keep borg init -e repokey-blake2 "$dump"
 		BORG_BASE_DIR=$keep borg create --compression zstd,3 "$dump::n$4" "$SRC" ;;
 	restic)
 		[ -d "$dump" ] || restic -q init -r "$dump" --cache-dir "$keep"
@@ -92,14 +106,34 @@ run_tool() {
 		rm -rf "$keep/vz" ;;
 	esac
 }
-# restore_tool TOOL DUMP DEST: the last night back, whole, into DEST
+# restore_tool TOOL DUMP DEST [FILE]: the last night back into DEST, whole
+# or only FILE (relative to the guest's root)
 restore_tool() {
-	local dump=$2/$1
+	local dump=$2/$1 one=${4:-}
 	mkdir -p "$3"
+	if [ -n "$one" ]; then
+		case $1 in
+		cbackup|cbdef)
+			"$CB" restore "$(ls -t "$dump"/*.tar.zst | head -n 1)" "$3" --force --path "$one" 2>>"$work/cbackup.log" ;;
+		cbenc)
+			"$CB" restore "$(ls -t "$dump"/*.tar.zst.cbenc | head -n 1)" "$3" --force --path "$one" \
+				--encryption-key "$work/key" 2>>"$work/cbackup.log" ;;
+		borg|borgenc)
+			(cd "$3" && borg extract "$dump::n$NIGHTS" "${SRC#/}/$one") ;;
+		restic)
+			restic -q -r "$dump" restore latest --target "$3" --include "$SRC/$one" >/dev/null ;;
+		vzdump)
+			zstd -dc "$dump/n$NIGHTS.tar.zst" | tar -xpf - -C "$3" "./$one" ;;
+		esac
+		return
+	fi
 	case $1 in
 	cbackup|cbdef)
 		"$CB" restore "$(ls -t "$dump"/*.tar.zst | head -n 1)" "$3" --force 2>>"$work/cbackup.log" ;;
-	borg)
+	cbenc)
+		"$CB" restore "$(ls -t "$dump"/*.tar.zst.cbenc | head -n 1)" "$3" --force \
+			--encryption-key "$work/key" 2>>"$work/cbackup.log" ;;
+	borg|borgenc)
 		(cd "$3" && borg extract "$dump::n$NIGHTS") ;;
 	restic)
 		restic -q -r "$dump" restore latest --target "$3" >/dev/null ;;
@@ -158,7 +192,7 @@ round() {
 		[ "$n" = 1 ] || change "$n"
 		# the order turned each night (and each round)
 		set -- $TOOLS
-		for i in $(seq 1 $(((n + r) % 5))); do set -- "$@" "$1"; shift; done
+		for i in $(seq 1 $(((n + r) % $#))); do set -- "$@" "$1"; shift; done
 		order="$*"
 		for t in $order; do timed_night "$fs" "$t" "$mnt" "$keep" "$n"; done
 		echo "   night $n done ($order), load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -173,8 +207,12 @@ round() {
 		read -r wall user sys <"$work/time"
 		rec "$fs" "$t.rwall" "$wall"
 		rec "$fs" "$t.rcpu" "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')"
+		/usr/bin/time -f "%e" -o "$work/time" bash -c 'set -e; restore_tool "$@"' _ \
+			"$t" "$mnt" "$work/one-$t" "$SMALL" || { echo "$t restore of $SMALL failed" >&2; exit 1; }
+		cmp -s "$work/one-$t/${SRC#/}/$SMALL" "$SRC/$SMALL" || cmp "$work/one-$t/$SMALL" "$SRC/$SMALL"
+		rec "$fs" "$t.rone" "$(cat "$work/time")"
 	done
-	rm -rf "$work"/rst-*
+	rm -rf "$work"/rst-* "$work"/one-*
 	for t in $TOOLS; do
 		rec "$fs" "$t.night1" "$(cat "$work/n.$t.night1")"
 		rec "$fs" "$t.rss1" "$(cat "$work/n.$t.rss1")"
@@ -194,14 +232,28 @@ table() {
 	local fs=$1 t k
 	echo
 	echo "dump dir on $fs: nights 2-$NIGHTS, medians of $(wc -l <"$work/r.$fs.cbackup.wall") round(s), load average (1 min) during the nights: $(median "$work/load.$fs") median, $(sort -n "$work/load.$fs" | head -n 1)-$(sort -n "$work/load.$fs" | tail -n 1)"
-	echo "| | cbackup keep-staging 1 | cbackup as installed | borg | restic | vzdump's way |"
-	echo "|---|---|---|---|---|---|"
-	for k in night1 rss1 wall cpu added storage kept rwall rcpu; do
+	printf '|'
+	for t in $TOOLS; do
+		case $t in
+		cbackup) printf ' | cbackup keep-staging 1' ;;
+		cbdef) printf ' | cbackup as installed' ;;
+		cbenc) printf ' | cbackup encrypted' ;;
+		borgenc) printf ' | borg repokey-blake2' ;;
+		vzdump) printf " | vzdump's way" ;;
+		*) printf ' | %s' "$t" ;;
+		esac
+	done
+	echo ' |'
+	printf '|---|'
+	for t in $TOOLS; do printf -- '---|'; done
+	echo
+	for k in night1 rss1 wall cpu added storage kept rwall rcpu rone; do
 		case $k in
 		night1) printf '| night 1 wall |' ;;
 		rss1) printf '| night 1 peak RSS |' ;;
 		rwall) printf '| full restore of night %s, wall |' "$NIGHTS" ;;
 		rcpu) printf '| full restore, CPU |' ;;
+		rone) printf '| one small file back (%s), wall |' "$SMALL" ;;
 		wall) printf '| nights 2-%s wall, total |' "$NIGHTS" ;;
 		cpu) printf '| CPU (user+sys), total |' ;;
 		added) printf '| bytes added per night |' ;;
@@ -212,17 +264,30 @@ table() {
 			v=$(median "$work/r.$fs.$t.$k")
 			case $k in
 			wall|cpu|night1|rwall|rcpu) printf ' %.1f s |' "$v" ;;
+			rone) printf ' %.2f s |' "$v" ;;
 			*) printf ' %s |' "$(mb "$v")" ;;
 			esac
 		done
 		echo
 	done
+	has() { case " $TOOLS " in *" $1 "*) return 0 ;; esac; return 1; }
+	ratio() {   # NAME A B KEY
+		has "$2" && has "$3" || return 0
+		awk -v a="$(median "$work/r.$fs.$2.$4")" -v b="$(median "$work/r.$fs.$3.$4")" -v n="$1" -v k="$4" \
+			'BEGIN { printf "%s %s: %.3fx\n", n, k, (b > 0 ? a / b : 0) }'
+	}
+	for k in cpu wall added storage night1; do ratio "cbackup encrypted / plain (keep-staging 1)" cbenc cbackup "$k"; done
+	ratio "cbackup encrypted / borg repokey-blake2" cbenc borgenc storage
+	for c in restic borgenc borg; do ratio "cbackup encrypted / $c, one small file back," cbenc "$c" rone; done
+	has borg || return 0
 	for k in wall cpu storage night1 rss1; do
 		for c in cbackup cbdef; do
+			has "$c" || continue
 			awk -v c="$(median "$work/r.$fs.$c.$k")" -v b="$(median "$work/r.$fs.borg.$k")" -v k="$k" \
 				-v n="$c" 'BEGIN { printf "%s/borg %s: %.2fx\n", n, k, (b > 0 ? c / b : 0) }'
 		done
 	done
+	has cbdef && has vzdump || return 0
 	for k in rwall rcpu; do
 		awk -v c="$(median "$work/r.$fs.cbdef.$k")" -v b="$(median "$work/r.$fs.vzdump.$k")" -v k="$k" \
 			'BEGIN { printf "cbackup restore / zstd -dc | tar -x %s: %.2fx\n", k, (b > 0 ? c / b : 0) }'
@@ -232,6 +297,7 @@ table() {
 echo "waiting for $DISTROOT/.ready ..."
 while [ ! -e "$DISTROOT/.ready" ]; do sleep 10; done
 [ -x "$CB" ] || make -s
+"$CB" key create "$work/key" >/dev/null 2>&1
 for fs in $FS; do
 	img=$work/$fs.img
 	truncate -s "$IMG_SIZE" "$img"

@@ -81,6 +81,10 @@ const char *cb_enc_view_path(const struct cb_enc_view *v);
 uint64_t cb_enc_view_frames(const struct cb_enc_view *v, uint64_t *total);
 /* Remove the directory and everything in it. NULL is fine. */
 void cb_enc_view_free(struct cb_enc_view *v);
+/* Views below tmpdir left by readers that were killed (their owner gone:
+ * its lock on the view is free) are removed, each said in log; a live
+ * reader's view is left alone. */
+void cb_enc_views_sweep(const char *tmpdir, struct cb_log *log);
 
 /*
  * Without the key: ARCHIVE.sha256 against the archive and its catalog,

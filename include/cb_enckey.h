@@ -75,6 +75,9 @@ int cb_enckey_check_fp(const unsigned char *fp, const struct cb_enckey *k);
 /* The unit id of len bytes: a keyed MAC, never a plain hash of them. */
 int cb_enc_unit_id(const struct cb_enckey *k, const void *buf, size_t len,
 		   unsigned char id[CB_ENC_ID]);
+/* The same from the bytes' SHA-256 (a catalog's digest of a segment). */
+int cb_enc_unit_id_sha(const struct cb_enckey *k, const unsigned char sha[32],
+		       unsigned char id[CB_ENC_ID]);
 /* The key that seals the unit with this id. */
 int cb_enc_unit_key(const struct cb_enckey *k, const unsigned char *id, unsigned char key[32]);
 

@@ -81,6 +81,11 @@ int enc_write_sums(const char *out, const char *hex, const char *idx_hex);
  * plain bytes into plain; buf holds f->e_len bytes. */
 int enc_open_frame(const struct cb_enckey *k, int fd, const struct enc_frame *f, uint64_t i,
 		   unsigned char *buf, unsigned char *plain, const char *archive, int check_id);
+/* A view's owner marks its directory (ENC_VIEW_MARK) with the lock held:
+ * the fd holding it, or -1 (error set). */
+#define ENC_VIEW_MARK ".reader"
+int enc_view_lock(const char *dir);
+
 /* The whole of a regular file (not through a symlink), malloc'ed. */
 int enc_read_file(const char *path, unsigned char **buf, size_t *len);
 

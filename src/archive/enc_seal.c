@@ -23,8 +23,19 @@
 #include "enc_int.h"
 #include "cb_util.h"
 
+/* A segment of the plain catalog: its bytes' SHA-256, which the writer
+ * computed as it wrote them (or took, with a copied segment, from the
+ * previous catalog after checking the copy): a frame that is exactly one
+ * segment gets its id from it, no second SHA-256 pass over its bytes. */
+struct seal_seg {
+	uint64_t c_off, c_len;
+	unsigned char cdig[32];
+};
+
 struct seal {
 	const struct cb_enckey *k;
+	struct seal_seg *segs;        /* by c_off */
+	size_t n_segs;
 	int in, out, prev, back;   /* back: out opened for reading */
 	struct enc_idx prev_idx;      /* frames sorted by id */
 	struct enc_frame *f;
@@ -40,8 +51,9 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Where frames start: 0 and each segment's (else unit's) first byte. */
-static size_t frame_starts(const char *plain, uint64_t size, uint64_t **out)
+/* Where frames start: 0 and each segment's (else unit's) first byte;
+ * the segments into s. */
+static size_t frame_starts(struct seal *s, const char *plain, uint64_t size, uint64_t **out)
 {
 	char *ipath = cb_xasprintf("%s.idx", plain);
 	struct cb_idx x;
@@ -54,9 +66,14 @@ static size_t frame_starts(const char *plain, uint64_t size, uint64_t **out)
 		uint64_t count = x.n_segs ? x.n_segs : x.n_units;
 		v = cb_xcalloc(count + 1, sizeof(*v));
 		cap = count + 1;
+		s->segs = cb_xcalloc(x.n_segs + 1, sizeof(*s->segs));
 		for (uint64_t i = 0; i < count; i++) {
 			x.n_segs ? cb_idx_seg(&x, i, &g) : cb_idx_unit(&x, i, &u);
 			v[n++] = x.n_segs ? g.c_off : u.c_off;
+			if (x.n_segs) {
+				s->segs[s->n_segs] = (struct seal_seg){ g.c_off, g.c_len, { 0 } };
+				memcpy(s->segs[s->n_segs++].cdig, g.cdig, 32);
+			}
 		}
 		cb_idx_close(&x);
 	}
@@ -98,66 +115,117 @@ static void open_prev(struct seal *s, const char *prev)
 	free(ipath);
 }
 
-/* The frame bytes at out's current end are the previous archive's copy
- * of frame fr (same id, same length): clone it, and read it back. The
- * previous frame record, or NULL (then fr is written as it is). */
-static const struct enc_frame *copy_prev(struct seal *s, const unsigned char *frame,
-					 uint64_t len)
+static int cmp_seg(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = ((const struct seal_seg *)b)->c_off;
+	return x < y ? -1 : x > y;
+}
+
+static int read_plain(struct seal *s, unsigned char *plain, uint64_t p_off, uint64_t p_len)
+{
+	if (cb_pread_all(s->in, plain, p_len, p_off) < 0)
+		return cb_error_errno("cannot read the plain archive");
+	return 0;
+}
+
+/* The frame's id: from its segment's digest when it is exactly one (its
+ * bytes not read: a copied frame never needs them), else from its bytes,
+ * read into plain (*read set). */
+static int frame_id(struct seal *s, unsigned char *plain, uint64_t p_off, uint64_t p_len,
+		    unsigned char id[CB_ENC_ID], int *read)
+{
+	const struct seal_seg *g = s->n_segs ? bsearch(&p_off, s->segs, s->n_segs, sizeof(*s->segs),
+						       cmp_seg) : NULL;
+
+	*read = 0;
+	if (g && g->c_len == p_len)
+		return cb_enc_unit_id_sha(s->k, g->cdig, id);
+	if (read_plain(s, plain, p_off, p_len) < 0)
+		return -1;
+	*read = 1;
+	return cb_enc_unit_id(s->k, plain, p_len, id);
+}
+
+/* Frame id of p_len plain bytes is in the previous archive (whose every
+ * frame the caller's view authenticated): cloned to out's end, read back
+ * and compared with the previous archive's bytes (no second encryption:
+ * the same id and length under one key is the same frame, byte for
+ * byte). The previous frame record, or NULL (then the frame is sealed). */
+static const struct enc_frame *copy_prev(struct seal *s, const unsigned char *id, uint64_t p_len)
 {
 	struct enc_frame key, *p;
-	unsigned char *back;
+	unsigned char *back, *want;
 	loff_t from, to = (loff_t)s->e_at;
-	int same = 0;
+	uint64_t len = enc_frame_size(p_len);
+	int same;
 
 	if (s->prev < 0)
 		return NULL;
-	memcpy(key.id, frame + 16, CB_ENC_ID);
+	memcpy(key.id, id, CB_ENC_ID);
 	p = bsearch(&key, s->prev_idx.f, s->prev_idx.n, sizeof(key), cmp_id);
-	if (!p || p->e_len != len)
+	if (!p || p->p_len != p_len || p->e_len != len)
 		return NULL;
 	from = (loff_t)p->e_off;
 	if (copy_file_range(s->prev, &from, s->out, &to, len, 0) != (ssize_t)len)
 		return NULL;
 	back = cb_xmalloc(len);
-	same = cb_pread_all(s->back, back, len, s->e_at) == 0 && !memcmp(back, frame, len);
+	want = cb_xmalloc(len);
+	same = cb_pread_all(s->back, back, len, s->e_at) == 0 &&
+	       cb_pread_all(s->prev, want, len, p->e_off) == 0 && !memcmp(back, want, len);
+	if (same)
+		EVP_DigestUpdate(s->sum, back, len);
 	free(back);
+	free(want);
 	return same ? p : NULL;
 }
 
-static int put_frame(struct seal *s, const unsigned char *plain, uint64_t p_off, uint64_t p_len)
+static struct enc_frame *add_frame(struct seal *s, uint64_t p_off, uint64_t p_len, uint64_t len,
+				   const unsigned char *id)
 {
-	uint64_t len = enc_frame_size(p_len);
-	unsigned char *fr = cb_xcalloc(1, len), key[32];
-	const struct enc_frame *prev;
 	struct enc_frame *f;
-	int ret = -1;
 
-	memcpy(fr, ENC_FRAME_MAGIC, 4);
-	enc_put64(fr + 8, p_len);
-	if (cb_enc_unit_id(s->k, plain, p_len, fr + 16) < 0 || cb_enc_unit_key(s->k, fr + 16, key) < 0 ||
-	    cb_enc_seal(key, (const unsigned char[CB_ENC_NONCE]){ 0 }, fr, ENC_FRAME_HDR, plain, p_len,
-			fr + ENC_FRAME_HDR, fr + ENC_FRAME_HDR + p_len) < 0)
-		goto out;
-	if ((prev = copy_prev(s, fr, len)))
-		s->st->frames_copied++;
-	else if (pwrite(s->out, fr, len, (off_t)s->e_at) != (ssize_t)len) {
-		cb_error_errno("cannot write the encrypted archive");
-		goto out;
-	}
 	if (s->n == s->cap)
 		s->f = cb_xrealloc(s->f, (s->cap = s->cap ? 2 * s->cap : 64) * sizeof(*s->f));
 	f = &s->f[s->n++];
 	*f = (struct enc_frame){ p_off, p_len, s->e_at, len, { 0 }, { 0 } };
-	memcpy(f->id, fr + 16, CB_ENC_ID);
-	/* the same id and length under one key is the same frame, byte for
-	 * byte: the previous (authenticated) table has its SHA-256 already */
-	if (prev)
-		memcpy(f->sha, prev->sha, sizeof(f->sha));
-	else
-		SHA256(fr, len, f->sha);
-	EVP_DigestUpdate(s->sum, fr, len);
+	memcpy(f->id, id, CB_ENC_ID);
 	s->e_at += len;
 	s->st->frames++;
+	return f;
+}
+
+/* Frame [p_off, p_off + p_len) of the plain archive; plain: room for it. */
+static int put_frame(struct seal *s, unsigned char *plain, uint64_t p_off, uint64_t p_len)
+{
+	uint64_t len = enc_frame_size(p_len);
+	unsigned char *fr, key[32], id[CB_ENC_ID];
+	const struct enc_frame *prev;
+	int ret = -1, read;
+
+	if (frame_id(s, plain, p_off, p_len, id, &read) < 0)
+		return -1;
+	if ((prev = copy_prev(s, id, p_len))) {
+		s->st->frames_copied++;
+		/* the previous (authenticated) table has its SHA-256 already */
+		memcpy(add_frame(s, p_off, p_len, len, id)->sha, prev->sha, 32);
+		return 0;
+	}
+	if (!read && read_plain(s, plain, p_off, p_len) < 0)
+		return -1;
+	fr = cb_xcalloc(1, len);
+	memcpy(fr, ENC_FRAME_MAGIC, 4);
+	enc_put64(fr + 8, p_len);
+	memcpy(fr + 16, id, CB_ENC_ID);
+	if (cb_enc_unit_key(s->k, id, key) < 0 ||
+	    cb_enc_seal(key, (const unsigned char[CB_ENC_NONCE]){ 0 }, fr, ENC_FRAME_HDR, plain, p_len,
+			fr + ENC_FRAME_HDR, fr + ENC_FRAME_HDR + p_len) < 0)
+		goto out;
+	if (pwrite(s->out, fr, len, (off_t)s->e_at) != (ssize_t)len) {
+		cb_error_errno("cannot write the encrypted archive");
+		goto out;
+	}
+	EVP_DigestUpdate(s->sum, fr, len);
+	SHA256(fr, len, add_frame(s, p_off, p_len, len, id)->sha);
 	ret = 0;
 out:
 	OPENSSL_cleanse(key, sizeof(key));
@@ -193,9 +261,7 @@ static int put_frames(struct seal *s, uint64_t size, const uint64_t *starts, siz
 		if (cb_check_interrupt() < 0)   /* SIGINT/SIGTERM: no half archive left */
 			ret = -1;
 		else
-			ret = cb_pread_all(s->in, buf, len, starts[i]) < 0
-			      ? cb_error_errno("cannot read the plain archive")
-			      : put_frame(s, buf, starts[i], len);
+			ret = put_frame(s, buf, starts[i], len);
 	}
 	free(buf);
 	return ret;
@@ -373,7 +439,7 @@ int cb_enc_seal_archive(const struct cb_enckey *k, const char *plain, const char
 	}
 	if (prev && (s.back = open(tmp, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) >= 0)
 		open_prev(&s, prev);
-	n = frame_starts(plain, (uint64_t)sb.st_size, &starts);
+	n = frame_starts(&s, plain, (uint64_t)sb.st_size, &starts);
 	if (put_head(&s) < 0 || put_frames(&s, (uint64_t)sb.st_size, starts, n) < 0 ||
 	    finish(&s, plain, out, tmp, (uint64_t)sb.st_size) < 0) {
 		remove_outputs(out, tmp);
@@ -391,6 +457,7 @@ out:
 		close(s.back);
 	EVP_MD_CTX_free(s.sum);
 	enc_idx_release(&s.prev_idx);
+	free(s.segs);
 	free(s.f);
 	free(starts);
 	free(tmp);

@@ -29,8 +29,9 @@ struct cb_enc_view {
 	char *dir, *path;
 	uint64_t frames, opened;   /* in the archive, decrypted into the view */
 	/* what a signal's cleanup unlinks (no allocation in a handler) */
-	char *sides[3];            /* PATH.idx, PATH.sha256, PATH.verified */
+	char *sides[4];            /* PATH.idx, PATH.sha256, PATH.verified, mark */
 	int cleanup;               /* its handle, or -1 */
+	int lock;                  /* holds the directory's flock (enc_sweep.c) */
 };
 
 /* On SIGINT/SIGTERM: no plain copy of the archive is left behind. */
@@ -39,7 +40,7 @@ static void view_cleanup(void *arg)
 	struct cb_enc_view *v = arg;
 
 	unlink(v->path);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		unlink(v->sides[i]);
 	rmdir(v->dir);
 }
@@ -235,6 +236,7 @@ int cb_enc_view_open_opts(const struct cb_enckey *k, const char *archive, const 
 	n = strlen(name) - strlen(CB_ENC_SUFFIX);
 	v = cb_xcalloc(1, sizeof(*v));
 	v->cleanup = -1;
+	v->lock = -1;
 	v->dir = cb_xasprintf("%s/cbackup-view.XXXXXX", tmpdir);
 	if (!mkdtemp(v->dir)) {   /* mode 0700, a new name */
 		cb_error_errno("cannot create a private directory in '%s'", tmpdir);
@@ -246,9 +248,10 @@ int cb_enc_view_open_opts(const struct cb_enckey *k, const char *archive, const 
 	v->sides[0] = cb_xasprintf("%s.idx", v->path);
 	v->sides[1] = cb_xasprintf("%s.sha256", v->path);
 	v->sides[2] = cb_xasprintf("%s.verified", v->path);
+	v->sides[3] = cb_xasprintf("%s/%s", v->dir, ENC_VIEW_MARK);
 	if ((v->cleanup = cb_cleanup_push(view_cleanup, v)) < 0)
 		cb_error("too many cleanup actions");
-	if (v->cleanup < 0 || fill_view(k, archive, v, o) < 0) {
+	if (v->cleanup < 0 || (v->lock = enc_view_lock(v->dir)) < 0 || fill_view(k, archive, v, o) < 0) {
 		cb_enc_view_free(v);
 		return -1;
 	}
@@ -274,9 +277,11 @@ void cb_enc_view_free(struct cb_enc_view *v)
 	if (v->cleanup >= 0)
 		cb_cleanup_pop(v->cleanup, 0);
 	cb_remove_tree(v->dir);
+	if (v->lock >= 0)   /* after the removal: no sweep takes it half-removed */
+		close(v->lock);
 	free(v->dir);
 	free(v->path);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		free(v->sides[i]);
 	free(v);
 }

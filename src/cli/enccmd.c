@@ -221,6 +221,7 @@ int cb_enc_cli_open_for(const struct cb_cli *cli, const char *archive,
 		cb_err(log, "%s", cb_last_error());
 		return CB_EXIT_USAGE;
 	}
+	cb_enc_views_sweep(view_dir(cli), log);
 	ret = cb_enc_view_open_opts(&k, archive, view_dir(cli), o, view);
 	cb_enckey_wipe(&k);
 	if (ret < 0) {

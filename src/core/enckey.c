@@ -172,10 +172,18 @@ int cb_enc_unit_id(const struct cb_enckey *k, const void *buf, size_t len,
 		   unsigned char id[CB_ENC_ID])
 {
 	unsigned char d[SHA256_DIGEST_LENGTH];
-	unsigned int n = CB_ENC_ID;
 
 	SHA256(buf, len, d);
-	if (!HMAC(EVP_sha256(), k->k_id, sizeof(k->k_id), d, sizeof(d), id, &n) || n != CB_ENC_ID)
+	return cb_enc_unit_id_sha(k, d, id);
+}
+
+int cb_enc_unit_id_sha(const struct cb_enckey *k, const unsigned char sha[32],
+		       unsigned char id[CB_ENC_ID])
+{
+	unsigned int n = CB_ENC_ID;
+
+	if (!HMAC(EVP_sha256(), k->k_id, sizeof(k->k_id), sha, SHA256_DIGEST_LENGTH, id, &n) ||
+	    n != CB_ENC_ID)
 		return cb_error("unit id: HMAC failed (libcrypto)");
 	return 0;
 }

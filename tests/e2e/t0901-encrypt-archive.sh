@@ -118,6 +118,48 @@ test_expect_success ROOT 'a restore stopped by SIGTERM while decrypting leaves n
 	test ! -e "$SCRATCH/r8"
 '
 
+test_expect_success ROOT 'a reader killed (SIGKILL) leaves its view: the next reader removes it' '
+	mkdir "$SCRATCH/vk"
+	with_fault "write:SIGKILL:cbackup-view:after=4096" \
+		cbackup_run 137 restore "$(newest)" "$SCRATCH/r10" --encryption-key "$KEY" --tmpdir "$SCRATCH/vk"
+	fault_fired "^write .*cbackup-view"
+	stale=$(ls -d "$SCRATCH"/vk/cbackup-view.*)
+	test -n "$(ls -A "$stale")"
+	cbackup_run 0 restore "$(newest)" "$SCRATCH/r11" --encryption-key "$KEY" --tmpdir "$SCRATCH/vk" \
+		--path "./$MARK"
+	test_has "$CB_ERR" "INFO: removing .*/vk/cbackup-view\.[^/]*., left by a reader that was killed"
+	test ! -e "$stale"
+	test -z "$(ls -A "$SCRATCH/vk")"
+	cmp "$SRC/$MARK" "$SCRATCH/r11/$MARK"
+	rm -rf "$SCRATCH/r10" "$SCRATCH/r11"
+'
+
+test_expect_success ROOT 'a live reader'\''s view is left alone by the next reader' '
+	mkdir "$SCRATCH/vl"
+	rm -f "$FAULT_LOG"
+	# held (SIGSTOP) while it fills its view; not through with_fault (a
+	# function: $! would be its subshell)
+	CB_FAULT="write:SIGSTOP:cbackup-view:after=4096" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+		"$CBACKUP" restore "$(newest)" "$SCRATCH/r12" --encryption-key "$KEY" --tmpdir "$SCRATCH/vl" \
+		>"$SCRATCH/held.out" 2>"$SCRATCH/held.err" &
+	pid=$!
+	cleanup_pid "$pid"
+	wait_for 30 grep -q "^State:.*stopped" /proc/$pid/status || { kill -KILL "$pid"; false; }
+	live=$(ls -d "$SCRATCH"/vl/cbackup-view.*)
+	cbackup_run 0 restore "$(newest)" "$SCRATCH/r13" --encryption-key "$KEY" --tmpdir "$SCRATCH/vl" \
+		--path "./$MARK"
+	test_lacks "$CB_ERR" "left by a reader"
+	test -d "$live"
+	kill -CONT "$pid"
+	rc=0
+	wait "$pid" || rc=$?
+	test "$rc" = 0 || { cat "$SCRATCH/held.err"; false; }
+	compare_trees "$SRC" "$SCRATCH/r12"
+	test -z "$(ls -A "$SCRATCH/vl")"
+	rm -rf "$SCRATCH/r12" "$SCRATCH/r13"
+'
+
 test_expect_success ROOT 'a backup stopped by SIGTERM while sealing leaves nothing: no part, no plain copy' '
 	mkdir "$SCRATCH/d9" "$SCRATCH/t9"
 	with_fault "write:SIGTERM:.cbenc.tmp:after=8192" \

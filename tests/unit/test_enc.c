@@ -68,6 +68,9 @@ static void test_ids_are_keyed(void **state)
 	SHA256((const unsigned char *)"unit bytes", 10, plain);
 	assert_memory_not_equal(ia, plain, CB_ENC_ID); /* never the plain hash */
 	assert_memory_not_equal(a.fp, b.fp, CB_ENC_FP);
+	/* from a catalog's SHA-256 of the bytes: the same id */
+	assert_int_equal(cb_enc_unit_id_sha(&a, plain, ib), 0);
+	assert_memory_equal(ia, ib, CB_ENC_ID);
 }
 
 static void test_tag_checked(void **state)
