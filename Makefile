@@ -105,6 +105,7 @@ deps:
 lint:
 	@sh tests/lint.sh
 	@python3 scripts/layers.py
+	@sh scripts/filesize.sh
 
 check: lint
 	@sh scripts/deps.sh

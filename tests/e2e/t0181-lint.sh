@@ -32,4 +32,14 @@ test_expect_success 'test_when_finished: newest first, after a pass and after a 
 	test_cmp want "$SCRATCH/order"
 '
 
+test_expect_success 'a .c file over 800 lines fails the lint, naming it; the sources pass' '
+	mkdir -p big/sub
+	seq 801 | sed "s/^/int v/;s/\$/;/" >big/sub/long.c
+	seq 800 | sed "s/^/int w/;s/\$/;/" >big/sub/fits.c
+	test_must_fail sh "$TOP/scripts/filesize.sh" big >out
+	test_has out "^big/sub/long.c: 801 lines, over 800"
+	test_lacks out "fits.c"
+	(cd "$TOP" && sh scripts/filesize.sh)
+'
+
 test_done
