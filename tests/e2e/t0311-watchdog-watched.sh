@@ -19,6 +19,7 @@ cg_thawed() { test_must_fail cg_frozen "$1" >/dev/null; }
 cat >"$SCRATCH/hold-hook" <<EOF
 #!/bin/sh
 [ "\$1" = pre-restart ] || exit 0
+echo \$\$ >"$SCRATCH/hook.pid"
 touch "$SCRATCH/in-freeze"
 while [ ! -e "$SCRATCH/go" ]; do sleep 0.05; done
 exit 0
@@ -34,7 +35,7 @@ start_held() {
 	CG=$(make_cgroup v2)
 	SIDE=$SCRATCH/side-$1
 	start_writer "$CG" "$SRC/log-$1.txt" "$SIDE"
-	rm -f "$SCRATCH/in-freeze" "$SCRATCH/go"
+	rm -f "$SCRATCH/in-freeze" "$SCRATCH/go" "$SCRATCH/hook.pid"
 	"$CBACKUP" backup --root "$SRC" --id "$1" --tmpdir "$TMPD" --dumpdir "$DUMP" \
 		--freeze-cgroup "$CG" --max-freeze "$MAXF" --script "$SCRATCH/hold-hook" \
 		>"$CB_OUT" 2>"$CB_ERR" &
@@ -54,6 +55,9 @@ lost() {
 	kill "-$sig" "$wd"
 	# polled: cbackup is still in the hook, only its own thaw can do this
 	wait_for $((MAXF + 2)) cg_thawed "$CG"
+	# thawed while the hook still waits for the test: cbackup took over at
+	# once, not when max-freeze ended the hook
+	kill -0 "$(cat "$SCRATCH/hook.pid")"
 	guest_thawed "$CG" "$SIDE"
 	touch "$SCRATCH/go"
 	wait "$CB_PID" || rc=$?
