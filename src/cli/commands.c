@@ -2,12 +2,14 @@
  * cb_commands: the subcommand table, and the subcommands other than backup
  * (restore, list, prune, verify, probe): each resolves what it needs from
  * the command line and the configuration, runs its module, and returns an
- * exit status. In src/job/, the top floor: it calls every command's module.
+ * exit status. In src/cli/, the top floor: it calls every command's module.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cb_browse.h"
@@ -283,17 +285,75 @@ struct kept_set {
 	struct cb_kept_copy *v;
 	size_t n;
 	int *orphan;
+	struct cb_strvec dirs;  /* the tmpdirs looked in */
+	size_t *dir;            /* the tmpdir each copy is in: an index of dirs */
 };
 
-static int kept_scan(const struct cb_config *cfg, const char *tmpdir, const char *id,
-		     struct kept_set *k)
+/* Adds tmpdir to dirs unless it is one of them already (by device and
+ * inode: one directory may be spelled two ways); a missing one holds no
+ * copy and is left out. */
+static void kept_add_dir(struct cb_strvec *dirs, const char *tmpdir)
+{
+	struct stat a, b;
+
+	if (!tmpdir || stat(tmpdir, &a) < 0)
+		return;
+	for (size_t i = 0; i < dirs->n; i++)
+		if (stat(dirs->v[i], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return;
+	cb_strvec_push(dirs, tmpdir);
+}
+
+/* Where kept copies may be: the tmpdir of the view o (the command line's
+ * --tmpdir alone, if given); without an ID, also each configured guest's
+ * own and each storage's (a guest no longer configured kept its copy in
+ * the tmpdir its storage or the global section gave it). */
+static void kept_dirs(const struct cb_cli *cli, const struct cb_config *cfg, const struct cb_opts *o,
+		      const char *id, struct cb_strvec *dirs)
+{
+	kept_add_dir(dirs, o->tmpdir);
+	if (id)
+		return;
+	for (size_t i = 0; i + 1 < cli->kv.n; i += 2)
+		if (!strcasecmp(cli->kv.v[i], "tmpdir"))
+			return;
+	for (size_t i = 0; i < cfg->n_sections; i++) {
+		const struct cb_config_section *sec = &cfg->sections[i];
+		struct cb_opts g;
+
+		if (sec->kind == CB_SECTION_STORAGE) {
+			for (size_t j = 0; j < sec->n_entries; j++)
+				if (!strcmp(sec->entries[j].key, "tmpdir"))
+					kept_add_dir(dirs, sec->entries[j].value);
+		} else if (sec->kind != CB_SECTION_GLOBAL && cb_config_resolve(cfg, sec->name, &cli->kv, &g) == 0) {
+			kept_add_dir(dirs, g.tmpdir);
+			cb_opts_release(&g);
+		}
+	}
+}
+
+static int kept_scan(const struct cb_cli *cli, const struct cb_config *cfg, const struct cb_opts *o,
+		     const char *id, struct kept_set *k)
 {
 	struct cb_found_list found = { 0 };
 	const struct cb_found_list *fl = cfg->found;
 
 	memset(k, 0, sizeof(*k));
-	if (cb_kept_copies(tmpdir, id, &k->v, &k->n) < 0)
-		return -1;
+	kept_dirs(cli, cfg, o, id, &k->dirs);
+	for (size_t d = 0; d < k->dirs.n; d++) {
+		struct cb_kept_copy *v;
+		size_t n;
+
+		if (cb_kept_copies(k->dirs.v[d], id, &v, &n) < 0)
+			return -1;
+		k->v = cb_xrealloc(k->v, (k->n + n + 1) * sizeof(*k->v));
+		k->dir = cb_xrealloc(k->dir, (k->n + n + 1) * sizeof(*k->dir));
+		for (size_t i = 0; i < n; i++, k->n++) {
+			k->v[k->n] = v[i];
+			k->dir[k->n] = d;
+		}
+		free(v);   /* its copies moved into k->v */
+	}
 	if (!fl && k->n) {
 		cb_discover(&found);
 		fl = &found;
@@ -310,6 +370,8 @@ static void kept_release(struct kept_set *k)
 {
 	cb_kept_copies_free(k->v, k->n);
 	free(k->orphan);
+	free(k->dir);
+	cb_strvec_clear(&k->dirs);
 }
 
 /* The copies of configured guests (ORPHAN 0) or of the others, under
@@ -334,13 +396,15 @@ static void list_kept_part(const struct kept_set *k, int orphan, FILE *out)
 }
 
 /* After the backups: the kept staging copies and the space they take. */
-static int list_kept(const struct cb_config *cfg, const struct cb_opts *o, const char *id,
-		     FILE *out)
+static int list_kept(const struct cb_cli *cli, const struct cb_config *cfg, const struct cb_opts *o,
+		     const char *id, FILE *out)
 {
 	struct kept_set k;
 
-	if (kept_scan(cfg, o->tmpdir, id, &k) < 0)
+	if (kept_scan(cli, cfg, o, id, &k) < 0) {
+		kept_release(&k);
 		return -1;
+	}
 	list_kept_part(&k, 0, out);
 	list_kept_part(&k, 1, out);
 	kept_release(&k);
@@ -387,7 +451,7 @@ int cb_cmd_list(const struct cb_cli *cli, const struct cb_config *cfg, struct cb
 		}
 		cb_err(log, "%s", cb_last_error());
 		status = CB_EXIT_FAILED;
-	} else if (!json && list_kept(cfg, &o, id, stdout) < 0) {
+	} else if (!json && list_kept(cli, cfg, &o, id, stdout) < 0) {
 		/* the backups are listed; the tmpdir may be root's alone */
 		cb_warn(log, "kept staging copies not shown: %s", cb_last_error());
 	}
@@ -426,7 +490,8 @@ static void remove_gone(const struct cb_opts *o, const char *id, struct cb_log *
 
 /* One kept staging copy, under the guest's lock (no run of it is using
  * the copy): 0, 1 if the guest is being backed up, -1. */
-static int prune_kept(const struct cb_opts *o, const struct cb_kept_copy *k, struct cb_log *log)
+static int prune_kept(const struct cb_opts *o, const struct cb_kept_copy *k, const char *tmpdir,
+		      struct cb_log *log)
 {
 	struct cb_lock local = CB_LOCK_INIT;
 	char size[32];
@@ -443,7 +508,7 @@ static int prune_kept(const struct cb_opts *o, const struct cb_kept_copy *k, str
 		cb_info(log, "%s: would remove the kept staging copy '%s' (%s)", k->id, k->path, size);
 		ret = 0;
 	} else {
-		ret = cb_stage_dir_purge(o->tmpdir, k->id);
+		ret = cb_stage_dir_purge(tmpdir, k->id);
 		if (ret == 0)
 			cb_info(log, "%s: removed the kept staging copy '%s' (%s)", k->id, k->path, size);
 	}
@@ -453,23 +518,23 @@ static int prune_kept(const struct cb_opts *o, const struct cb_kept_copy *k, str
 
 /* prune --staging [ID] [--all]: the kept staging copies in the tmpdir of
  * guest ID, of every guest (--all), else of the guests no longer configured. */
-static int prune_staging(const struct cb_config *cfg, const struct cb_opts *o, const char *id,
-			 int all, struct cb_log *log)
+static int prune_staging(const struct cb_cli *cli, const struct cb_config *cfg, const struct cb_opts *o,
+			 const char *id, struct cb_log *log)
 {
 	struct kept_set k;
 	size_t done = 0;
 	int status = CB_EXIT_OK;
 
-	if (kept_scan(cfg, o->tmpdir, id, &k) < 0) {
+	if (kept_scan(cli, cfg, o, id, &k) < 0) {
 		cb_err(log, "%s", cb_last_error());
 		status = CB_EXIT_FAILED;
 	}
 	for (size_t i = 0; i < k.n; i++) {
 		int r;
-		if (!id && !all && !k.orphan[i])
+		if (!id && !cli->all && !k.orphan[i])
 			continue;
 		done++;
-		r = prune_kept(o, &k.v[i], log);
+		r = prune_kept(o, &k.v[i], k.dirs.v[k.dir[i]], log);
 		if (r < 0)
 			cb_err(log, "prune of the staging copy of %s failed - %s", k.v[i].id, cb_last_error());
 		if (r != 0)
@@ -477,7 +542,7 @@ static int prune_staging(const struct cb_config *cfg, const struct cb_opts *o, c
 	}
 	if (done == 0 && status == CB_EXIT_OK)
 		cb_info(log, "no kept staging copy%s%s in '%s'%s", id ? " of " : "", id ? id : "",
-			o->tmpdir, id || all || !k.n ? "" : " of a guest no longer configured (--all: "
+			o->tmpdir, id || cli->all || !k.n ? "" : " of a guest no longer configured (--all: "
 			"of every guest)");
 	kept_release(&k);
 	return status;
@@ -533,7 +598,7 @@ int cb_cmd_prune(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 		return CB_EXIT_USAGE;
 	}
 	if (o.prune_staging) {
-		status = prune_staging(cfg, &o, id, cli->all, log);
+		status = prune_staging(cli, cfg, &o, id, log);
 		cb_opts_release(&o);
 		return status;
 	}
