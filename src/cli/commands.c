@@ -112,6 +112,21 @@ static int open_archive(const struct cb_cli *cli, const char *what, const char *
 	return CB_EXIT_FAILED;
 }
 
+/* open_archive, then the decrypted view of an encrypted one (*archive:
+ * the file to read, the view's or the archive's own); on failure nothing
+ * stays open. */
+static int open_readable(const struct cb_cli *cli, const char *what, struct cb_archive_arg *a,
+			 const char **archive, struct cb_enc_view **view, struct cb_log *log)
+{
+	int status = open_archive(cli, what, cli->args.v[0], a, log);
+
+	if (status)
+		return status;
+	if ((status = cb_enc_cli_open(cli, a->path, log, archive, view)) != CB_EXIT_OK)
+		cb_archive_arg_close(a);
+	return status;
+}
+
 int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_log *log)
 {
 	struct cb_archive_arg a;
@@ -160,15 +175,11 @@ int cb_cmd_ls(const struct cb_cli *cli, const struct cb_config *cfg, struct cb_l
 	struct cb_archive_arg a;
 	struct cb_enc_view *view;
 	const char *archive;
-	int status = open_archive(cli, "ls", cli->args.v[0], &a, log);
+	int status = open_readable(cli, "ls", &a, &archive, &view, log);
 
 	(void)cfg;   /* ls reads no configuration (but a STORAGE:NAME's) */
 	if (status)
 		return status;
-	if ((status = cb_enc_cli_open(cli, a.path, log, &archive, &view)) != CB_EXIT_OK) {
-		cb_archive_arg_close(&a);
-		return status;
-	}
 	if (cb_ls_run(archive, cli->args.v + 1, cli->args.n - 1, cli->json, stdout, log) < 0) {
 		status = CB_EXIT_FAILED;
 		if (cb_stdout_gone())
@@ -207,15 +218,11 @@ int cb_cmd_mount(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 	struct cb_archive_arg a;
 	struct cb_enc_view *view;
 	const char *archive;
-	int status = open_archive(cli, "mount", cli->args.v[0], &a, log);
+	int status = open_readable(cli, "mount", &a, &archive, &view, log);
 
 	(void)cfg;   /* mount reads no configuration (but a STORAGE:NAME's) */
 	if (status)
 		return status;
-	if ((status = cb_enc_cli_open(cli, a.path, log, &archive, &view)) != CB_EXIT_OK) {
-		cb_archive_arg_close(&a);
-		return status;
-	}
 	/* the daemon returns here at the unmount: the view and a store's
 	 * fetched night go with it */
 	if (cb_mount_run(archive, cli->args.v[1], log) < 0) {
