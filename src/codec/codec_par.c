@@ -4,11 +4,12 @@
  * the reader takes the bytes in archive order on its own thread.
  *
  * A restore spends as much CPU decoding as writing the tree; one thread
- * doing both waits for each in turn. Here worker w decodes units w,
- * w + T, w + 2T ... (T workers; a fixed share, so that every worker
- * decodes whenever there are T units, whatever the scheduler does), each
- * into slot unit % D of a ring of D = 2T slots: a worker waits while the
- * reader still holds the unit D before its own, so memory stays at D
+ * doing both waits for each in turn. Here worker w decodes unit w first
+ * (T workers: each has a unit whenever there are T), then whichever unit
+ * no worker has taken yet (not a fixed share: a worker that waits for a
+ * core holds up only the unit it is in, the others go on), each into slot
+ * unit % D of a ring of D = 2T slots: a worker waits while the reader
+ * still holds the unit D before the next one, so memory stays at D
  * decoded units (and a compressed one a worker). Every unit is read whole with pread
  * (the file offset is nobody's), checked against its CRC-32 when the
  * catalog gave one (the same check and message as the sequential
@@ -69,6 +70,7 @@ struct par_reader {
 	uint64_t next;              /* the unit the reader is in */
 	size_t pos;                 /* its bytes given so far */
 	uint64_t fail_at;           /* no unit after it is started */
+	uint64_t claim;             /* the next unit no worker has taken */
 	int stop;
 };
 
@@ -171,16 +173,27 @@ static int decode_unit(struct par_worker *wk, struct par_slot *s, uint64_t k)
 	return 0;
 }
 
-/* Wait until unit k may go into its slot (the reader is past unit k - D);
- * 0 when it is to be decoded, 1 when the workers stop. */
-static int wait_slot(struct par_reader *p, uint64_t k)
+/* The unit worker w decodes next (its first: unit w, so that every
+ * worker has one whenever there are as many units as workers; then
+ * whichever no worker has taken yet), once its slot is free (the reader
+ * is past the unit D before it): 0, or 1 when the workers stop. Taking
+ * the next free unit, not a fixed share, keeps a worker busy while
+ * another one waits for a core: the reader waits for a unit only while
+ * some worker is decoding it. */
+static int claim_unit(struct par_reader *p, struct par_worker *wk, int first, uint64_t *k)
 {
 	int ret;
 
 	pthread_mutex_lock(&p->mu);
-	while (!p->stop && k <= p->fail_at && k >= p->next + (uint64_t)p->depth)
-		pthread_cond_wait(&p->cv_free, &p->mu);
-	ret = p->stop || k > p->fail_at;
+	if (first) {
+		*k = (uint64_t)wk->w;
+	} else {
+		while (!p->stop && p->claim < p->n && p->claim <= p->fail_at &&
+		       p->claim >= p->next + (uint64_t)p->depth)
+			pthread_cond_wait(&p->cv_free, &p->mu);
+		*k = p->claim++;
+	}
+	ret = p->stop || *k >= p->n || *k > p->fail_at;
 	pthread_mutex_unlock(&p->mu);
 	return ret;
 }
@@ -189,13 +202,12 @@ static void *worker_main(void *arg)
 {
 	struct par_worker *wk = arg;
 	struct par_reader *p = wk->p;
+	uint64_t k;
 
-	for (uint64_t k = (uint64_t)wk->w; k < p->n; k += (uint64_t)p->threads) {
+	for (int first = 1; !claim_unit(p, wk, first, &k); first = 0) {
 		struct par_slot *s = &p->slot[k % (uint64_t)p->depth];
 		int rc;
 
-		if (wait_slot(p, k))
-			break;
 		rc = decode_unit(wk, s, k);
 		wk->units++;
 		pthread_mutex_lock(&p->mu);
@@ -379,6 +391,7 @@ int cb_codec_zstd_par_reader(void **st, const struct cb_codec_rops **ops, struct
 	p->threads = t < 2 ? 2 : t > PAR_THREADS_MAX ? PAR_THREADS_MAX : t;
 	p->depth = 2 * p->threads;
 	p->fail_at = UINT64_MAX;
+	p->claim = (uint64_t)p->threads;
 	p->slot = cb_xcalloc((size_t)p->depth, sizeof(*p->slot));
 	p->wk = cb_xcalloc((size_t)p->threads, sizeof(*p->wk));
 	pthread_mutex_init(&p->mu, NULL);
