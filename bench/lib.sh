@@ -4,3 +4,29 @@ now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", b - a }'; }
 # median FILE: of the numbers in FILE, one a line
 median() { sort -n "$1" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+# cpu_priority NAME: moves this shell (and what it starts from now on)
+# into a cpu cgroup NAME of the highest weight (v2 cpu.weight 10000, v1
+# cpu.shares 262144), so that on a machine other jobs keep busy the timed
+# commands get the cores as on an idle one: every tool compared the same
+# (the disk stays shared). cpu_priority_end moves it back and removes it.
+# A benchmark's PRIO=1 option; prints what it did.
+cpu_priority() {
+	local v2=/sys/fs/cgroup v1=/sys/fs/cgroup/cpu
+	if [ -e "$v2/cgroup.subtree_control" ] && grep -qw cpu "$v2/cgroup.subtree_control"; then
+		CPU_PRIO_CG=$v2/$1 CPU_PRIO_PARENT=$v2
+		mkdir -p "$CPU_PRIO_CG" && echo 10000 >"$CPU_PRIO_CG/cpu.weight"
+	elif [ -e "$v1/cpu.shares" ]; then
+		CPU_PRIO_CG=$v1/$1 CPU_PRIO_PARENT=$v1
+		mkdir -p "$CPU_PRIO_CG" && echo 262144 >"$CPU_PRIO_CG/cpu.shares"
+	else
+		echo "PRIO=1: no cpu cgroup controller here: timed as the machine is" >&2
+		return 0
+	fi
+	echo $$ >"$CPU_PRIO_CG/cgroup.procs"
+	echo "PRIO=1: timed commands run in $CPU_PRIO_CG (highest cpu weight)"
+}
+cpu_priority_end() {
+	[ -n "${CPU_PRIO_CG:-}" ] || return 0
+	echo $$ >"$CPU_PRIO_PARENT/cgroup.procs"
+	rmdir "$CPU_PRIO_CG" 2>/dev/null || true
+}

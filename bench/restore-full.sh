@@ -9,6 +9,9 @@
 # Prints medians of wall and CPU (user+sys) seconds and the ratios against
 # the stock pipeline, then the system calls of one restore each
 # (strace -f -c): opens, stats and unlinks an entry. Asserts nothing.
+# PRIO=1: the timed restores run in a cpu cgroup of the highest weight
+# (bench/lib.sh cpu_priority): on a machine other jobs keep busy, both
+# ways get the cores as on an idle one (the disk stays shared).
 #
 #   bash bench/restore-full.sh      BEFORE=/work/main/cbackup FS=btrfs bash bench/restore-full.sh
 set -eu
@@ -36,7 +39,7 @@ if [ -n "${FS:-}" ]; then
 fi
 mkdir -p "$WORK/tmp" "$WORK/dump" "$WORK/res"
 mkdir -m 700 "$WORK/locks"
-trap '[ "${KEEP:-0}" = 1 ] || { ! mountpoint -q "$WORK" || umount "$WORK"; rm -rf "$WORK" "$WORK.img"; }' EXIT
+trap 'cpu_priority_end; [ "${KEEP:-0}" = 1 ] || { ! mountpoint -q "$WORK" || umount "$WORK"; rm -rf "$WORK" "$WORK.img"; }' EXIT
 if [ -z "${SRC:-}" ]; then
 	if [ -e /work/distroot/.ready ]; then
 		SRC=/work/distroot
@@ -65,6 +68,7 @@ run() {
 }
 export -f stock
 export A
+[ "${PRIO:-0}" = 1 ] && cpu_priority cbackup-bench-$$
 # a first restore not counted (the file system's state after the setup
 # weighs on whichever comes first), then the order turns every round
 run warmup 0 bash -c 'stock "$0"'

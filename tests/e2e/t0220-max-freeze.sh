@@ -96,8 +96,9 @@ test_expect_success ROOT,CGROUP2,TMPFS 'final sync longer than max-freeze: thawe
 	grep -x thawed "$SCRATCH/at-pre-restart"
 	no_tmp_files "$DUMP"
 	test -z "$(ls "$DUMP" | grep "vzdump-lxc-601-.*\.tar")" || { ls -la "$DUMP"; false; }
-	# the failed guest keeps no copy (602 keeps its own: keep-staging auto)
-	ls -A "$TMPD/cbackup" >"$SCRATCH/left"
+	# the failed guest keeps no copy (602 may keep its own: keep-staging
+	# auto, when the file system of the tmpdir has room)
+	find "$TMPD" >"$SCRATCH/left"
 	test_lacks "$SCRATCH/left" "601"
 	grep "Finished Backup of VM 602" "$CB_ERR"
 	a=$(find_archive "$DUMP" ct 602 .zst)

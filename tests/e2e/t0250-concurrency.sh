@@ -67,11 +67,12 @@ test_expect_success ROOT,CGROUP2 'every archive verifies (20 of them), nothing l
 	echo "$n archives"
 	[ "$n" = 20 ]
 	no_tmp_files "$DUMP"
-	# the copies kept for the next night (keep-staging auto), nothing else
-	ls -A "$TMPD" >"$SCRATCH/left"
-	ls -A "$TMPD/cbackup" | grep -vxE "cbackup-80[1-8]\.stage(\.[a-z0-9]+)?" >>"$SCRATCH/left" || :
-	echo cbackup >"$SCRATCH/want"
-	test_cmp "$SCRATCH/want" "$SCRATCH/left"
+	# the copies kept for the next night (keep-staging auto, when the
+	# file system of the tmpdir has room), nothing else
+	ls -A "$TMPD" | grep -vx cbackup >"$SCRATCH/left" || :
+	[ ! -d "$TMPD/cbackup" ] ||
+		ls -A "$TMPD/cbackup" | grep -vxE "cbackup-80[1-8]\.stage(\.[a-z0-9]+)?" >>"$SCRATCH/left" || :
+	test_cmp /dev/null "$SCRATCH/left"
 '
 
 test_expect_success ROOT,CGROUP2 'no lock held, no guest frozen, every writer runs' '

@@ -53,8 +53,9 @@ test_expect_success 'EIO seen only by the background sync: ERROR, no .tmp, earli
 	error_names 311 "archive: " "cannot write .*vzdump-lxc-311-.*\.tmp.*Input/output error"
 	no_tmp_files "$D"
 	storage_unchanged "$D" "$SCRATCH/before"
-	# the failed run keeps no copy (310 keeps its own: keep-staging auto)
-	ls -A "$TMPD/cbackup" >"$SCRATCH/left"
+	# the failed run keeps no copy (310 may keep its own: keep-staging
+	# auto, when the file system of the tmpdir has room)
+	find "$TMPD" >"$SCRATCH/left"
 	test_lacks "$SCRATCH/left" "311"
 	test_must_fail ls "$D"/vzdump-lxc-311-*.tar.zst
 '
