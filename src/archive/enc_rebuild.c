@@ -147,9 +147,11 @@ int cb_enc_rebuild_catalog(const struct cb_enckey *k, const char *archive, const
 			   int dry_run, uint64_t *frames)
 {
 	struct rescan r = { .k = k, .archive = archive, .in = -1, .out = -1 };
-	char *dir = cb_xasprintf("%s/cbackup-index.XXXXXX", tmpdir);
+	/* a view's name and lock: if this run is killed, the next reader
+	 * removes the plain copy it leaves (cb_enc_views_sweep) */
+	char *dir = cb_xasprintf("%s/cbackup-view.XXXXXX", tmpdir);
 	struct stat st;
-	int ret = -1;
+	int ret = -1, lock = -1;
 
 	r.all = EVP_MD_CTX_new();
 	if (!r.all || EVP_DigestInit_ex(r.all, EVP_sha256(), NULL) != 1) {
@@ -163,8 +165,11 @@ int cb_enc_rebuild_catalog(const struct cb_enckey *k, const char *archive, const
 		cb_error_errno("cannot create a private directory in '%s'", tmpdir);
 		goto out;
 	}
-	ret = rebuild_in(&r, dir, dry_run, frames);
+	if ((lock = enc_view_lock(dir)) >= 0)
+		ret = rebuild_in(&r, dir, dry_run, frames);
 	cb_remove_tree(dir);
+	if (lock >= 0)
+		close(lock);
 out:
 	if (r.in >= 0)
 		close(r.in);

@@ -187,6 +187,7 @@ int cb_enc_cli_index(const struct cb_cli *cli, const char *archive, struct cb_lo
 		cb_err(log, "%s", cb_last_error());
 		return CB_EXIT_USAGE;
 	}
+	cb_enc_views_sweep(view_dir(cli), log);
 	ret = cb_enc_rebuild_catalog(&k, archive, view_dir(cli), cli->dry_run, &frames);
 	cb_enckey_wipe(&k);
 	if (ret < 0) {

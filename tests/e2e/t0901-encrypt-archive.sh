@@ -277,6 +277,23 @@ test_expect_success ROOT 'index with the key makes a lost catalog again; without
 	cmp "$SRC/$MARK" "$SCRATCH/r7/$MARK"
 '
 
+test_expect_success ROOT 'index killed (SIGKILL) leaves its plain copy: the next reader removes it' '
+	a=$(newest)
+	mkdir "$SCRATCH/vi"
+	mv "$a.idx" "$SCRATCH/saved-vi.idx"
+	with_fault "write:SIGKILL:$SCRATCH/vi/cbackup-:after=4096" \
+		cbackup_run 137 index "$a" --encryption-key "$KEY2" --tmpdir "$SCRATCH/vi"
+	fault_fired "^write .*/vi/cbackup-"
+	test -n "$(ls -A "$SCRATCH/vi")"
+	mv "$SCRATCH/saved-vi.idx" "$a.idx"
+	cbackup_run 0 restore "$a" "$SCRATCH/r12" --encryption-key "$KEY2" --tmpdir "$SCRATCH/vi" \
+		--path "./$MARK"
+	test_has "$CB_ERR" "INFO: removing .*/vi/cbackup-view\.[^/]*., left by a reader that was killed"
+	test -z "$(ls -A "$SCRATCH/vi")"
+	cmp "$SRC/$MARK" "$SCRATCH/r12/$MARK"
+	rm -rf "$SCRATCH/r12"
+'
+
 test_expect_success ROOT 'prune keeps the newest and removes the rest with their side files' '
 	cbackup_run 0 prune 101 --dumpdir "$DUMP" --prune-backups keep-last=2
 	test "$(ls "$DUMP"/*.cbenc | wc -l)" = 1
