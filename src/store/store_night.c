@@ -232,7 +232,8 @@ static int on_segment(void *ctx, const struct cb_codec_seg *g, int copied)
 }
 
 /* The unit of SHA-256 d (len bytes) into n->unit: 0, or -1 (then it is
- * compressed again). A sealed one opened, its clear record kept. */
+ * compressed again). A sealed one opened, its clear record kept; one that
+ * does not open is damaged: the bytes compressed again mend it. */
 static int read_unit(struct cb_store_night *n, const unsigned char *d, uint64_t len)
 {
 	struct cb_store_ref ref = { .len = len, .key = n->key }, rec;
@@ -241,12 +242,15 @@ static int read_unit(struct cb_store_night *n, const unsigned char *d, uint64_t 
 	cb_store_hex(d, ref.hex);
 	n->unit.len = 0;
 	if (n->key) {
-		if (cb_store_get_sealed(n->s, &ref, &n->unit, &rec) < 0)
-			return -1;
+		int rc = cb_store_get_sealed(n->s, &ref, &n->unit, &rec);
+
 		pthread_mutex_lock(&n->mu);
-		cb_store_objmap_add(&n->objs, &rec);
+		if (rc == 0)
+			cb_store_objmap_add(&n->objs, &rec);
+		memcpy(n->asked, d, 32);
+		n->asked_set = rc < 0;
 		pthread_mutex_unlock(&n->mu);
-		return 0;
+		return rc;
 	}
 	cb_store_unit_name(ref.hex, name);
 	return n->s->ops->get(n->s, name, 0, 0, &n->unit) != 0 || n->unit.len != len ? -1 : 0;

@@ -135,12 +135,11 @@ test_expect_success ROOT 'verify with the key checks contents; without it the st
 	cbackup_run 0 verify --config "$CONF" offsite:
 '
 
-test_expect_success ROOT 'a flipped byte in a unit object is named by verify (with and without the key) and restore' '
+test_expect_success ROOT 'a flipped byte in a unit object is named by verify (with and without the key) and restore; the next night mends it' '
 	n=$(newest 102)
-	# the largest: a unit of the archive or its catalog, which restore reads
+	# the largest: a unit of big.bin (stored raw), which restore reads
 	h=$(grep -a "^object " "$STORE/nights/$n" | sort -k3,3n | tail -n 1 | cut -d" " -f2)
 	f=$STORE/units/${h:0:2}/$h
-	cp "$f" "$SCRATCH/u.bak"
 	flip "$f" 100
 	cbackup_run 1 verify --config "$CONF" "offsite:$n"
 	test_has "$CB_ERR" "unit .units/${h:0:2}/$h. is damaged"
@@ -149,7 +148,9 @@ test_expect_success ROOT 'a flipped byte in a unit object is named by verify (wi
 	cbackup_run 1 restore --config "$CONF" "offsite:$n" "$SCRATCH/r8" --encryption-key "$KEY"
 	test_has "$CB_ERR" "unit .units/${h:0:2}/$h. is damaged"
 	test ! -e "$SCRATCH/r8/usr"
-	cp "$SCRATCH/u.bak" "$f"
+	# the next night does not copy the damaged unit: it seals it again, in its place
+	night 102 --encryption-key "$KEY"
+	test_has <(objects "$(newest 102)") "^$h$"
 	cbackup_run 0 verify --config "$CONF" "offsite:$n" --encryption-key "$KEY"
 '
 
@@ -164,6 +165,12 @@ test_expect_success ROOT 'a flipped byte in a sealed manifest is named by verify
 	test_has "$CB_ERR" "manifest of .$n. is damaged"
 	cbackup_run 1 restore --config "$CONF" "offsite:$n" "$SCRATCH/r9" --encryption-key "$KEY"
 	test_has "$CB_ERR" "manifest of .$n. is damaged"
+	cp "$SCRATCH/m.bak" "$m"
+	# another night'"'"'s sealed manifest under this name: its sealed name differs
+	cp "$STORE/nights/$(newest 101)" "$m"
+	cbackup_run 1 restore --config "$CONF" "offsite:$n" "$SCRATCH/r9" --encryption-key "$KEY"
+	test_has "$CB_ERR" "manifest of .$n. is incomplete or names another night"
+	test ! -e "$SCRATCH/r9/usr"
 	cp "$SCRATCH/m.bak" "$m"
 '
 
