@@ -119,7 +119,10 @@ def store_night(path, secret, fp, k_id, output):
     out = sys.stdout.buffer if output == "-" else open(output, "xb")
     for n, (_, hexd, _) in enumerate(l for l in lines if l[0] == "unit"):
         uid = hmac.new(k_id, bytes.fromhex(hexd), "sha256").digest()
-        with open(os.path.join(root, "units", uid.hex()[:2], uid.hex()), "rb") as u:
+        obj = os.path.join(root, "units", uid.hex()[:2], uid.hex())
+        if not os.path.isfile(obj):
+            die("unit %d: its object '%s' is missing" % (n + 1, obj))
+        with open(obj, "rb") as u:
             got = list(frames(u, secret, k_id))
         if len(got) != 1 or got[0][0] != uid:
             die("unit %d (%s) is not the unit the manifest names" % (n + 1, uid.hex()))

@@ -310,7 +310,7 @@ static unsigned char *blob_of(const char *l, size_t *blen)
 	int used = 0;
 	unsigned char *b;
 
-	if (sscanf(l, "sealed %zu %n", &n, &used) != 1 || !used || n > (64u << 20))
+	if (sscanf(l, "sealed %zu %n", &n, &used) != 1 || !used || n > (256u << 20))
 		return NULL;
 	k = strlen(l + used);
 	if (k != 4 * ((n + 2) / 3))
