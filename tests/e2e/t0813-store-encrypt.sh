@@ -154,7 +154,7 @@ test_expect_success ROOT 'a flipped byte in a unit object is named by verify (wi
 	cbackup_run 0 verify --config "$CONF" "offsite:$n" --encryption-key "$KEY"
 '
 
-test_expect_success ROOT 'a flipped byte in a sealed manifest is named by verify and restore' '
+test_expect_success ROOT 'a flipped byte in a sealed manifest, a changed clear header, swapped objects, a manifest under another name: named, nothing restored' '
 	n=$(newest 102)
 	m=$STORE/nights/$n
 	cp "$m" "$SCRATCH/m.bak"
@@ -166,6 +166,25 @@ test_expect_success ROOT 'a flipped byte in a sealed manifest is named by verify
 	cbackup_run 1 restore --config "$CONF" "offsite:$n" "$SCRATCH/r9" --encryption-key "$KEY"
 	test_has "$CB_ERR" "manifest of .$n. is damaged"
 	cp "$SCRATCH/m.bak" "$m"
+	# the clear header changed and its closing digest made again: the key finds it
+	python3 -c "
+import hashlib, sys
+t = open(sys.argv[1], \"rb\").read().replace(b\"\\nprotected 0\\n\", b\"\\nprotected 1\\n\")
+body = t[:t.rindex(b\"end \")]
+open(sys.argv[1], \"wb\").write(body + b\"end \" + hashlib.sha256(body).hexdigest().encode() + b\"\\n\")" "$m"
+	test_has "$m" "^protected 1$"
+	cbackup_run 1 restore --config "$CONF" "offsite:$n" "$SCRATCH/r9" --encryption-key "$KEY"
+	test_has "$CB_ERR" "manifest of .$n. is damaged \(its sealed part does not authenticate\)"
+	test ! -e "$SCRATCH/r9/usr"
+	cp "$SCRATCH/m.bak" "$m"
+	# two objects of the night swapped: each is named as damaged
+	set -- $(grep -a "^object " "$m" | sort -k3,3n | tail -n 2 | cut -d" " -f2)
+	cp "$STORE/units/${1:0:2}/$1" "$SCRATCH/o1"
+	cp "$STORE/units/${2:0:2}/$2" "$STORE/units/${1:0:2}/$1"
+	cbackup_run 1 restore --config "$CONF" "offsite:$n" "$SCRATCH/r9" --encryption-key "$KEY"
+	test_has "$CB_ERR" "unit .units/${1:0:2}/$1. is damaged"
+	test ! -e "$SCRATCH/r9/usr"
+	cp "$SCRATCH/o1" "$STORE/units/${1:0:2}/$1"
 	# another night'"'"'s sealed manifest under this name: its sealed name differs
 	cp "$STORE/nights/$(newest 101)" "$m"
 	cbackup_run 1 restore --config "$CONF" "offsite:$n" "$SCRATCH/r9" --encryption-key "$KEY"
