@@ -242,10 +242,19 @@ static int read_unit(struct cb_store_night *n, const unsigned char *d, uint64_t 
 	cb_store_hex(d, ref.hex);
 	n->unit.len = 0;
 	if (n->key) {
-		int rc = cb_store_get_sealed(n->s, &ref, &n->unit, &rec);
+		unsigned char nd[32];
+		int known = 0, rc;
 
+		/* a loaded manifest's record spares hashing the object again */
 		pthread_mutex_lock(&n->mu);
-		if (rc == 0)
+		if (name_dig(n, d, nd) == 0) {
+			cb_store_hex(nd, name);
+			known = cb_store_objmap_find(&n->objs, name) != NULL;
+		}
+		pthread_mutex_unlock(&n->mu);
+		rc = cb_store_get_sealed(n->s, &ref, &n->unit, known ? NULL : &rec);
+		pthread_mutex_lock(&n->mu);
+		if (rc == 0 && !known)
 			cb_store_objmap_add(&n->objs, &rec);
 		memcpy(n->asked, d, 32);
 		n->asked_set = rc < 0;
