@@ -219,6 +219,7 @@ struct uses {
 	struct use *v;
 	size_t n, cap;
 	struct cb_strvec nights;
+	size_t sealed;               /* nights sealed under a key not given */
 };
 
 static void add_use(struct uses *u, const struct cb_store_ref *r, size_t night)
@@ -261,6 +262,7 @@ static int gather(struct cb_objstore *s, const char *name, struct uses *u, struc
 		return -1;
 	}
 	cb_strvec_push(&u->nights, name);
+	u->sealed += m.sealed && !m.key;
 	add_use(u, &m.catalog, k);
 	add_use(u, &m.log, k);
 	add_use(u, &m.notes, k);
@@ -353,6 +355,9 @@ int cb_store_verify_units(struct cb_objstore *s, const char *name, struct cb_log
 	if (rc == 0)
 		cb_info(log, "storage '%s': %s: every unit is there and matches its digest", s->label,
 			name ? name : "every night");
+	if (rc == 0 && !name && u.sealed)
+		cb_info(log, "storage '%s': %zu encrypted night(s) without their key: their objects' "
+			"stored digests were checked, their contents were not checked", s->label, u.sealed);
 	free(u.v);
 	cb_strvec_clear(&u.nights);
 	return rc;

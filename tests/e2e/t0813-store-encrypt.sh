@@ -133,6 +133,9 @@ test_expect_success ROOT 'verify with the key checks contents; without it the st
 	test_has "$CB_ERR" "every unit is there and matches its digest"
 	test_has "$CB_ERR" "contents were not checked"
 	cbackup_run 0 verify --config "$CONF" offsite:
+	test_has "$CB_ERR" "storage .offsite.: 5 encrypted night\(s\) without their key: .* their contents were not checked"
+	cbackup_run 0 verify --config "$CONF" offsite: --encryption-key "$KEY"
+	test_has "$CB_ERR" "storage .offsite.: 2 encrypted night\(s\) without their key"
 '
 
 test_expect_success ROOT 'a flipped byte in a unit object is named by verify (with and without the key) and restore; the next night mends it' '
