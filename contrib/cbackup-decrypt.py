@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""cbackup-decrypt.py KEYFILE ARCHIVE.cbenc OUTPUT|-
+"""cbackup-decrypt.py KEYFILE ARCHIVE.cbenc|STORE/nights/NAME OUTPUT|-
 
-Turn an encrypted cbackup archive (NAME.tar.zst.cbenc) back into the plain
-archive (NAME.tar.zst) without cbackup, for stock tools:
+Turn an encrypted cbackup archive (NAME.tar.zst.cbenc), or a sealed night
+of a unit store (its manifest STORE/nights/NAME, its objects under
+STORE/units/), back into the plain archive (NAME.tar.zst) without cbackup,
+for stock tools:
 
     cbackup-decrypt.py key NAME.tar.zst.cbenc - | zstd -d | tar -x
 
@@ -13,6 +15,7 @@ is checked too (order, count: swapped, foreign or missing units). Any
 failure stops with an error and exit status 1; OUTPUT may then hold the
 frames written before it (the stream to a pipe cannot be taken back).
 """
+import base64
 import hashlib
 import hmac
 import os
@@ -95,15 +98,49 @@ def frames(f, secret, k_id):
         yield uid, plain
 
 
+def store_night(path, secret, fp, k_id, output):
+    """A sealed night of a unit store: its units in its manifest's order."""
+    with open(path, "rb") as f:
+        text = f.read()
+    head, sep, rest = text.partition(b"\nsealed ")
+    clear = dict(l.split(b" ", 1) for l in head.split(b"\n")[1:] if b" " in l)
+    if not sep or bytes.fromhex(clear.get(b"fingerprint", b"").decode()) != fp:
+        die("archive was encrypted with key %s, this key is %s"
+            % (clear.get(b"fingerprint", b"?")[:16].decode(), fp[:8].hex()))
+    blob = base64.b64decode(rest.split(b"\n", 1)[0].split(b" ")[1])
+    try:
+        inner = AESGCM(hkdf(secret, b"cbackup v1 catalog")).decrypt(blob[:12], blob[12:], head + b"\n")
+    except InvalidTag:
+        die("manifest '%s' failed authentication (damaged)" % path)
+    lines = [l.split(" ") for l in inner.decode().splitlines()]
+    if ["name", os.path.basename(path)] not in lines:
+        die("manifest '%s' belongs to another night" % path)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(path)))
+    out = sys.stdout.buffer if output == "-" else open(output, "xb")
+    for n, (_, hexd, _) in enumerate(l for l in lines if l[0] == "unit"):
+        uid = hmac.new(k_id, bytes.fromhex(hexd), "sha256").digest()
+        obj = os.path.join(root, "units", uid.hex()[:2], uid.hex())
+        if not os.path.isfile(obj):
+            die("unit %d: its object '%s' is missing" % (n + 1, obj))
+        with open(obj, "rb") as u:
+            got = list(frames(u, secret, k_id))
+        if len(got) != 1 or got[0][0] != uid:
+            die("unit %d (%s) is not the unit the manifest names" % (n + 1, uid.hex()))
+        out.write(got[0][1])
+    out.flush()
+
+
 def main():
     if len(sys.argv) != 4:
-        die("usage: cbackup-decrypt.py KEYFILE ARCHIVE.cbenc OUTPUT|-")
+        die("usage: cbackup-decrypt.py KEYFILE ARCHIVE.cbenc|STORE/nights/NAME OUTPUT|-")
     keyfile, archive, output = sys.argv[1:]
     secret = load_key(keyfile)
     fp = hkdf(secret, b"cbackup v1 fingerprint")
     k_id = hkdf(secret, b"cbackup v1 unit id")
     with open(archive, "rb") as f:
         head = f.read(HEAD)
+        if head.startswith(b"cbackup-manifest-sealed 1\n"):
+            return store_night(archive, secret, fp, k_id, output)
         if head[:8] != b"CBENC\0\0\1" or struct.unpack("<II", head[8:16]) != (1, 1):
             die("'%s' is not an encrypted cbackup archive (version 1)" % archive)
         if head[16:48] != fp:

@@ -58,6 +58,9 @@ struct cb_objstore_ops {
 struct cb_objstore {
 	const struct cb_objstore_ops *ops;
 	char *label; /* the storage's name, as errors say it: "offsite" */
+	/* the store above seals and opens with it (cb_store_use_key), wiped
+	 * and freed by cb_objstore_close; NULL plain; a clone has none */
+	struct cb_enckey *key;
 };
 
 /* A directory store rooted at dir (created 0700 if missing). */

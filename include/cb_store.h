@@ -28,6 +28,7 @@
 
 #include "cb_catalog.h"
 #include "cb_codec.h"
+#include "cb_enckey.h"
 #include "cb_objstore.h"
 #include "cb_sink.h"
 
@@ -37,10 +38,16 @@
 /* a mark older than this is a killed run's (store_gc.c) */
 #define CB_STORE_MARK_TTL (24 * 3600)
 
-/* An object named by the SHA-256 of its bytes (hex), len bytes long. */
+/* An object named by the SHA-256 of its bytes (hex), len bytes long.
+ * A sealed night's (store_enc.c) are one of two kinds: read with the key
+ * (key set: hex and len are the plain unit's, the object is its sealed
+ * frame named by the keyed id of those bytes), or as the clear record of
+ * the object (sha set: hex is its name, len and sha its stored bytes'). */
 struct cb_store_ref {
 	char hex[65];
 	uint64_t len;
+	char sha[65];
+	const struct cb_enckey *key;
 };
 
 struct cb_manifest {
@@ -52,6 +59,14 @@ struct cb_manifest {
 	struct cb_store_ref catalog, log, notes;   /* hex "": none */
 	struct cb_store_ref *units;
 	size_t n_units;
+	/* a sealed night (store_enc.c): its fingerprint, and the objects it
+	 * holds as clear records, sorted; without the right key units are
+	 * those records, and catalog, log and notes are none */
+	int sealed;
+	unsigned char fp[32];
+	const struct cb_enckey *key;   /* the key it was opened with, or NULL */
+	struct cb_store_ref *objects;
+	size_t n_objects;
 };
 
 /* Parse a manifest's text: 0, or -1 with the reason (the name given for
@@ -60,6 +75,12 @@ int cb_manifest_parse(struct cb_manifest *m, const char *name, const char *text,
 /* Its text, malloc'd (with the closing digest line). */
 char *cb_manifest_format(const struct cb_manifest *m);
 void cb_manifest_release(struct cb_manifest *m);
+
+/* The SHA-256 of n bytes at p in hex (65 bytes with the nul). */
+void cb_store_sha256_hex(const void *p, size_t n, char *hex);
+/* The closing "end HEX" line holds (HEX: the SHA-256 of the text before
+ * it): 0 and the length before it in *body, or -1. */
+int cb_manifest_check_end(const char *text, size_t len, size_t *body);
 
 /* "units/ab/ab12...": out holds at least 74 bytes. */
 void cb_store_unit_name(const char *hex, char *out);
@@ -163,5 +184,51 @@ int cb_store_night_commit(struct cb_store_night *n, const char *idx_path, const 
 			  const char *notes, int protected_);
 void cb_store_night_stats(const struct cb_store_night *n, struct cb_store_night_stats *st);
 void cb_store_night_free(struct cb_store_night *n);
+
+/* ---- a sealed store (store_enc.c, docs/encryption.md) ---- */
+
+/* Seal what s writes and open what it reads with the key in file path
+ * (NULL or "none": none), owned by s from now on. 0, or -1 (the key file
+ * refused, error set). */
+int cb_store_use_key(struct cb_objstore *s, const char *path);
+const struct cb_enckey *cb_store_key(const struct cb_objstore *s);
+/* A sealed manifest's text (starts with its magic). */
+int cb_manifest_is_sealed(const char *text, size_t len);
+/* Parse it into m: the clear part always; the sealed part too when key
+ * is the one it was sealed with. 0, or -1 (damaged, error naming it). */
+int cb_manifest_unseal(struct cb_manifest *m, const char *name, const char *text, size_t len,
+		       const struct cb_enckey *key);
+/* m (with its clear records in objects) sealed under key: malloc'd text. */
+char *cb_manifest_seal(const struct cb_manifest *m, const struct cb_enckey *key, size_t *len);
+/* 0 when m can be read (plain, or opened with its key); else -1 with the
+ * one error: the key it needs, or that it was sealed with another. */
+int cb_manifest_readable(const struct cb_manifest *m, const struct cb_enckey *key, const char *name);
+/* A night's manifest readable with s's key: 0; -1 it is not (error set:
+ * no key or another key); 1 it cannot be told (no such night, damaged). */
+int cb_store_night_key_check(struct cb_objstore *s, const char *name);
+/* The object a ref names: "units/XX/HEX" (out: 80 bytes). */
+void cb_store_ref_object(const struct cb_store_ref *r, char *out);
+/* A unit sealed: the frame (malloc'd, *flen bytes) and its clear record
+ * (obj: the object's name hex, length and SHA-256). dig: the SHA-256 of
+ * the plain bytes. 0 or -1. */
+int cb_store_seal_unit(const struct cb_enckey *k, const void *plain, size_t len,
+		       const unsigned char dig[32], unsigned char **frame, size_t *flen,
+		       struct cb_store_ref *obj);
+/* The sealed object of ref (key set) appended to out as its plain bytes,
+ * checked (tag, id, length, SHA-256); *obj (may be NULL) its clear record.
+ * 0, or -1 missing or damaged (the object named) or failed. */
+int cb_store_get_sealed(struct cb_objstore *s, const struct cb_store_ref *ref, struct cb_s3_buf *out,
+			struct cb_store_ref *obj);
+
+/* Clear records by name (a night's writer: what each object it names
+ * holds, for its manifest's clear part). */
+struct cb_store_objmap {
+	struct cb_store_ref *v;
+	size_t n, cap;
+	int sorted;
+};
+void cb_store_objmap_add(struct cb_store_objmap *map, const struct cb_store_ref *obj);
+const struct cb_store_ref *cb_store_objmap_find(struct cb_store_objmap *map, const char *hex);
+void cb_store_objmap_release(struct cb_store_objmap *map);
 
 #endif

@@ -100,6 +100,7 @@ static int open_archive(const struct cb_cli *cli, const char *what, const char *
 {
 	/* ls reads the catalog alone, restore --path the units of its paths */
 	struct cb_store_fetch f = { !strcmp(what, "ls"), NULL, 0 };
+	int usage;
 
 	if (!strcmp(what, "restore")) {
 		f.paths = cli->paths.v;
@@ -108,8 +109,9 @@ static int open_archive(const struct cb_cli *cli, const char *what, const char *
 	if (cb_archive_arg_open(cli, arg, a) == 0 && cb_archive_arg_fetch(a, &f) == 0)
 		return 0;
 	cb_err(log, "%s of '%s' failed - %s", what, arg, cb_last_error());
+	usage = a->usage;
 	cb_archive_arg_close(a);
-	return CB_EXIT_FAILED;
+	return usage ? CB_EXIT_USAGE : CB_EXIT_FAILED;
 }
 
 /* open_archive, then the decrypted view of an encrypted one (*archive:
@@ -234,6 +236,22 @@ int cb_cmd_mount(const struct cb_cli *cli, const struct cb_config *cfg, struct c
 	return status;
 }
 
+/* A sealed night the options give no key for, or another: said (exit 2
+ * for another key); 1 then, else 0. */
+static int verify_sealed(struct cb_archive_arg *a, const char *arg, struct cb_log *log, int *status)
+{
+	if (cb_store_night_key_check(a->store, a->name) >= 0)
+		return 0;
+	if (cb_store_key(a->store)) {
+		cb_err(log, "verify of '%s' failed - %s", arg, cb_last_error());
+		*status = CB_EXIT_USAGE;
+	} else {
+		cb_info(log, "'%s' is encrypted: its objects' stored digests were checked, its contents "
+			"were not checked (no --encryption-key)", arg);
+	}
+	return 1;
+}
+
 /* A store's night: every unit against its digest (a bad one named with
  * the nights it breaks), then the archive they make read whole; STORAGE:
  * alone: every unit of every night. An encrypted archive: its own checks. */
@@ -245,6 +263,8 @@ static int verify_one(const struct cb_cli *cli, const char *arg, struct cb_log *
 
 	if (rc == 0 && a.store)
 		rc = cb_store_verify_units(a.store, a.name[0] ? a.name : NULL, log);
+	if (rc == 0 && a.store && a.name[0] && verify_sealed(&a, arg, log, status))
+		a.name[0] = '\0';   /* its contents cannot be read: not fetched */
 	if (rc == 0 && (!a.store || a.name[0]))
 		rc = cb_archive_arg_fetch(&a, &(struct cb_store_fetch){ 0, NULL, 0 });
 	if (rc == 0 && a.path && cb_enc_is_encrypted(a.path)) {

@@ -81,6 +81,11 @@ static int open_named(const struct cb_cli *cli, const struct cb_config *cfg, con
 		a->path = cb_xasprintf("%s/%s", o.dumpdir, a->name);
 	if (rc == 0 && a->store)
 		a->tmpdir = cb_xasprintf("%s/cbackup", o.tmpdir);
+	/* a sealed night is opened with the key the options give */
+	if (rc == 0 && a->store && cb_store_use_key(a->store, o.encryption_key) < 0) {
+		a->usage = 1;
+		rc = -1;
+	}
 	cb_opts_release(&o);
 	return rc;
 }
@@ -112,6 +117,10 @@ int cb_archive_arg_fetch(struct cb_archive_arg *a, const struct cb_store_fetch *
 {
 	if (!a->store || a->path)
 		return 0;
+	if (cb_store_night_key_check(a->store, a->name) < 0) {
+		a->usage = 1;
+		return -1;
+	}
 	a->path = cb_store_fetch_night(a->store, a->name, a->tmpdir, what);
 	a->fetched = a->path != NULL;
 	return a->path ? 0 : -1;

@@ -229,7 +229,10 @@ const struct cb_opt_schema cb_opt_table[] = {
 	  "section under an encrypting storage). Archives are then named\n"
 	  ".IB NAME .tar.zst.cbenc\n"
 	  "and only the keyed frames, a frame table and sealed catalogs reach the\n"
-	  "dump directory (see docs/encryption.md). A key file readable or writable\n"
+	  "dump directory (see docs/encryption.md). On a unit store (layout = store,\n"
+	  "type = s3) each unit object is sealed and named by a keyed MAC, and each\n"
+	  "night's manifest is sealed; night names keep no suffix.\n"
+	  "A key file readable or writable\n"
 	  "by group or others, empty, short or a directory is refused (exit 2).\n"
 	  "Losing the key loses every backup made with it: keep a copy apart." },
 	{ "archive-name", CB_OPT_ENUM, "vzdump", G | S | U | C, "vzdump|cbackup",

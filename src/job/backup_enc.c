@@ -21,6 +21,9 @@ struct backup_enc {
 
 int backup_encrypts(const struct guest_run *r)
 {
+	/* a unit store seals its own objects (backup_store.c) */
+	if (r->opts.layout == CB_LAYOUT_STORE || r->opts.storage_type == CB_STORAGE_S3)
+		return 0;
 	return r->opts.encryption_key && strcmp(r->opts.encryption_key, "none");
 }
 

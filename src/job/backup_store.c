@@ -29,12 +29,26 @@ static int lock_store(struct guest_run *r)
 	return 0;
 }
 
+/* With a key, units and manifest are sealed (cb_store.h, store_enc.c). */
+static int use_key(struct guest_run *r)
+{
+	char fp[CB_ENC_FP_HEX];
+
+	if (cb_store_use_key(r->store, r->opts.encryption_key) < 0)
+		return -1;
+	if (!cb_store_key(r->store))
+		return 0;
+	cb_enckey_fp_hex(cb_store_key(r->store)->fp, fp);
+	cb_info(r->log, "unit store '%s': encrypted with key %s", r->store->label, fp);
+	return 0;
+}
+
 int backup_store_open(struct guest_run *r, struct cb_sink **sink)
 {
 	const char *name = strrchr(r->archive_path, '/') + 1, *why = "";
 
 	if (cb_objstore_open_for(&r->opts, &r->store) < 0 || r->store->ops->check(r->store) < 0 ||
-	    lock_store(r) < 0 ||
+	    use_key(r) < 0 || lock_store(r) < 0 ||
 	    cb_store_night_open(&r->night, r->store, name, r->opts.type, r->opts.id, r->opts.compress,
 				r->opts.lockwait * 60, STORE_WRITERS, &why) < 0)
 		return -1;

@@ -241,12 +241,6 @@ static int check_job(const struct cb_cli *cli, const struct cb_opts *guests, siz
 	if (guests[0].to_stdout && guests[0].encryption_key && strcmp(guests[0].encryption_key, "none"))
 		return cb_error("--stdout cannot be encrypted (encryption-key): an encrypted archive "
 				"is sealed from its catalog, in a dump directory");
-	for (size_t i = 0; i < n; i++)
-		if (guests[i].encryption_key && strcmp(guests[i].encryption_key, "none") &&
-		    (guests[i].layout != CB_LAYOUT_CLASSIC || guests[i].storage_type != CB_STORAGE_DIR))
-			return cb_error("%s: encryption-key is for a directory of archives (layout "
-					"classic) in this version, not a unit store or S3 storage",
-					guests[i].id);
 	if (cb_cli_get(cli, "maxfiles"))
 		cb_warn(log, "option --maxfiles is deprecated: it means --prune-backups keep-last=%s; "
 			"use that instead", cb_cli_get(cli, "maxfiles"));

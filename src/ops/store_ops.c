@@ -23,7 +23,7 @@ static int fetch_ref(struct cb_objstore *s, const struct cb_store_ref *r, int fd
 
 	b->len = 0;
 	rc = cb_store_get_ref(s, r, b);
-	cb_store_unit_name(r->hex, name);
+	cb_store_ref_object(r, name);
 	if (rc == 1)
 		return cb_error("storage '%s': unit '%s' is missing", s->label, name);
 	if (rc < 0)
@@ -189,6 +189,10 @@ char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *
 		cb_error("storage '%s': no night '%s'", s->label, name);
 	if (rc != 0)
 		return NULL;
+	if (cb_manifest_readable(&m, cb_store_key(s), name) < 0) {
+		cb_manifest_release(&m);
+		return NULL;
+	}
 	path = cb_xasprintf("%s/%s", dir, name);
 	cb_store_drop_night(path);
 	/* the catalog first: it says which units a restore of paths reads */
@@ -215,6 +219,7 @@ struct uses {
 	struct use *v;
 	size_t n, cap;
 	struct cb_strvec nights;
+	size_t sealed;               /* nights sealed under a key not given */
 };
 
 static void add_use(struct uses *u, const struct cb_store_ref *r, size_t night)
@@ -228,11 +233,19 @@ static void add_use(struct uses *u, const struct cb_store_ref *r, size_t night)
 	u->v[u->n++] = (struct use){ *r, night };
 }
 
+/* The same object: a plain unit and the same unit sealed are two. */
+static int same_obj(const struct cb_store_ref *x, const struct cb_store_ref *y)
+{
+	return !strcmp(x->hex, y->hex) && !x->key == !y->key;
+}
+
 static int use_cmp(const void *a, const void *b)
 {
 	const struct use *x = a, *y = b;
 	int c = strcmp(x->ref.hex, y->ref.hex);
 
+	if (!c && !x->ref.key != !y->ref.key)
+		c = x->ref.key ? 1 : -1;
 	return c ? c : x->night < y->night ? -1 : x->night > y->night;
 }
 
@@ -249,6 +262,7 @@ static int gather(struct cb_objstore *s, const char *name, struct uses *u, struc
 		return -1;
 	}
 	cb_strvec_push(&u->nights, name);
+	u->sealed += m.sealed && !m.key;
 	add_use(u, &m.catalog, k);
 	add_use(u, &m.log, k);
 	add_use(u, &m.notes, k);
@@ -294,7 +308,7 @@ static size_t check_uses(struct cb_objstore *s, struct uses *u, size_t k, struct
 	if (u->n)
 		qsort(u->v, u->n, sizeof(*u->v), use_cmp);
 	for (size_t i = 0, j; i < u->n; i = j) {
-		for (j = i + 1; j < u->n && !strcmp(u->v[j].ref.hex, u->v[i].ref.hex); j++)
+		for (j = i + 1; j < u->n && same_obj(&u->v[j].ref, &u->v[i].ref); j++)
 			;
 		if (used_by(u, i, j, k) && fetch_ref(s, &u->v[i].ref, -1, &b) < 0) {
 			char *n = nights_of(u, i, j);
@@ -341,6 +355,9 @@ int cb_store_verify_units(struct cb_objstore *s, const char *name, struct cb_log
 	if (rc == 0)
 		cb_info(log, "storage '%s': %s: every unit is there and matches its digest", s->label,
 			name ? name : "every night");
+	if (rc == 0 && !name && u.sealed)
+		cb_info(log, "storage '%s': %zu encrypted night(s) without their key: their objects' "
+			"stored digests were checked, their contents were not checked", s->label, u.sealed);
 	free(u.v);
 	cb_strvec_clear(&u.nights);
 	return rc;

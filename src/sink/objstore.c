@@ -4,7 +4,9 @@
  * the kind.
  */
 #include <stddef.h>
+#include <stdlib.h>
 
+#include "cb_enckey.h"
 #include "cb_objstore.h"
 #include "cb_opts.h"
 #include "cb_util.h"
@@ -28,6 +30,10 @@ int cb_objstore_open_for(const struct cb_opts *o, struct cb_objstore **out)
 
 void cb_objstore_close(struct cb_objstore *s)
 {
-	if (s)
-		s->ops->close(s);
+	if (!s)
+		return;
+	if (s->key)
+		cb_enckey_wipe(s->key);
+	free(s->key);
+	s->ops->close(s);
 }

@@ -125,6 +125,14 @@ static int keep_refs(struct gc_run *g, const char *name)
 
 	if (rc != 0)
 		return rc < 0 ? -1 : 0;
+	/* a sealed night: its clear records name its objects, key or not */
+	for (size_t i = 0; i < m.n_objects; i++)
+		if (cb_store_unhex(m.objects[i].hex, d) == 0)
+			cb_store_set_add(&g->keep, d);
+	if (m.sealed) {
+		cb_manifest_release(&m);
+		return 0;
+	}
 	if (m.catalog.hex[0] && cb_store_unhex(m.catalog.hex, d) == 0)
 		cb_store_set_add(&g->keep, d);
 	if (m.log.hex[0] && cb_store_unhex(m.log.hex, d) == 0)

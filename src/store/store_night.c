@@ -50,6 +50,8 @@ struct cb_store_night {
 	size_t n_units, cap_units;
 	struct cb_store_night_stats st;
 	struct cb_upload_pool *up;       /* the units' writers */
+	const struct cb_enckey *key;     /* the store's: units and manifest sealed */
+	struct cb_store_objmap objs;     /* with a key: each object's clear record */
 };
 
 static void add_ref(struct cb_store_night *n, const struct cb_store_ref *r)
@@ -58,15 +60,74 @@ static void add_ref(struct cb_store_night *n, const struct cb_store_ref *r)
 		n->cap_units = n->cap_units ? 2 * n->cap_units : 256;
 		n->units = cb_xrealloc(n->units, n->cap_units * sizeof(*n->units));
 	}
-	n->units[n->n_units++] = *r;
+	n->units[n->n_units] = *r;
+	n->units[n->n_units].sha[0] = 0;
+	n->units[n->n_units++].key = n->key;
 	n->st.units++;
+}
+
+/* The digest a unit's object is named by: its SHA-256 d, or with a key
+ * its keyed id (a unit under another key, or plain, is another object). */
+static int name_dig(const struct cb_store_night *n, const unsigned char *d, unsigned char *nd)
+{
+	if (!n->key) {
+		memcpy(nd, d, 32);
+		return 0;
+	}
+	return cb_enc_unit_id_sha(n->key, d, nd);
+}
+
+/* What goes into the store for len bytes p (SHA-256 d): a copy of them,
+ * or with a key their sealed frame, its clear record kept; name: the
+ * object's. 0 or -1. */
+static int object_for(struct cb_store_night *n, const unsigned char *p, size_t len,
+		      const unsigned char *d, unsigned char **obj, size_t *olen, char *name)
+{
+	struct cb_store_ref rec;
+	char hex[65];
+
+	if (!n->key) {
+		*obj = cb_xmalloc(len);
+		memcpy(*obj, p, len);
+		*olen = len;
+		cb_store_hex(d, hex);
+		cb_store_unit_name(hex, name);
+		return 0;
+	}
+	if (cb_store_seal_unit(n->key, p, len, d, obj, olen, &rec) < 0)
+		return -1;
+	cb_store_objmap_add(&n->objs, &rec);
+	cb_store_unit_name(rec.hex, name);
+	return 0;
+}
+
+/* A unit the store has: its clear record for the manifest (a sealed unit
+ * is the same frame every time: sealing it again gives it). */
+static int note_present(struct cb_store_night *n, const unsigned char *p, size_t len,
+			const unsigned char *d)
+{
+	unsigned char nd[32], *f;
+	char hex[65], name[80];
+	size_t fl;
+
+	if (name_dig(n, d, nd) < 0)
+		return -1;
+	cb_store_hex(nd, hex);
+	if (cb_store_objmap_find(&n->objs, hex))
+		return 0;
+	if (object_for(n, p, len, d, &f, &fl, name) < 0)
+		return -1;
+	free(f);
+	return 0;
 }
 
 /* len bytes as the night's next unit; dig: their SHA-256 when known. */
 static int put_unit(struct cb_store_night *n, const unsigned char *p, size_t len, const unsigned char *dig)
 {
 	struct cb_store_ref r;
-	unsigned char d[32];
+	unsigned char d[32], nd[32], *copy;
+	char name[80];
+	size_t clen;
 	int mend;
 
 	if (len == 0)
@@ -84,18 +145,18 @@ static int put_unit(struct cb_store_night *n, const unsigned char *p, size_t len
 	mend = dig && n->asked_set && !memcmp(dig, n->asked, 32);
 	if (mend)
 		n->asked_set = 0;
-	if (mend || !cb_store_set_has(&n->have, d)) {
-		char name[80];
-		unsigned char *copy = cb_xmalloc(len);
-
-		memcpy(copy, p, len);
-		cb_store_unit_name(r.hex, name);
-		if (cb_upload_pool_put(n->up, name, copy, len, !mend) < 0)
+	if (name_dig(n, d, nd) < 0)
+		return -1;
+	if (mend || !cb_store_set_has(&n->have, nd)) {
+		if (object_for(n, p, len, d, &copy, &clen, name) < 0 ||
+		    cb_upload_pool_put(n->up, name, copy, clen, !mend) < 0)
 			return -1;
 		n->st.written_units++;
-		n->st.written_bytes += len;
-		cb_store_set_add(&n->have, d);
+		n->st.written_bytes += clen;
+		cb_store_set_add(&n->have, nd);
 	} else {
+		if (n->key && note_present(n, p, len, d) < 0)
+			return -1;
 		n->st.present_units++;
 		n->st.present_bytes += len;
 	}
@@ -170,14 +231,47 @@ static int on_segment(void *ctx, const struct cb_codec_seg *g, int copied)
 	return rc;
 }
 
+/* The unit of SHA-256 d (len bytes) into n->unit: 0, or -1 (then it is
+ * compressed again). A sealed one opened, its clear record kept; one that
+ * does not open is damaged: the bytes compressed again mend it. */
+static int read_unit(struct cb_store_night *n, const unsigned char *d, uint64_t len)
+{
+	struct cb_store_ref ref = { .len = len, .key = n->key }, rec;
+	char name[80];
+
+	cb_store_hex(d, ref.hex);
+	n->unit.len = 0;
+	if (n->key) {
+		unsigned char nd[32];
+		int known = 0, rc;
+
+		/* a loaded manifest's record spares hashing the object again */
+		pthread_mutex_lock(&n->mu);
+		if (name_dig(n, d, nd) == 0) {
+			cb_store_hex(nd, name);
+			known = cb_store_objmap_find(&n->objs, name) != NULL;
+		}
+		pthread_mutex_unlock(&n->mu);
+		rc = cb_store_get_sealed(n->s, &ref, &n->unit, known ? NULL : &rec);
+		pthread_mutex_lock(&n->mu);
+		if (rc == 0 && !known)
+			cb_store_objmap_add(&n->objs, &rec);
+		memcpy(n->asked, d, 32);
+		n->asked_set = rc < 0;
+		pthread_mutex_unlock(&n->mu);
+		return rc;
+	}
+	cb_store_unit_name(ref.hex, name);
+	return n->s->ops->get(n->s, name, 0, 0, &n->unit) != 0 || n->unit.len != len ? -1 : 0;
+}
+
 /* cb_codec_lookup_fn: a segment a catalog names (the guest's previous
  * night's first, then other guests'), if its unit is in the store, with
  * the unit's bytes read from there. */
 static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb_codec_reuse_src *src)
 {
 	struct cb_store_night *n = ctx;
-	unsigned char d[32];
-	char name[80], hex[65];
+	unsigned char d[32], nd[32];
 	size_t i;
 
 	pthread_mutex_lock(&n->mu);
@@ -185,16 +279,11 @@ static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb
 		if (!cb_reuse_lookup(n->reuse[i], key, u_len, src))
 			continue;
 		memcpy(d, src->cdig, 32);
-		if (cb_store_set_has(&n->have, d))
+		if (name_dig(n, d, nd) == 0 && cb_store_set_has(&n->have, nd))
 			break;
 	}
 	pthread_mutex_unlock(&n->mu);
-	if (i == n->n_reuse)
-		return 0;
-	cb_store_hex(d, hex);
-	cb_store_unit_name(hex, name);
-	n->unit.len = 0;
-	if (n->s->ops->get(n->s, name, 0, 0, &n->unit) != 0 || n->unit.len != src->c_len)
+	if (i == n->n_reuse || read_unit(n, d, src->c_len) < 0)
 		return 0;
 	pthread_mutex_lock(&n->mu);
 	memcpy(n->asked, d, 32);
@@ -213,12 +302,18 @@ static int load_catalog(struct cb_store_night *n, const struct cb_backup_file *f
 
 	if (cb_store_get_manifest(n->s, f->name, &m) != 0)
 		*why = "its manifest cannot be read";
+	else if (m.sealed != (n->key != NULL) || (m.sealed && !m.key))
+		*why = !m.sealed ? "it is not encrypted" : n->key ? "it was encrypted with another key"
+								   : "it is encrypted";
 	else if (!m.catalog.hex[0] || cb_store_get_ref(n->s, &m.catalog, &idx) != 0)
 		*why = "its catalog is missing or damaged";
 	else {
 		/* the catalog's bytes are the reuse's now, freed by it */
 		r = cb_reuse_from_idx(idx.data, idx.len, m.size, f->name, why);
 		idx.data = NULL;
+		/* the units it names: sealed, and their records known */
+		for (size_t i = 0; r && i < m.n_objects; i++)
+			cb_store_objmap_add(&n->objs, &m.objects[i]);
 	}
 	cb_s3_buf_release(&idx);
 	cb_manifest_release(&m);
@@ -302,6 +397,7 @@ int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, cons
 	struct cb_store_night *n = cb_xcalloc(1, sizeof(*n));
 
 	n->s = s;
+	n->key = cb_store_key(s);
 	n->name = cb_xstrdup(name);
 	pthread_mutex_init(&n->mu, NULL);
 	n->segmented = codec != CB_COMPRESS_NONE;
@@ -346,6 +442,27 @@ void cb_store_night_attach(struct cb_store_night *n, struct cb_codec_writer *w)
 	cb_codec_set_seg_fn(w, on_segment, n);
 }
 
+/* Bytes as an object of their own (catalog, log, notes), sealed with a
+ * key: 0 (ref set), -1. */
+static int put_blob(struct cb_store_night *n, const void *data, size_t len, struct cb_store_ref *ref)
+{
+	unsigned char d[32], *f;
+	char name[80];
+	size_t fl;
+	int rc;
+
+	memset(ref, 0, sizeof(*ref));
+	if (!n->key)
+		return cb_store_put_ref(n->s, data, len, 0, ref);
+	cb_store_ref_of(data, len, ref);
+	ref->key = n->key;
+	if (cb_store_unhex(ref->hex, d) < 0 || object_for(n, data, len, d, &f, &fl, name) < 0)
+		return -1;
+	rc = n->s->ops->put(n->s, name, f, fl, 1);
+	free(f);
+	return rc < 0 ? -1 : 0;
+}
+
 /* A file (catalog, log) as a unit: 0 (ref set, hex "" when there is no
  * such file), -1. */
 static int put_file(struct cb_store_night *n, const char *path, struct cb_store_ref *ref)
@@ -366,15 +483,52 @@ static int put_file(struct cb_store_night *n, const char *path, struct cb_store_
 		cb_error_errno("cannot read '%s'", path);
 	close(fd);
 	if (rc == 0)
-		rc = cb_store_put_ref(n->s, buf, (size_t)st.st_size, 0, ref);
+		rc = put_blob(n, buf, (size_t)st.st_size, ref);
 	free(buf);
+	return rc;
+}
+
+/* With a key: the clear record of each object ref names in m->objects
+ * (one the night neither wrote nor read is read now). 0 or -1. */
+static int add_record(struct cb_store_night *n, struct cb_manifest *m, const struct cb_store_ref *ref)
+{
+	struct cb_s3_buf b = { 0 };
+	const struct cb_store_ref *rec;
+	struct cb_store_ref got;
+	char name[80];
+	int rc = 0;
+
+	if (!ref->hex[0])
+		return 0;
+	cb_store_ref_object(ref, name);
+	rec = cb_store_objmap_find(&n->objs, strrchr(name, '/') + 1);
+	if (!rec) {
+		rc = cb_store_get_sealed(n->s, ref, &b, &got);
+		cb_s3_buf_release(&b);
+		rec = &got;
+	}
+	if (rc == 0)
+		m->objects[m->n_objects++] = *rec;
+	return rc;
+}
+
+static int add_records(struct cb_store_night *n, struct cb_manifest *m)
+{
+	int rc;
+
+	m->objects = cb_xmalloc((m->n_units + 3) * sizeof(*m->objects));
+	rc = add_record(n, m, &m->catalog) | add_record(n, m, &m->log) | add_record(n, m, &m->notes);
+	for (size_t i = 0; rc == 0 && i < m->n_units; i++)
+		rc = add_record(n, m, &m->units[i]);
 	return rc;
 }
 
 static int put_manifest(struct cb_store_night *n, struct cb_manifest *m)
 {
-	char *text = cb_manifest_format(m), *obj = cb_store_night_name(n->name);
-	int rc = n->s->ops->put(n->s, obj, text, strlen(text), 1);
+	size_t len = 0;
+	char *text = n->key ? cb_manifest_seal(m, n->key, &len) : cb_manifest_format(m);
+	char *obj = cb_store_night_name(n->name);
+	int rc = !text ? -1 : n->s->ops->put(n->s, obj, text, n->key ? len : strlen(text), 1);
 
 	if (rc == 1)
 		rc = cb_error("storage '%s': a night named '%s' exists already", n->s->label, n->name);
@@ -412,9 +566,10 @@ int cb_store_night_commit(struct cb_store_night *n, const char *idx_path, const 
 	m.n_units = n->n_units;
 	if (put_file(n, idx_path, &m.catalog) < 0 || put_file(n, log_path, &m.log) < 0)
 		return -1;
-	if (notes && cb_store_put_ref(n->s, notes, strlen(notes), 0, &m.notes) < 0)
+	if (notes && put_blob(n, notes, strlen(notes), &m.notes) < 0)
 		return -1;
-	rc = put_manifest(n, &m);
+	rc = n->key && add_records(n, &m) < 0 ? -1 : put_manifest(n, &m);
+	free(m.objects);
 	return rc;
 }
 
@@ -437,6 +592,7 @@ void cb_store_night_free(struct cb_store_night *n)
 		cb_reuse_free(n->reuse[i]);
 	free(n->reuse);
 	cb_store_set_release(&n->have);
+	cb_store_objmap_release(&n->objs);
 	cb_s3_buf_release(&n->unit);
 	cb_s3_buf_release(&n->pend);
 	free(n->units);

@@ -151,13 +151,15 @@ test_expect_success ROOT 'lzo and gzip nights: their units are what lzop and gzi
 	gzip -dc <"$SCRATCH/n.gzip" | tar -tf - >/dev/null
 '
 
-test_expect_success ROOT 'encryption on a store is refused before anything is touched (exit 2), no night written' '
+# (encryption on a store: t0813)
+test_expect_success ROOT 'a key file others may read is refused on a store before anything is touched (exit 2), no night written' '
 	n=$(ls "$STORE/nights" | wc -l)
 	cbackup_run 0 key create "$SCRATCH/key"
+	chmod 644 "$SCRATCH/key"
 	sleep 1.1
 	cbackup_run 2 backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/tmp" \
 		--dumpdir "$STORE" --layout store --archive-name cbackup --encryption-key "$SCRATCH/key"
-	test_has "$CB_ERR" "ERROR: 101: encryption-key is for a directory of archives \(layout classic\)"
+	test_has "$CB_ERR" "ERROR: option --encryption-key: key file .* is accessible by group or others"
 	test "$(ls "$STORE/nights" | wc -l)" = "$n"
 '
 

@@ -126,11 +126,13 @@ test_expect_success 'a key with --stdout: a usage error before anything is copie
 	test_lacks "$CB_ERR" "first sync"
 '
 
-test_expect_success 'a key with a unit store: a usage error, nothing written' '
-	cbackup_run 2 backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/tmp" \
+test_expect_success 'a key with a unit store: its night is sealed (every command: t0813)' '
+	cbackup_run 0 backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/tmp" \
 		--dumpdir "$DUMP" --layout store --encryption-key "$KEY"
-	test_has "$CB_ERR" "ERROR: .*encryption-key is for a directory of archives"
-	test -z "$(ls -A "$DUMP")"
+	test_has "$CB_ERR" "unit store .* encrypted with key $("$CBACKUP" key show "$KEY")"
+	test_has "$DUMP"/nights/* "^cbackup-manifest-sealed 1$"
+	rm -rf "$DUMP"
+	mkdir "$DUMP"
 '
 
 for where in global storage guest; do

@@ -24,7 +24,7 @@
 
 static char *sample(void)
 {
-	struct cb_store_ref u[2] = { { H1, 10 }, { H2, 5 } };
+	struct cb_store_ref u[2] = { { .hex = H1, .len = 10 }, { .hex = H2, .len = 5 } };
 	struct cb_manifest m = { .name = NAME, .size = 15, .when = 1796536952, .protected_ = 1,
 				 .units = u, .n_units = 2 };
 
