@@ -90,7 +90,7 @@ static int put_unit(struct cb_store_night *n, const unsigned char *p, size_t len
 
 		memcpy(copy, p, len);
 		cb_store_unit_name(r.hex, name);
-		if (cb_upload_pool_put(n->up, name, copy, len, !mend) < 0)
+		if (cb_upload_pool_put(n->up, name, copy, len, mend ? 0 : CB_PUT_SAME_BYTES) < 0)
 			return -1;
 		n->st.written_units++;
 		n->st.written_bytes += len;
@@ -300,6 +300,7 @@ int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, cons
 			double gc_wait, unsigned writers, const char **prev_why)
 {
 	struct cb_store_night *n = cb_xcalloc(1, sizeof(*n));
+	double t0 = cb_now();
 
 	n->s = s;
 	n->name = cb_xstrdup(name);
@@ -314,12 +315,15 @@ int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, cons
 		return -1;
 	}
 	open_prev(n, type, id, codec, prev_why);
-	n->up = cb_upload_pool_start(s, writers, 0);
+	/* a queue of two units a writer: the codec goes on while the writers
+	 * wait for answers (memory: 3 units a writer at most) */
+	n->up = cb_upload_pool_start(s, writers, 2 * writers);
 	if (!n->up) {
 		cb_store_night_free(n);
 		return -1;
 	}
 	cb_sink_open_split(&n->sink, name, on_bytes, n);
+	n->st.open_s = cb_now() - t0;
 	*out = n;
 	return 0;
 }
@@ -387,17 +391,22 @@ int cb_store_night_commit(struct cb_store_night *n, const char *idx_path, const 
 			  const char *notes, int protected_)
 {
 	struct cb_manifest m = { 0 };
+	struct cb_upload_stats up;
 	uint64_t sum = 0;
 	int rc = -1;
+	double t0;
 
 	/* the bytes after the last segment (seek table, end marker), then
 	 * every unit written before anything names them */
 	if (put_pending_before(n, n->pend_off + n->pend.len) < 0)
 		return -1;
-	rc = cb_upload_pool_finish(n->up, NULL);
+	rc = cb_upload_pool_finish(n->up, &up);
 	n->up = NULL;
+	n->st.wait_s = up.wait_s;
+	n->st.drain_s = up.drain_s;
 	if (rc < 0)
 		return -1;
+	t0 = cb_now();
 	for (size_t i = 0; i < n->n_units; i++)
 		sum += n->units[i].len;
 	if (sum != cb_sink_bytes(n->sink))
@@ -415,6 +424,7 @@ int cb_store_night_commit(struct cb_store_night *n, const char *idx_path, const 
 	if (notes && cb_store_put_ref(n->s, notes, strlen(notes), 0, &m.notes) < 0)
 		return -1;
 	rc = put_manifest(n, &m);
+	n->st.commit_s = cb_now() - t0;
 	return rc;
 }
 
