@@ -5,6 +5,7 @@
  * the units the decoder checks and splits the work by, and the space
  * check; the stream's source checks each unit's digest and the whole.
  */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -44,7 +45,7 @@ int restore_stream_open(struct restore_job *r, const struct cb_restore_opts *o)
 	u.total = x.tar_size;
 	cb_idx_close(&x);
 	/* the reader owns its fd: the stream keeps its own */
-	fd = dup(o->stream_fd);
+	fd = fcntl(o->stream_fd, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0) {
 		cb_error_errno("cannot read '%s'", o->archive);
 		goto out;
