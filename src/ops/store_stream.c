@@ -27,7 +27,11 @@
 
 #define STREAM_THREADS 4
 #define STREAM_DEPTH (2 * STREAM_THREADS)
-#define STREAM_PIPE (1 << 20)
+/* the pipe holds a few units: the hand-over runs ahead of the decoder
+ * rather than waking it for every unit (the most a process may ask for
+ * without CAP_SYS_RESOURCE, pipe-max-size, is 1 MiB by default) */
+#define STREAM_PIPE (8 << 20)
+#define STREAM_PIPE_LESS (1 << 20)
 
 struct slot {
 	struct cb_s3_buf b;
@@ -219,8 +223,8 @@ int cb_store_stream_start(struct cb_store_stream **out, struct cb_objstore *s, s
 		return cb_error_errno("cannot create pipe");
 	st->rfd = p[0];
 	st->wfd = p[1];
-	/* a larger pipe: fewer wake-ups between the hand-over and the decoder */
-	(void)fcntl(st->wfd, F_SETPIPE_SZ, STREAM_PIPE);
+	if (fcntl(st->wfd, F_SETPIPE_SZ, STREAM_PIPE) < 0)
+		(void)fcntl(st->wfd, F_SETPIPE_SZ, STREAM_PIPE_LESS);
 	return start_threads(st);
 }
 
