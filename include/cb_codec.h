@@ -324,6 +324,7 @@ struct cb_codec_par {
 	const struct cb_codec_units *units;
 	uint64_t u_total, file_size;
 	int crc, threads;
+	int stream;   /* the fd is a stream (a pipe) read once, in order */
 };
 int cb_codec_reader_parallel(struct cb_codec_reader *r, const struct cb_codec_par *par);
 /* As cb_codec_read, the bytes at *data: in buf, or (a parallel reader) in

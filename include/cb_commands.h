@@ -37,6 +37,7 @@ struct cb_archive_arg {
 	char *tmpdir;                /* where it is fetched */
 	int fetched;
 	int usage;                   /* it failed on its key: exit 2 */
+	struct cb_store_stream *stream;   /* a whole night streamed: path has no file */
 };
 int cb_archive_arg_open(const struct cb_cli *cli, const char *arg, struct cb_archive_arg *a);
 /* The night's units what asks for (cb_store_ops.h). */

@@ -28,6 +28,15 @@ struct cb_objstore;
  * non-zero stops the listing with that value. */
 typedef int cb_objstore_list_fn(void *arg, const char *name, uint64_t size);
 
+/* put's if_absent: 0 write; CB_PUT_IF_ABSENT only where the name is
+ * free, checked (manifests, locks); CB_PUT_SAME_BYTES the same, but the
+ * name is the digest of the bytes (a unit): an object already under it
+ * holds those bytes, so a store that may write anyway (S3: RGW ignores
+ * If-None-Match on versioned buckets) is neither asked first nor read
+ * back. */
+#define CB_PUT_IF_ABSENT 1
+#define CB_PUT_SAME_BYTES 2
+
 struct cb_objstore_ops {
 	const char *kind; /* "dir", "s3" */
 	/* 0 written; 1 if_absent and the name existed (nothing written);

@@ -24,6 +24,8 @@ struct cb_upload_stats {
 	uint64_t bytes;       /* written */
 	size_t peak_held;     /* most buffers the pool held at once */
 	uint64_t peak_bytes;  /* most bytes it held at once */
+	double wait_s;        /* the producer's time waiting for room in the queue */
+	double drain_s;       /* finish's time waiting for the last puts */
 };
 
 /* threads handles cloned from s (s itself stays the caller's), a queue of

@@ -28,6 +28,11 @@ struct cb_restore_opts {
 	int progress;         /* a progress line on stderr when it is a terminal (cb_progress) */
 	const char *map_ids;  /* --map-ids: an unprivileged container's config whose ID map
 			       * shifts owners, ACLs and capabilities to the host's IDs */
+	/* a whole restore whose archive's bytes come through stream_fd, in
+	 * order, once (a store's night, cb_store_ops.h): archive names no
+	 * file, only its catalog ARCHIVE.idx; stream_size is its size */
+	int stream, stream_fd;
+	uint64_t stream_size;
 };
 
 /* A member restore --salvage could not restore: a byte of it (or of the

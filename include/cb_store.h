@@ -149,6 +149,10 @@ struct cb_store_night_stats {
 	uint64_t units, written_units, written_bytes;   /* new objects */
 	uint64_t present_units, present_bytes;          /* in the store already */
 	uint64_t copied_units;                          /* neither compressed nor written */
+	/* where the wall went: opening (mark, listings, previous catalog),
+	 * the codec waiting for room in the upload queue, the last uploads
+	 * after the codec ended, the catalog, log and manifest */
+	double open_s, wait_s, drain_s, commit_s;
 };
 
 /*

@@ -51,6 +51,12 @@ int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256);
  * tee). cb_tarread_end() then says whether all held (restore, verify).
  */
 int cb_tarread_open_checked(struct cb_tarread *t, const char *path, int ignore_sha256);
+/* The whole archive from fd, a stream read once, in order (a pipe; t owns
+ * fd, label names it), size bytes long; units: its catalog's (their
+ * CRC-32s checked; zstd then decoded on several threads), or NULL. The
+ * stream's source checks the whole (no .sha256 here). */
+int cb_tarread_open_stream(struct cb_tarread *t, int fd, const char *label, uint64_t size,
+			   const struct cb_codec_units *units);
 /* After the last entry: cb_tarread_finish_stream(), then the .sha256 if one
  * was expected. 0, or -1 naming the archive and the damage. */
 int cb_tarread_end(struct cb_tarread *t);

@@ -150,14 +150,14 @@ static void keep_units(struct cb_tarread *t, const struct cb_codec_units *u)
 static int open_parallel(struct cb_tarread *t, uint64_t size)
 {
 	struct cb_codec_units seek = { 0 };
-	struct cb_codec_par par = { &t->units, t->units.total, size, 1, 0 };
+	struct cb_codec_par par = { &t->units, t->units.total, size, 1, 0, 0 };
 	int rc = 1;
 
 	if (cb_codec_reader_new(&t->reader, t->file_fd) < 0)
 		return cb_error_prefix("'%s'", t->path);
 	if (cb_codec_reader_type(t->reader) == CB_COMPRESS_ZSTD && !t->units.n &&
 	    cb_zstd_read_seek_table(t->file_fd, size, &seek) == 0)
-		par = (struct cb_codec_par){ &seek, seek.total, size, 0, 0 };
+		par = (struct cb_codec_par){ &seek, seek.total, size, 0, 0, 0 };
 	if (par.units->n)
 		rc = cb_codec_reader_parallel(t->reader, &par);
 	cb_codec_units_release(&seek);
@@ -170,6 +170,18 @@ static int open_parallel(struct cb_tarread *t, uint64_t size)
 			return cb_error_errno("cannot seek in '%s'", t->path);
 	}
 	return rc;
+}
+
+/* The tar reader over the codec's bytes. */
+static int open_tar(struct cb_tarread *t, const char *what)
+{
+	t->a = archive_read_new();
+	if (!t->a)
+		return cb_error("cannot initialise libarchive");
+	if (archive_read_support_format_tar(t->a) != ARCHIVE_OK ||
+	    archive_read_open(t->a, t, NULL, read_cb, NULL) != ARCHIVE_OK)
+		return cb_tarread_error(t, what);
+	return 0;
 }
 
 static int tarread_open(struct cb_tarread *t, const char *path, int want_sha256,
@@ -205,13 +217,7 @@ static int tarread_open(struct cb_tarread *t, const char *path, int want_sha256,
 		   discard(t, at->skip) < 0))
 		return cb_error_prefix("'%s'", path);
 	t->limit = at ? at->limit : 0;
-	t->a = archive_read_new();
-	if (!t->a)
-		return cb_error("cannot initialise libarchive");
-	if (archive_read_support_format_tar(t->a) != ARCHIVE_OK ||
-	    archive_read_open(t->a, t, NULL, read_cb, NULL) != ARCHIVE_OK)
-		return cb_tarread_error(t, path);
-	return 0;
+	return open_tar(t, path);
 }
 
 int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256)
@@ -222,6 +228,34 @@ int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256)
 int cb_tarread_open_at(struct cb_tarread *t, const char *path, const struct cb_tarread_at *at)
 {
 	return tarread_open(t, path, 0, at, NULL);
+}
+
+/* A stream's reader: zstd with the catalog's units decoded on several
+ * threads (the units read from the stream in turn), any other sequential. */
+static int open_stream_reader(struct cb_tarread *t, uint64_t size)
+{
+	struct cb_codec_par par = { &t->units, t->units.total, size, 1, 0, 1 };
+	int rc = 0;
+
+	if (cb_codec_reader_new(&t->reader, t->fd) < 0)
+		return -1;
+	if (cb_codec_reader_type(t->reader) == CB_COMPRESS_ZSTD && t->units.n)
+		rc = cb_codec_reader_parallel(t->reader, &par);
+	return rc < 0 ? -1 : 0;
+}
+
+int cb_tarread_open_stream(struct cb_tarread *t, int fd, const char *label, uint64_t size,
+			   const struct cb_codec_units *units)
+{
+	memset(t, 0, sizeof(*t));
+	t->path = label;
+	t->fd = t->file_fd = fd;
+	t->buf = cb_xmalloc(READ_BUF);
+	keep_units(t, units);
+	if (open_stream_reader(t, size) < 0)
+		return cb_error_prefix("'%s'", label);
+	cb_codec_reader_check_units(t->reader, &t->units, size);
+	return open_tar(t, label);
 }
 
 int cb_tarread_expected_sha256(const char *archive, char hex[65])

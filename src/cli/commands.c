@@ -99,12 +99,15 @@ static int open_archive(const struct cb_cli *cli, const char *what, const char *
 			struct cb_archive_arg *a, struct cb_log *log)
 {
 	/* ls reads the catalog alone, restore --path the units of its paths */
-	struct cb_store_fetch f = { !strcmp(what, "ls"), NULL, 0 };
+	struct cb_store_fetch f = { !strcmp(what, "ls"), NULL, 0, NULL };
 	int usage;
 
 	if (!strcmp(what, "restore")) {
 		f.paths = cli->paths.v;
 		f.n_paths = cli->paths.n;
+		/* a whole restore unpacks the night as its units come */
+		if (!cli->paths.n && !cli->salvage && !cli->dry_run)
+			f.stream = &a->stream;
 	}
 	if (cb_archive_arg_open(cli, arg, a) == 0 && cb_archive_arg_fetch(a, &f) == 0)
 		return 0;
@@ -157,7 +160,15 @@ int cb_cmd_restore(const struct cb_cli *cli, const struct cb_config *cfg, struct
 		cb_archive_arg_close(&a);
 		return status;
 	}
+	if (a.stream) {
+		ro.stream = 1;
+		ro.stream_fd = cb_store_stream_fd(a.stream);
+		ro.stream_size = cb_store_stream_size(a.stream);
+	}
 	failed = cb_restore_run(&ro, log, &st) < 0;
+	/* a stream that ended short says why (the unit), not the decoder */
+	if (a.stream && cb_store_stream_finish(a.stream) < 0)
+		failed = 1;
 	if (failed || st.n_lost) {
 		cb_err(log, "restore of '%s' %s - %s", cli->args.v[0], failed ? "failed" : "incomplete",
 		       cb_last_error());
@@ -266,7 +277,7 @@ static int verify_one(const struct cb_cli *cli, const char *arg, struct cb_log *
 	if (rc == 0 && a.store && a.name[0] && verify_sealed(&a, arg, log, status))
 		a.name[0] = '\0';   /* its contents cannot be read: not fetched */
 	if (rc == 0 && (!a.store || a.name[0]))
-		rc = cb_archive_arg_fetch(&a, &(struct cb_store_fetch){ 0, NULL, 0 });
+		rc = cb_archive_arg_fetch(&a, &(struct cb_store_fetch){ 0, NULL, 0, NULL });
 	if (rc == 0 && a.path && cb_enc_is_encrypted(a.path)) {
 		int s = cb_enc_cli_verify(cli, a.path, log);
 

@@ -128,6 +128,7 @@ int cb_archive_arg_fetch(struct cb_archive_arg *a, const struct cb_store_fetch *
 
 void cb_archive_arg_close(struct cb_archive_arg *a)
 {
+	cb_store_stream_free(a->stream);
 	if (a->fetched)
 		cb_store_drop_night(a->path);
 	cb_objstore_close(a->store);

@@ -19,6 +19,10 @@
  * failed unit keeps its message, the workers start no unit after it, and
  * the reader reports it when it gets there, after every byte before it,
  * as the sequential reader would.
+ *
+ * A stream (par->stream: a pipe a store's units come through, read once
+ * and in order) is read by the workers in turn, unit after unit; the
+ * bytes the codec's detection took are still in the reader's buffer.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -72,6 +76,8 @@ struct par_reader {
 	uint64_t fail_at;           /* no unit after it is started */
 	uint64_t claim;             /* the next unit no worker has taken */
 	int stop;
+	int stream;                 /* in->fd is read in order, once */
+	uint64_t s_next;            /* stream: the unit whose bytes come next */
 };
 
 static uint64_t unit_c_end(const struct par_reader *p, uint64_t k)
@@ -105,7 +111,46 @@ static void *grow(void *buf, size_t *cap, size_t need)
 	return cb_xmalloc(need ? need : 1);
 }
 
-static int read_unit(struct par_worker *wk, struct par_slot *s, uint64_t k, size_t clen)
+/* Stream: wait for unit k's turn; 1 when the workers stop instead. */
+static int wait_turn(struct par_reader *p, uint64_t k)
+{
+	int ret;
+
+	pthread_mutex_lock(&p->mu);
+	while (!p->stop && k <= p->fail_at && p->s_next != k)
+		pthread_cond_wait(&p->cv_free, &p->mu);
+	ret = p->stop || k > p->fail_at;
+	pthread_mutex_unlock(&p->mu);
+	return ret;
+}
+
+static void next_turn(struct par_reader *p)
+{
+	pthread_mutex_lock(&p->mu);
+	p->s_next++;
+	pthread_cond_broadcast(&p->cv_free);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Up to len bytes at off: pread, or the stream's next bytes (those still
+ * in the detection's buffer first). */
+static ssize_t read_at(struct par_reader *p, void *buf, size_t len, uint64_t off)
+{
+	const struct cb_codec_in *in = p->in;
+
+	if (!p->stream)
+		return pread(in->fd, buf, len, (off_t)off);
+	if (off >= in->base && off < in->base + in->len) {
+		size_t n = (size_t)(in->base + in->len - off);
+
+		n = n < len ? n : len;
+		memcpy(buf, in->buf + (off - in->base), n);
+		return (ssize_t)n;
+	}
+	return read(in->fd, buf, len);
+}
+
+static int read_bytes(struct par_worker *wk, struct par_slot *s, uint64_t k, size_t clen)
 {
 	struct par_reader *p = wk->p;
 	uint64_t off = p->u[k].c_off;
@@ -113,7 +158,7 @@ static int read_unit(struct par_worker *wk, struct par_slot *s, uint64_t k, size
 
 	wk->c = grow(wk->c, &wk->c_cap, clen);
 	while (got < clen) {
-		ssize_t r = pread(p->in->fd, wk->c + got, clen - got, (off_t)(off + got));
+		ssize_t r = read_at(p, wk->c + got, clen - got, off + got);
 
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -125,6 +170,19 @@ static int read_unit(struct par_worker *wk, struct par_slot *s, uint64_t k, size
 		got += (size_t)r;
 	}
 	return 0;
+}
+
+static int read_unit(struct par_worker *wk, struct par_slot *s, uint64_t k, size_t clen)
+{
+	struct par_reader *p = wk->p;
+	int rc;
+
+	if (p->stream && wait_turn(p, k))
+		return slot_fail(s, "stopped");
+	rc = read_bytes(wk, s, k, clen);
+	if (p->stream)
+		next_turn(p);
+	return rc;
 }
 
 /* The same check, and words, as the sequential reader's (codec_io.c). */
@@ -386,6 +444,7 @@ int cb_codec_zstd_par_reader(void **st, const struct cb_codec_rops **ops, struct
 	memcpy(p->u, par->units->v, p->n * sizeof(*p->u));
 	p->u_total = par->u_total;
 	p->crc = par->crc;
+	p->stream = par->stream;
 	/* at least two: the decoding leaves the reader's thread even on one
 	 * core; at most 8: the ring holds 2 units a thread */
 	p->threads = t < 2 ? 2 : t > PAR_THREADS_MAX ? PAR_THREADS_MAX : t;

@@ -122,6 +122,9 @@ void backup_store_log(struct guest_run *r)
 		"%llu of them copied, not compressed again", r->store->label,
 		(unsigned long long)st.units, (unsigned long long)st.written_units, w,
 		(unsigned long long)st.present_units, p, (unsigned long long)st.copied_units);
+	cb_debug(r->log, "unit store '%s': %.2f s opening (mark, listing), the codec waited %.2f s "
+		 "for the uploads, %.2f s for the last ones, %.2f s catalog, log and manifest",
+		 r->store->label, st.open_s, st.wait_s, st.drain_s, st.commit_s);
 }
 
 void backup_store_end_night(struct guest_run *r)

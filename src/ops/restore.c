@@ -212,7 +212,10 @@ static int check_space(struct restore_job *r, const struct cb_restore_opts *o)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
 	bs = vfs.f_frsize ? vfs.f_frsize : 4096;
 	/* the catalog's word saves decoding the whole archive once more */
-	if (restore_need_from_catalog(o->archive, bs, &n) < 0) {
+	if (restore_need_from_catalog(o->archive, o->stream ? o->stream_size : 0, bs, &n) < 0) {
+		/* a stream is read once: streamed nights have a sound catalog */
+		if (o->stream)
+			return cb_error("'%s': its catalog cannot be read", o->archive);
 		n = (struct restore_need){ 0, 0, 0 };
 		if (count_archive(o->archive, bs, &n) < 0)
 			return -1;
@@ -277,7 +280,7 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 	struct restore_job r = { .log = log, .st = st, .tr = { .fd = -1, .file_fd = -1 }, .parent_fd = -1,
 			 .dest_fd = -1, .stage_fd = -1, .stage_dir_fd = -1, .cwd_fd = -1 };
 	/* the archive by its absolute name: the working directory changes */
-	char *archive = realpath(o->archive, NULL), size[32];
+	char *archive = o->stream ? restore_stream_name(o->archive) : realpath(o->archive, NULL), size[32];
 	struct cb_restore_opts ao = *o;
 	struct cb_pvect_conf ids = { 0 };
 	int ret = -1;
@@ -299,7 +302,8 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 		goto out;
 	}
 	ao.archive = archive;
-	if ((!by_catalog(o) && cb_tarread_open_checked(&r.tr, archive, o->ignore_checksum) < 0) ||
+	if ((o->stream && restore_stream_open(&r, &ao) < 0) ||
+	    (!o->stream && !by_catalog(o) && cb_tarread_open_checked(&r.tr, archive, o->ignore_checksum) < 0) ||
 	    restore_dest_open(&r, &ao) < 0)
 		goto out;
 	ret = by_catalog(o) ? cb_restore_paths(&r, &ao)

@@ -144,10 +144,16 @@ struct restore_need {
 	uint64_t tar;        /* the tar stream's bytes (the progress total) */
 };
 /* restore_paths.c: what the whole archive needs, from its catalog
- * (ARCHIVE.idx, when there and sound): no decoding pass over the archive.
+ * (ARCHIVE.idx, when there and sound; size: the archive's, 0 its file's):
+ * no decoding pass over the archive.
  * -1 (nothing said) when there is none or it has sparse files (whose maps
  * only the archive holds). */
-int restore_need_from_catalog(const char *archive, uint64_t bs, struct restore_need *n);
+int restore_need_from_catalog(const char *archive, uint64_t size, uint64_t bs, struct restore_need *n);
+/* restore_stream.c: a whole restore from o->stream_fd (cb_restore_opts):
+ * the reader over it, with the catalog's units; the archive's name made
+ * absolute (it names no file: realpath() cannot). */
+int restore_stream_open(struct restore_job *r, const struct cb_restore_opts *o);
+char *restore_stream_name(const char *archive);
 /* statvfs(DESTDIR) against n: 0 if it fits; else -1 with the error naming
  * both, or with --force a WARN and 0 (files replaced in place free space). */
 int restore_space_check(struct restore_job *r, const struct cb_restore_opts *o, const struct restore_need *n);

@@ -326,14 +326,14 @@ static uint64_t entry_bytes(const struct cb_idx *x, uint64_t i, uint64_t bs, int
 	return (data ? (data + bs - 1) / bs : 1) * bs;
 }
 
-int restore_need_from_catalog(const char *archive, uint64_t bs, struct restore_need *n)
+int restore_need_from_catalog(const char *archive, uint64_t size, uint64_t bs, struct restore_need *n)
 {
 	char *path = cb_xasprintf("%s.idx", archive);
-	struct stat st;
+	struct stat st = { .st_size = (off_t)size };
 	struct cb_idx x;
 	int sparse = 0, ret = -1;
 
-	if (stat(archive, &st) == 0 && cb_idx_open(&x, path, (uint64_t)st.st_size) == 0) {
+	if ((size || stat(archive, &st) == 0) && cb_idx_open(&x, path, (uint64_t)st.st_size) == 0) {
 		for (uint64_t i = 0; i < x.n_entries; i++)
 			n->bytes += entry_bytes(&x, i, bs, &sparse);
 		n->entries = x.n_entries;

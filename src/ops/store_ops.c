@@ -196,8 +196,13 @@ char *cb_store_fetch_night(struct cb_objstore *s, const char *name, const char *
 	path = cb_xasprintf("%s/%s", dir, name);
 	cb_store_drop_night(path);
 	/* the catalog first: it says which units a restore of paths reads */
-	if (write_side(s, &m, path) < 0 || !(need = what_to_fetch(&m, path, what)) ||
-	    write_units(s, &m, path, need) < 0) {
+	if (write_side(s, &m, path) < 0)
+		rc = -1;
+	else if (what->stream && !what->n_paths && cb_store_streamable(&m, path))
+		rc = cb_store_stream_start(what->stream, s, &m);
+	else
+		rc = !(need = what_to_fetch(&m, path, what)) || write_units(s, &m, path, need) < 0 ? -1 : 0;
+	if (rc < 0) {
 		cb_store_drop_night(path);
 		free(path);
 		path = NULL;

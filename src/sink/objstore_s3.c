@@ -87,7 +87,8 @@ static int still_ours(struct s3_store *st, const char *key, const void *data, si
  * buckets and writes anyway, so the name is looked up first (then nothing
  * is sent) and a small object (a manifest, a lock) read back after: bytes
  * not ours mean another writer got there in between, and its object
- * stands. A unit is named by its content: another copy is the same bytes.
+ * stands. A unit is named by its content: another copy is the same bytes,
+ * so it goes up in one request (CB_PUT_SAME_BYTES).
  */
 static int put_if_absent(struct s3_store *st, const char *key, const void *data, size_t len)
 {
@@ -112,8 +113,11 @@ static int s3_put(struct cb_objstore *s, const char *name, const void *data, siz
 	if (check_name(st, "PUT", name, 0) < 0)
 		return -1;
 	key = full_key(st, name);
-	rc = said(st, if_absent ? put_if_absent(st, key, data, len)
-				: cb_s3_put(st->s3, key, data, len, 0));
+	if (if_absent == CB_PUT_SAME_BYTES)
+		rc = said(st, cb_s3_put(st->s3, key, data, len, 1));
+	else
+		rc = said(st, if_absent ? put_if_absent(st, key, data, len)
+					: cb_s3_put(st->s3, key, data, len, 0));
 	free(key);
 	return rc;
 }

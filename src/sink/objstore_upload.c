@@ -150,11 +150,13 @@ fail:
 int cb_upload_pool_put(struct cb_upload_pool *p, const char *name, void *data, size_t len,
 		       int if_absent)
 {
+	double t0 = cb_now();
 	int rc = 0;
 
 	pthread_mutex_lock(&p->mu);
 	while (p->queued == p->depth && !p->error)
 		pthread_cond_wait(&p->not_full, &p->mu);
+	p->st.wait_s += cb_now() - t0;
 	if (p->error) {
 		rc = cb_error("%s", p->error);
 		free(data);
@@ -175,6 +177,7 @@ int cb_upload_pool_put(struct cb_upload_pool *p, const char *name, void *data, s
 
 int cb_upload_pool_finish(struct cb_upload_pool *p, struct cb_upload_stats *st)
 {
+	double t0 = cb_now();
 	int rc;
 
 	pthread_mutex_lock(&p->mu);
@@ -186,6 +189,7 @@ int cb_upload_pool_finish(struct cb_upload_pool *p, struct cb_upload_stats *st)
 			pthread_join(p->workers[i].thread, NULL);
 			p->workers[i].started = 0;
 		}
+	p->st.drain_s = cb_now() - t0;
 	rc = p->error ? cb_error("%s", p->error) : 0;
 	if (st)
 		*st = p->st;

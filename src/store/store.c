@@ -83,7 +83,7 @@ int cb_store_put_ref(struct cb_objstore *s, const void *data, size_t len, int re
 
 	cb_store_ref_of(data, len, ref);
 	cb_store_unit_name(ref->hex, name);
-	return s->ops->put(s, name, data, len, !replace) < 0 ? -1 : 0;
+	return s->ops->put(s, name, data, len, replace ? 0 : CB_PUT_SAME_BYTES) < 0 ? -1 : 0;
 }
 
 static int dig_cmp(const void *a, const void *b)

@@ -149,7 +149,7 @@ static int put_unit(struct cb_store_night *n, const unsigned char *p, size_t len
 		return -1;
 	if (mend || !cb_store_set_has(&n->have, nd)) {
 		if (object_for(n, p, len, d, &copy, &clen, name) < 0 ||
-		    cb_upload_pool_put(n->up, name, copy, clen, !mend) < 0)
+		    cb_upload_pool_put(n->up, name, copy, clen, mend ? 0 : CB_PUT_SAME_BYTES) < 0)
 			return -1;
 		n->st.written_units++;
 		n->st.written_bytes += clen;
@@ -395,6 +395,7 @@ int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, cons
 			double gc_wait, unsigned writers, const char **prev_why)
 {
 	struct cb_store_night *n = cb_xcalloc(1, sizeof(*n));
+	double t0 = cb_now();
 
 	n->s = s;
 	n->key = cb_store_key(s);
@@ -410,12 +411,15 @@ int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, cons
 		return -1;
 	}
 	open_prev(n, type, id, codec, prev_why);
-	n->up = cb_upload_pool_start(s, writers, 0);
+	/* a queue of two units a writer: the codec goes on while the writers
+	 * wait for answers (memory: 3 units a writer at most) */
+	n->up = cb_upload_pool_start(s, writers, 2 * writers);
 	if (!n->up) {
 		cb_store_night_free(n);
 		return -1;
 	}
 	cb_sink_open_split(&n->sink, name, on_bytes, n);
+	n->st.open_s = cb_now() - t0;
 	*out = n;
 	return 0;
 }
@@ -458,7 +462,7 @@ static int put_blob(struct cb_store_night *n, const void *data, size_t len, stru
 	ref->key = n->key;
 	if (cb_store_unhex(ref->hex, d) < 0 || object_for(n, data, len, d, &f, &fl, name) < 0)
 		return -1;
-	rc = n->s->ops->put(n->s, name, f, fl, 1);
+	rc = n->s->ops->put(n->s, name, f, fl, CB_PUT_SAME_BYTES);
 	free(f);
 	return rc < 0 ? -1 : 0;
 }
@@ -541,17 +545,22 @@ int cb_store_night_commit(struct cb_store_night *n, const char *idx_path, const 
 			  const char *notes, int protected_)
 {
 	struct cb_manifest m = { 0 };
+	struct cb_upload_stats up;
 	uint64_t sum = 0;
 	int rc = -1;
+	double t0;
 
 	/* the bytes after the last segment (seek table, end marker), then
 	 * every unit written before anything names them */
 	if (put_pending_before(n, n->pend_off + n->pend.len) < 0)
 		return -1;
-	rc = cb_upload_pool_finish(n->up, NULL);
+	rc = cb_upload_pool_finish(n->up, &up);
 	n->up = NULL;
+	n->st.wait_s = up.wait_s;
+	n->st.drain_s = up.drain_s;
 	if (rc < 0)
 		return -1;
+	t0 = cb_now();
 	for (size_t i = 0; i < n->n_units; i++)
 		sum += n->units[i].len;
 	if (sum != cb_sink_bytes(n->sink))
@@ -570,6 +579,7 @@ int cb_store_night_commit(struct cb_store_night *n, const char *idx_path, const 
 		return -1;
 	rc = n->key && add_records(n, &m) < 0 ? -1 : put_manifest(n, &m);
 	free(m.objects);
+	n->st.commit_s = cb_now() - t0;
 	return rc;
 }
 

@@ -240,4 +240,28 @@ test_expect_success 'two hosts back one guest up to one bucket: the second fails
 	rm -rf froze thawed "$SCRATCH/tmp/cbackup"
 '
 
+# rgw_count KEY: radosgw's counter KEY (its perf dump: requests, gets, failed ones)
+rgw_count() {
+	ceph --admin-daemon "$RGW_DIR/run/client.rgw.cb.asok" perf dump |
+		python3 -c "import json, sys; print(json.load(sys.stdin)[\"rgw\"][sys.argv[1]])" "$1"
+}
+
+test_expect_success 'a new unit goes up in one request: no HEAD before it (a 404), no read back after' '
+	conf c.conf "type = s3" "endpoint = $CB_S3_ENDPOINT" "bucket = night" "prefix = cb/one"
+	mkdir -p "$SCRATCH/root/var"
+	seq 1 6000000 >"$SCRATCH/root/var/numbers"
+	f0=$(rgw_count failed_req)
+	g0=$(rgw_count get)
+	cbackup_run 0 backup --config c.conf 101 --unit-size 1
+	n=$(sed -n "s/.*unit store .offsite.: [0-9]* units, \([0-9]*\) new written.*/\1/p" "$CB_ERR")
+	test "$n" -ge 30
+	failed=$(( $(rgw_count failed_req) - f0 ))
+	gets=$(( $(rgw_count get) - g0 ))
+	echo "$n units: $failed failed requests, $gets gets"
+	# a few for the night itself (listings, its mark, the lock, the manifest), not one a unit
+	test "$failed" -lt 15
+	test "$gets" -lt 15
+	rm -rf froze thawed "$SCRATCH/tmp/cbackup" "$SCRATCH/root/var/numbers"
+'
+
 test_done
