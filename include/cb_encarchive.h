@@ -33,6 +33,7 @@ int cb_enc_is_encrypted(const char *name);
 
 struct cb_enc_seal_stats {
 	uint64_t frames, frames_copied;   /* copied: cloned from the previous archive */
+	uint64_t resumed;                 /* bytes of its SHA-256 taken from a state */
 	uint64_t bytes;                   /* the encrypted archive's size */
 	char sha256[65];                  /* its SHA-256 */
 };
@@ -45,6 +46,47 @@ struct cb_enc_seal_stats {
  */
 int cb_enc_seal_archive(const struct cb_enckey *k, const char *plain, const char *out,
 			const char *prev, struct cb_enc_seal_stats *st);
+
+/*
+ * The writer a backup seals its archive with as the codec writes it: OUT
+ * (the .cbenc path, written as OUT.tmp, fsynced, renamed without
+ * replacing) gets a sealed frame per segment the codec writes and, per
+ * segment copied from prev (the previous encrypted archive, NULL: none),
+ * prev's frame itself: looked up by the segment's key in prev's sealed
+ * catalog, its tag checked, cloned (copy_file_range) and read back. Its
+ * plaintext goes to the codec's own checks, never to a file: no plain
+ * archive is written anywhere.
+ *
+ *   cb_enc_writer_open()      OUT's names checked free, prev's catalog
+ *                             opened (*why: the reason there is none to
+ *                             copy from, "" when there is simply none)
+ *   cb_enc_writer_sink()      the codec's sink (the plain stream, no
+ *                             SHA-256 of its own: every frame has its tag;
+ *                             a view makes the plain .sha256 as it decrypts)
+ *   cb_enc_writer_attach()    the codec copies from prev, cuts frames
+ *   cb_enc_writer_prev()      prev's plain catalog, as a reuse (its name
+ *                             and catalog digest name a trust map)
+ *   cb_enc_writer_resume()    before the first byte: OUT's SHA-256 resumes
+ *                             from the states kept at enc_trust (naming
+ *                             prev) where OUT starts with prev's frames
+ *   cb_enc_writer_finish()    after the codec and the plain sink are done
+ *                             (PLAIN.idx, PLAIN.sha256 with the catalog's
+ *                             line, written): the last frames, OUT.idx,
+ *                             OUT.sha256, OUT; enc_trust (NULL: none) made
+ *                             again for the next night
+ */
+struct cb_enc_writer;
+struct cb_codec_writer;
+struct cb_reuse;
+int cb_enc_writer_open(const struct cb_enckey *k, const char *out, const char *prev,
+		       enum cb_compress codec, struct cb_enc_writer **w, const char **why);
+struct cb_sink *cb_enc_writer_sink(struct cb_enc_writer *w);
+void cb_enc_writer_attach(struct cb_enc_writer *w, struct cb_codec_writer *codec);
+const struct cb_reuse *cb_enc_writer_prev(const struct cb_enc_writer *w);
+void cb_enc_writer_resume(struct cb_enc_writer *w, const char *enc_trust);
+int cb_enc_writer_finish(struct cb_enc_writer *w, const char *plain, const char *enc_trust,
+			 struct cb_enc_seal_stats *st);
+void cb_enc_writer_free(struct cb_enc_writer *w);
 
 /*
  * The fingerprint recorded in ARCHIVE's catalog: 0, or -1 (error set).

@@ -306,8 +306,8 @@ static int confirm(struct cb_seg_state *s, enum cb_compress type,
 
 	if (s->trust.deferred == 0)
 		return cb_codec_decodes_to(type, s->cbuf, (size_t)src->c_len, s->buf, (size_t)u_len);
-	if (!src->unit_crcs)
-		return 1;   /* fetch checked the SHA-256 */
+	if (!src->unit_crcs || src->authentic)
+		return 1;   /* fetch checked the SHA-256, or the lookup its tag */
 	EVP_Digest(s->cbuf, (size_t)src->c_len, dig, NULL, EVP_sha256(), NULL);
 	return memcmp(dig, src->cdig, CB_SEG_KEY) == 0;
 }
@@ -354,7 +354,7 @@ static int fetch(struct cb_seg_state *s, enum cb_compress type, const struct cb_
 		s->ucrc[i] = cb_crc32(0, s->cbuf + c, (size_t)(end - c));
 		bad = src->unit_crcs && s->ucrc[i] != src->units[i].crc;
 	}
-	if (!bad && !src->unit_crcs) {
+	if (!bad && !src->unit_crcs && !src->authentic) {
 		EVP_Digest(s->cbuf, (size_t)src->c_len, dig, NULL, EVP_sha256(), NULL);
 		bad = memcmp(dig, src->cdig, CB_SEG_KEY) != 0;
 	}
