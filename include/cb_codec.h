@@ -144,7 +144,8 @@ struct cb_codec_reuse_src {
 	int unit_crcs;
 	const char *name;                 /* the previous archive, for messages */
 	/* its c_len compressed bytes, read by the lookup (a unit store's
-	 * object); NULL: read from the fd given to cb_codec_set_reuse */
+	 * object), used in place until the copy is done; NULL: read from the
+	 * fd given to cb_codec_set_reuse */
 	const unsigned char *bytes;
 	/* 1: the lookup authenticated bytes as the ones cdig names (a sealed
 	 * unit's tag under a key only its bytes' SHA-256 and the secret

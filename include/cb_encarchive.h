@@ -9,11 +9,12 @@
  *   NAME.tar.zst.cbenc.idx     the frame table in clear (offsets, sizes,
  *                              keyed ids, SHA-256 of each stored frame) and,
  *                              sealed behind it, the plain catalog, the
- *                              plain .sha256 and the archive's own name;
+ *                              plain .sha256 (a backup's: the catalog's
+ *                              line only) and the archive's own name;
  *   NAME.tar.zst.cbenc.sha256  `sha256sum -c` lines of both files.
- * The plain archive is written to a private directory on the tmpdir first
- * (beside the staging copy, which holds the same data in clear) and never
- * reaches the dump directory. Readers decrypt into a private directory
+ * A backup seals each segment as the codec writes it (cb_enc_writer); no
+ * plain archive is written anywhere, the plain catalog waits in a private
+ * directory on the tmpdir. Readers decrypt into a private directory
  * (a "view") and run the plain code on it: every frame's tag, its id and
  * its place in the authenticated frame table are checked before any byte
  * of it is written there.
@@ -39,7 +40,8 @@ struct cb_enc_seal_stats {
 };
 
 /*
- * Seal PLAIN (with PLAIN.idx and PLAIN.sha256 beside it) into OUT: OUT.idx,
+ * Seal a plain archive file PLAIN (with PLAIN.idx and PLAIN.sha256 beside
+ * it) into OUT: OUT.idx,
  * OUT.sha256, then OUT (written as OUT.tmp, fsynced, renamed without
  * replacing). prev: the previous encrypted archive under the same key to
  * copy identical frames from (NULL: none). 0, or -1 with nothing left.
