@@ -144,8 +144,13 @@ struct cb_codec_reuse_src {
 	int unit_crcs;
 	const char *name;                 /* the previous archive, for messages */
 	/* its c_len compressed bytes, read by the lookup (a unit store's
-	 * object); NULL: read from the fd given to cb_codec_set_reuse */
+	 * object), used in place until the copy is done; NULL: read from the
+	 * fd given to cb_codec_set_reuse */
 	const unsigned char *bytes;
+	/* 1: the lookup authenticated bytes as the ones cdig names (a sealed
+	 * unit's tag under a key only its bytes' SHA-256 and the secret
+	 * give): no SHA-256 of them again; the CRC-32s still run */
+	int authentic;
 };
 /* 1 and *src filled if a segment with this key and u_len is there, else 0. */
 typedef int cb_codec_lookup_fn(void *ctx, const unsigned char *key, uint64_t u_len,

@@ -9,11 +9,12 @@
  *   NAME.tar.zst.cbenc.idx     the frame table in clear (offsets, sizes,
  *                              keyed ids, SHA-256 of each stored frame) and,
  *                              sealed behind it, the plain catalog, the
- *                              plain .sha256 and the archive's own name;
+ *                              plain .sha256 (a backup's: the catalog's
+ *                              line only) and the archive's own name;
  *   NAME.tar.zst.cbenc.sha256  `sha256sum -c` lines of both files.
- * The plain archive is written to a private directory on the tmpdir first
- * (beside the staging copy, which holds the same data in clear) and never
- * reaches the dump directory. Readers decrypt into a private directory
+ * A backup seals each segment as the codec writes it (cb_enc_writer); no
+ * plain archive is written anywhere, the plain catalog waits in a private
+ * directory on the tmpdir. Readers decrypt into a private directory
  * (a "view") and run the plain code on it: every frame's tag, its id and
  * its place in the authenticated frame table are checked before any byte
  * of it is written there.
@@ -33,18 +34,61 @@ int cb_enc_is_encrypted(const char *name);
 
 struct cb_enc_seal_stats {
 	uint64_t frames, frames_copied;   /* copied: cloned from the previous archive */
+	uint64_t resumed;                 /* bytes of its SHA-256 taken from a state */
 	uint64_t bytes;                   /* the encrypted archive's size */
 	char sha256[65];                  /* its SHA-256 */
 };
 
 /*
- * Seal PLAIN (with PLAIN.idx and PLAIN.sha256 beside it) into OUT: OUT.idx,
+ * Seal a plain archive file PLAIN (with PLAIN.idx and PLAIN.sha256 beside
+ * it) into OUT: OUT.idx,
  * OUT.sha256, then OUT (written as OUT.tmp, fsynced, renamed without
  * replacing). prev: the previous encrypted archive under the same key to
  * copy identical frames from (NULL: none). 0, or -1 with nothing left.
  */
 int cb_enc_seal_archive(const struct cb_enckey *k, const char *plain, const char *out,
 			const char *prev, struct cb_enc_seal_stats *st);
+
+/*
+ * The writer a backup seals its archive with as the codec writes it: OUT
+ * (the .cbenc path, written as OUT.tmp, fsynced, renamed without
+ * replacing) gets a sealed frame per segment the codec writes and, per
+ * segment copied from prev (the previous encrypted archive, NULL: none),
+ * prev's frame itself: looked up by the segment's key in prev's sealed
+ * catalog, its tag checked, cloned (copy_file_range) and read back. Its
+ * plaintext goes to the codec's own checks, never to a file: no plain
+ * archive is written anywhere.
+ *
+ *   cb_enc_writer_open()      OUT's names checked free, prev's catalog
+ *                             opened (*why: the reason there is none to
+ *                             copy from, "" when there is simply none)
+ *   cb_enc_writer_sink()      the codec's sink (the plain stream, no
+ *                             SHA-256 of its own: every frame has its tag;
+ *                             a view makes the plain .sha256 as it decrypts)
+ *   cb_enc_writer_attach()    the codec copies from prev, cuts frames
+ *   cb_enc_writer_prev()      prev's plain catalog, as a reuse (its name
+ *                             and catalog digest name a trust map)
+ *   cb_enc_writer_resume()    before the first byte: OUT's SHA-256 resumes
+ *                             from the states kept at enc_trust (naming
+ *                             prev) where OUT starts with prev's frames
+ *   cb_enc_writer_finish()    after the codec and the plain sink are done
+ *                             (PLAIN.idx, PLAIN.sha256 with the catalog's
+ *                             line, written): the last frames, OUT.idx,
+ *                             OUT.sha256, OUT; enc_trust (NULL: none) made
+ *                             again for the next night
+ */
+struct cb_enc_writer;
+struct cb_codec_writer;
+struct cb_reuse;
+int cb_enc_writer_open(const struct cb_enckey *k, const char *out, const char *prev,
+		       enum cb_compress codec, struct cb_enc_writer **w, const char **why);
+struct cb_sink *cb_enc_writer_sink(struct cb_enc_writer *w);
+void cb_enc_writer_attach(struct cb_enc_writer *w, struct cb_codec_writer *codec);
+const struct cb_reuse *cb_enc_writer_prev(const struct cb_enc_writer *w);
+void cb_enc_writer_resume(struct cb_enc_writer *w, const char *enc_trust);
+int cb_enc_writer_finish(struct cb_enc_writer *w, const char *plain, const char *enc_trust,
+			 struct cb_enc_seal_stats *st);
+void cb_enc_writer_free(struct cb_enc_writer *w);
 
 /*
  * The fingerprint recorded in ARCHIVE's catalog: 0, or -1 (error set).

@@ -74,6 +74,18 @@ unsigned char *enc_frames_for_paths(const struct enc_idx *x, const char *plain_i
 int enc_write_catalog(const struct cb_enckey *k, const struct enc_frame *f, size_t n,
 		      uint64_t e_size, const char *plain, const char *out, uint64_t p_size,
 		      char idx_hex[65]);
+/* A frame sealing p_len plain bytes whose unit id is id (malloc'ed,
+ * enc_frame_size(p_len) bytes), or NULL (error set). */
+unsigned char *enc_frame_make(const struct cb_enckey *k, const unsigned char *id,
+			      const unsigned char *plain, uint64_t p_len);
+/* -1 (error set) when OUT, OUT.idx or OUT.sha256 exists: never replaced. */
+int enc_names_taken(const char *out);
+/* OUT.idx, OUT.sha256 and tmp (NULL: none) removed: a failed archive. */
+void enc_remove_outputs(const char *out, const char *tmp);
+/* ARCHIVE's catalog, read and opened (*blob: its records): it must be
+ * under k and name this archive. 0, or -1 (error set). */
+int enc_open_catalog(const struct cb_enckey *k, const char *archive, struct enc_idx *x,
+		     unsigned char **blob, size_t *len);
 /* OUT.sha256: the archive's and its catalog's lines. */
 int enc_write_sums(const char *out, const char *hex, const char *idx_hex);
 /* Frame i of the archive open as fd (f its record), checked whole (tag,

@@ -198,7 +198,7 @@ static struct enc_frame *add_frame(struct seal *s, uint64_t p_off, uint64_t p_le
 static int put_frame(struct seal *s, unsigned char *plain, uint64_t p_off, uint64_t p_len)
 {
 	uint64_t len = enc_frame_size(p_len);
-	unsigned char *fr, key[32], id[CB_ENC_ID];
+	unsigned char *fr, id[CB_ENC_ID];
 	const struct enc_frame *prev;
 	int ret = -1, read;
 
@@ -212,14 +212,8 @@ static int put_frame(struct seal *s, unsigned char *plain, uint64_t p_off, uint6
 	}
 	if (!read && read_plain(s, plain, p_off, p_len) < 0)
 		return -1;
-	fr = cb_xcalloc(1, len);
-	memcpy(fr, ENC_FRAME_MAGIC, 4);
-	enc_put64(fr + 8, p_len);
-	memcpy(fr + 16, id, CB_ENC_ID);
-	if (cb_enc_unit_key(s->k, id, key) < 0 ||
-	    cb_enc_seal(key, (const unsigned char[CB_ENC_NONCE]){ 0 }, fr, ENC_FRAME_HDR, plain, p_len,
-			fr + ENC_FRAME_HDR, fr + ENC_FRAME_HDR + p_len) < 0)
-		goto out;
+	if (!(fr = enc_frame_make(s->k, id, plain, p_len)))
+		return -1;
 	if (pwrite(s->out, fr, len, (off_t)s->e_at) != (ssize_t)len) {
 		cb_error_errno("cannot write the encrypted archive");
 		goto out;
@@ -228,9 +222,29 @@ static int put_frame(struct seal *s, unsigned char *plain, uint64_t p_off, uint6
 	SHA256(fr, len, add_frame(s, p_off, p_len, len, id)->sha);
 	ret = 0;
 out:
-	OPENSSL_cleanse(key, sizeof(key));
 	free(fr);
 	return ret;
+}
+
+unsigned char *enc_frame_make(const struct cb_enckey *k, const unsigned char *id,
+			      const unsigned char *plain, uint64_t p_len)
+{
+	uint64_t len = enc_frame_size(p_len);
+	unsigned char *fr = cb_xcalloc(1, len), key[32];
+	int ret;
+
+	memcpy(fr, ENC_FRAME_MAGIC, 4);
+	enc_put64(fr + 8, p_len);
+	memcpy(fr + 16, id, CB_ENC_ID);
+	ret = cb_enc_unit_key(k, id, key) < 0 ||
+	      cb_enc_seal(key, (const unsigned char[CB_ENC_NONCE]){ 0 }, fr, ENC_FRAME_HDR, plain,
+			  p_len, fr + ENC_FRAME_HDR, fr + ENC_FRAME_HDR + p_len) < 0 ? -1 : 0;
+	OPENSSL_cleanse(key, sizeof(key));
+	if (ret < 0) {
+		free(fr);
+		return NULL;
+	}
+	return fr;
 }
 
 static int put_head(struct seal *s)
@@ -380,11 +394,12 @@ static int finish(struct seal *s, const char *plain, const char *out, const char
 	return 0;
 }
 
-static void remove_outputs(const char *out, const char *tmp)
+void enc_remove_outputs(const char *out, const char *tmp)
 {
 	static const char *const sides[] = { ".idx", ".sha256", NULL };
 
-	unlink(tmp);
+	if (tmp)
+		unlink(tmp);
 	for (int i = 0; sides[i]; i++) {
 		char *p = cb_xasprintf("%s%s", out, sides[i]);
 		unlink(p);
@@ -394,7 +409,7 @@ static void remove_outputs(const char *out, const char *tmp)
 
 /* An archive or side file already under the name is never replaced nor,
  * when this one fails, removed. */
-static int names_taken(const char *out)
+int enc_names_taken(const char *out)
 {
 	static const char *const sides[] = { "", ".idx", ".sha256", NULL };
 	struct stat st;
@@ -422,7 +437,7 @@ int cb_enc_seal_archive(const struct cb_enckey *k, const char *plain, const char
 	int ret = -1;
 
 	memset(st, 0, sizeof(*st));
-	if (names_taken(out) < 0) {
+	if (enc_names_taken(out) < 0) {
 		free(tmp);
 		return -1;
 	}
@@ -442,7 +457,7 @@ int cb_enc_seal_archive(const struct cb_enckey *k, const char *plain, const char
 	n = frame_starts(&s, plain, (uint64_t)sb.st_size, &starts);
 	if (put_head(&s) < 0 || put_frames(&s, (uint64_t)sb.st_size, starts, n) < 0 ||
 	    finish(&s, plain, out, tmp, (uint64_t)sb.st_size) < 0) {
-		remove_outputs(out, tmp);
+		enc_remove_outputs(out, tmp);
 		goto out;
 	}
 	ret = 0;

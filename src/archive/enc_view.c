@@ -87,6 +87,7 @@ struct frame_pick {
 	const unsigned char *want;
 	int salvage, check_id;
 	struct cb_log *log;
+	EVP_MD_CTX *sum;   /* the plaintext's SHA-256, frame by frame; NULL: none */
 };
 
 static int size_problem(const struct enc_idx *x, const char *archive, uint64_t size)
@@ -130,8 +131,11 @@ static int decrypt_frames(const struct cb_enckey *k, const struct enc_idx *x, co
 			ret = -1;
 		else if (pwrite(out, plain, f->p_len, (off_t)f->p_off) != (ssize_t)f->p_len)
 			ret = cb_error_errno("cannot write the decrypted archive");
-		else
+		else {
 			++*opened;
+			if (pick->sum)
+				EVP_DigestUpdate(pick->sum, plain, f->p_len);
+		}
 	}
 	if (plain)
 		OPENSSL_cleanse(plain, cap);
@@ -150,9 +154,47 @@ static int put_side(const char *path, const unsigned char *blob, size_t len, uin
 	return p ? cb_write_file_replace_bytes(path, p, n, 0600) : 0;
 }
 
+/* The sealed .sha256 record has the plain archive's line (archives sealed
+ * from a plain file); a backup that seals as it writes keeps only the
+ * catalog's line (every frame has its tag: no second SHA-256 of the
+ * plaintext at backup time). */
+static int has_archive_line(const unsigned char *rec, size_t n)
+{
+	const unsigned char *nl = rec ? memchr(rec, '\n', n) : NULL;
+
+	return nl && !(nl - rec >= 4 && !memcmp(nl - 4, ".idx", 4));
+}
+
+/* PATH.sha256 for the plain readers: the sealed record when it has the
+ * archive's line; else that line from sum (the plaintext decrypted in
+ * order) before the record's; none for a view of some frames only. */
+static int put_sums(const struct cb_enc_view *v, const unsigned char *blob, size_t len,
+		    EVP_MD_CTX *sum)
+{
+	char *path = cb_xasprintf("%s.sha256", v->path), *text, hex[65];
+	const unsigned char *rec;
+	unsigned char d[32];
+	size_t n = 0;
+	int ret = 0;
+
+	rec = enc_blob_get(blob, len, ENC_T_SHA256, &n);
+	if (has_archive_line(rec, n))
+		ret = put_side(path, blob, len, ENC_T_SHA256);
+	else if (sum && EVP_DigestFinal_ex(sum, d, NULL) == 1) {
+		for (int i = 0; i < 32; i++)
+			snprintf(hex + 2 * i, 3, "%02x", d[i]);
+		text = cb_xasprintf("%s  %s\n%.*s", hex, base_name(v->path), (int)n,
+				    rec ? (const char *)rec : "");
+		ret = cb_write_file_replace(path, text, 0600);
+		free(text);
+	}
+	free(path);
+	return ret;
+}
+
 /* The catalog, opened: it must be this archive's (name sealed in it). */
-static int open_catalog(const struct cb_enckey *k, const char *archive, struct enc_idx *x,
-			unsigned char **blob, size_t *len)
+int enc_open_catalog(const struct cb_enckey *k, const char *archive, struct enc_idx *x,
+		     unsigned char **blob, size_t *len)
 {
 	char *ipath = cb_xasprintf("%s.idx", archive);
 	const unsigned char *name;
@@ -177,21 +219,18 @@ static int fill_view(const struct cb_enckey *k, const char *archive, struct cb_e
 		     const struct cb_enc_view_opts *o)
 {
 	struct frame_pick pick = { NULL, o ? o->salvage : 0, o ? !o->tag_only : 1,
-				   o ? o->log : NULL };
+				   o ? o->log : NULL, NULL };
 	unsigned char *want = NULL;
 	struct enc_idx x;
 	unsigned char *blob = NULL;
-	size_t len = 0;
+	size_t len = 0, n = 0;
 	char *side;
 	int out = -1, ret = -1;
 
-	if (open_catalog(k, archive, &x, &blob, &len) < 0)
+	if (enc_open_catalog(k, archive, &x, &blob, &len) < 0)
 		goto out;
 	side = cb_xasprintf("%s.idx", v->path);
 	ret = put_side(side, blob, len, ENC_T_IDX);
-	free(side);
-	side = cb_xasprintf("%s.sha256", v->path);
-	ret = ret < 0 ? -1 : put_side(side, blob, len, ENC_T_SHA256);
 	free(side);
 	if (ret < 0 || (out = cb_create_excl(v->path, 0600)) < 0 ||
 	    ftruncate(out, (off_t)x.plain_size) < 0) {
@@ -203,8 +242,17 @@ static int fill_view(const struct cb_enckey *k, const char *archive, struct cb_e
 		pick.want = want = enc_frames_for_paths(&x, side, o->paths, o->n_paths);
 		free(side);
 	}
+	if (!pick.want && !pick.salvage && !has_archive_line(enc_blob_get(blob, len, ENC_T_SHA256,
+									    &n), n) &&
+	    (pick.sum = EVP_MD_CTX_new()) &&
+	    EVP_DigestInit_ex(pick.sum, EVP_sha256(), NULL) != 1)
+		ret = cb_error("SHA-256 (libcrypto)");
 	v->frames = x.n;
-	ret = decrypt_frames(k, &x, archive, out, &pick, &v->opened);
+	if (ret == 0)
+		ret = decrypt_frames(k, &x, archive, out, &pick, &v->opened);
+	if (ret == 0)
+		ret = put_sums(v, blob, len, pick.sum);
+	EVP_MD_CTX_free(pick.sum);
 	free(want);
 out:
 	if (out >= 0)

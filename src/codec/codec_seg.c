@@ -63,7 +63,9 @@ struct cb_seg_state {
 	char note[512];
 	unsigned char *cbuf;
 	size_t ccap;
-	uint32_t *ucrc;             /* the CRC-32 of each unit in cbuf (fetch) */
+	/* the segment fetched: cbuf, or the lookup's bytes as they are */
+	const unsigned char *cdata;
+	uint32_t *ucrc;             /* the CRC-32 of each unit in cdata (fetch) */
 	size_t ucap;
 	uint64_t reused, reused_bytes, reused_cbytes, compressed, compressed_bytes;
 	uint64_t checked_by_crc;    /* reused segments checked by unit CRC-32s */
@@ -305,10 +307,10 @@ static int confirm(struct cb_seg_state *s, enum cb_compress type,
 	unsigned char dig[CB_SEG_KEY];
 
 	if (s->trust.deferred == 0)
-		return cb_codec_decodes_to(type, s->cbuf, (size_t)src->c_len, s->buf, (size_t)u_len);
-	if (!src->unit_crcs)
-		return 1;   /* fetch checked the SHA-256 */
-	EVP_Digest(s->cbuf, (size_t)src->c_len, dig, NULL, EVP_sha256(), NULL);
+		return cb_codec_decodes_to(type, s->cdata, (size_t)src->c_len, s->buf, (size_t)u_len);
+	if (!src->unit_crcs || src->authentic)
+		return 1;   /* fetch checked the SHA-256, or the lookup its tag */
+	EVP_Digest(s->cdata, (size_t)src->c_len, dig, NULL, EVP_sha256(), NULL);
 	return memcmp(dig, src->cdig, CB_SEG_KEY) == 0;
 }
 
@@ -329,14 +331,13 @@ static int fetch(struct cb_seg_state *s, enum cb_compress type, const struct cb_
 		pu = u->u_off;
 		pc = u->c_off;
 	}
-	if (!bad && src->c_len > s->ccap) {
+	if (!bad && !src->bytes && src->c_len > s->ccap) {
 		free(s->cbuf);
 		s->ccap = (size_t)src->c_len;
 		s->cbuf = cb_xmalloc(s->ccap);
 	}
-	if (!bad && src->bytes)
-		memcpy(s->cbuf, src->bytes, (size_t)src->c_len);
-	else if (!bad && cb_pread_all(s->src_fd, s->cbuf, (size_t)src->c_len, src->c_off) < 0)
+	s->cdata = src->bytes ? src->bytes : s->cbuf;
+	if (!bad && !src->bytes && cb_pread_all(s->src_fd, s->cbuf, (size_t)src->c_len, src->c_off) < 0)
 		bad = 1;
 	if (!bad && src->n_units > s->ucap) {
 		s->ucap = src->n_units;
@@ -351,11 +352,11 @@ static int fetch(struct cb_seg_state *s, enum cb_compress type, const struct cb_
 		uint64_t c = src->units[i].c_off;
 		uint64_t end = i + 1 < src->n_units ? src->units[i + 1].c_off : src->c_len;
 
-		s->ucrc[i] = cb_crc32(0, s->cbuf + c, (size_t)(end - c));
+		s->ucrc[i] = cb_crc32(0, s->cdata + c, (size_t)(end - c));
 		bad = src->unit_crcs && s->ucrc[i] != src->units[i].crc;
 	}
-	if (!bad && !src->unit_crcs) {
-		EVP_Digest(s->cbuf, (size_t)src->c_len, dig, NULL, EVP_sha256(), NULL);
+	if (!bad && !src->unit_crcs && !src->authentic) {
+		EVP_Digest(s->cdata, (size_t)src->c_len, dig, NULL, EVP_sha256(), NULL);
 		bad = memcmp(dig, src->cdig, CB_SEG_KEY) != 0;
 	}
 	if (!bad && confirm(s, type, src, u_len)) {
@@ -385,7 +386,7 @@ static int try_copy(struct cb_codec_writer *w, const unsigned char *key)
 	memset(&src, 0, sizeof(src));
 	if (!s->lookup(s->lookup_ctx, key, s->len, &src) || !fetch(s, w->type, &src, s->len))
 		return 0;
-	if (w->ops->sync(w->st) < 0 || cb_sink_copy(o->sink, s->src_fd, src.c_off, src.c_len, s->cbuf) < 0)
+	if (w->ops->sync(w->st) < 0 || cb_sink_copy(o->sink, s->src_fd, src.c_off, src.c_len, s->cdata) < 0)
 		return -1;
 	for (size_t i = 0; i < src.n_units; i++) {
 		uint64_t c = src.units[i].c_off;

@@ -82,8 +82,11 @@ static int write_checksum(struct guest_run *r, const char *hex, const char *idx_
 {
 	const char *name = strrchr(r->archive_path, '/') + 1;
 	char *path = cb_xasprintf("%s.sha256", r->archive_path);
-	char *text = *idx_hex ? cb_xasprintf("%s  %s\n%s  %s.idx\n", hex, name, idx_hex, name)
-			      : cb_xasprintf("%s  %s\n", hex, name);
+	/* an encrypted archive's plain stream has no SHA-256 (its frames have
+	 * tags): the catalog's line only, sealed into the encrypted catalog */
+	char *text = !*hex ? cb_xasprintf("%s  %s.idx\n", idx_hex, name)
+		     : *idx_hex ? cb_xasprintf("%s  %s\n%s  %s.idx\n", hex, name, idx_hex, name)
+				: cb_xasprintf("%s  %s\n", hex, name);
 	int ret = cb_write_file_replace(path, text, 0644);
 
 	if (ret < 0)
@@ -156,15 +159,14 @@ void backup_release_indexes(struct guest_run *r)
 
 /* The previous archive of the guest to copy unchanged units from (reuse =
  * 1, a storage file): said in the log when there is one that cannot serve. */
-static struct cb_reuse *open_reuse(struct guest_run *r, struct cb_codec_writer *codec,
-				   const struct backup_enc *enc)
+static struct cb_reuse *open_reuse(struct guest_run *r, struct cb_codec_writer *codec)
 {
 	struct cb_reuse *reuse;
-	const char *why, *dir = enc ? backup_enc_reuse_dir(enc) : r->opts.dumpdir;
+	const char *why;
 
-	if (!r->opts.reuse || r->opts.to_stdout || !dir)
+	if (!r->opts.reuse || r->opts.to_stdout)
 		return NULL;
-	reuse = cb_reuse_open(dir, r->opts.type, r->opts.id, r->opts.compress, &why);
+	reuse = cb_reuse_open(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.compress, &why);
 	if (reuse)
 		cb_reuse_attach(reuse, codec);
 	else if (why[0])
@@ -183,10 +185,20 @@ static char *trust_path(const struct guest_run *r)
 	return cb_xasprintf("%s.trust", r->stage_dir);
 }
 
-static struct cb_trust_map *open_trust(struct guest_run *r, struct cb_codec_writer *codec,
-				       struct cb_sink *sink, const struct cb_reuse *reuse)
+/* The encrypted archive's SHA-256 states, kept beside the trust map. */
+static char *enc_trust_path(const struct guest_run *r)
 {
 	char *path = trust_path(r);
+
+	free(path);
+	return path ? cb_xasprintf("%s.enctrust", r->stage_dir) : NULL;
+}
+
+static struct cb_trust_map *open_trust(struct guest_run *r, struct cb_codec_writer *codec,
+				       struct cb_sink *sink, const struct cb_reuse *reuse,
+				       struct backup_enc *enc)
+{
+	char *path = trust_path(r), *enc_path = enc_trust_path(r);
 	struct cb_trust_map *m = NULL;
 	const char *why = "there is no previous archive";
 	const struct cb_sink_state *states;
@@ -195,9 +207,12 @@ static struct cb_trust_map *open_trust(struct guest_run *r, struct cb_codec_writ
 	if (!path)
 		return NULL;
 	cb_codec_set_trust(codec, NULL, NULL);
-	/* a store's: the guest's previous night, by its name and catalog */
+	/* a store's: the guest's previous night, by its name and catalog; an
+	 * encrypted one's: its plain catalog */
 	if (r->store)
 		reuse = cb_store_night_own_prev(r->night);
+	else if (enc)
+		reuse = backup_enc_prev(enc);
 	if (reuse)
 		m = cb_trust_map_load(path, cb_reuse_name(reuse), cb_reuse_idx_sha256(reuse), &why);
 	if (m) {
@@ -205,11 +220,14 @@ static struct cb_trust_map *open_trust(struct guest_run *r, struct cb_codec_writ
 		/* the .sha256 of a start copied unchanged resumes from its state
 		 * (a file's: a store's night has none to read a prefix from) */
 		states = cb_trust_map_states(m, &n);
-		if (!r->store)
+		if (!r->store && !enc)
 			cb_sink_resume(sink, cb_reuse_fd(reuse), states, n);
 	} else
 		cb_verbose(r->log, "nothing taken on trust: %s", why[0] ? why : "no trust map");
+	if (enc)
+		backup_enc_resume(enc, enc_path);
 	free(path);
+	free(enc_path);
 	return m;
 }
 
@@ -231,6 +249,16 @@ static void save_trust(struct guest_run *r, const struct cb_codec_writer *codec,
 					    states, n_states) < 0)
 		cb_warn(r->log, "no trust map for the next backup: %s", cb_last_error());
 	free(path);
+}
+
+/* The encrypted archive made whole, its states kept for the next night. */
+static int finish_enc(struct guest_run *r, struct backup_enc *enc)
+{
+	char *path = enc_trust_path(r);
+	int ret = backup_enc_finish(r, enc, path);
+
+	free(path);
+	return ret;
 }
 
 /* "reused N units (X) from ARCHIVE, compressed M units (Y)": tar bytes. */
@@ -357,18 +385,22 @@ int backup_write_archive(struct guest_run *r)
 		r->archive_label ? r->archive_label : r->archive_path);
 	if (backup_enc_begin(r, &enc) < 0)
 		goto out;
-	if ((r->store ? backup_store_open(r, &sink)
-	     : r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
-				 : cb_sink_open_file(&sink, r->archive_path)) < 0)
+	if (enc)
+		sink = backup_enc_sink(enc);
+	else if ((r->store ? backup_store_open(r, &sink)
+		  : r->opts.to_stdout ? cb_sink_open_fd(&sink, STDOUT_FILENO, "standard output")
+				      : cb_sink_open_file(&sink, r->archive_path)) < 0)
 		goto out;
 	cb_sink_set_bwlimit(sink, r->opts.bwlimit);
 	if (cb_codec_writer_new(&codec, &cp, sink) < 0)
 		goto out;
 	if (r->store)
 		backup_store_attach(r, codec);
+	else if (enc)
+		backup_enc_attach(enc, codec);
 	else
-		reuse = open_reuse(r, codec, enc);
-	trust = open_trust(r, codec, sink, reuse);
+		reuse = open_reuse(r, codec);
+	trust = open_trust(r, codec, sink, reuse, enc);
 	cb_progress_start(&r->progress, !r->opts.quiet, "archive", archive_total(r));
 	cb_codec_set_progress(codec, &r->progress);
 	if (scan)
@@ -389,7 +421,11 @@ int backup_write_archive(struct guest_run *r)
 		goto out;
 	}
 	log_archive_stats(r, &as, codec, sink);
-	log_reuse(r, codec, r->store ? cb_store_night_prev(r->night) : reuse ? cb_reuse_name(reuse) : NULL);
+	if (enc && backup_enc_prev(enc))
+		log_reuse(r, codec, cb_reuse_name(backup_enc_prev(enc)));
+	else
+		log_reuse(r, codec, r->store ? cb_store_night_prev(r->night)
+				    : reuse ? cb_reuse_name(reuse) : NULL);
 	if (cb_sink_resumed_bytes(sink) > 0)
 		cb_verbose(r->log, "archive SHA-256: the first %llu bytes (copied unchanged) taken "
 			   "from the previous archive's state there, not hashed again",
@@ -399,7 +435,7 @@ int backup_write_archive(struct guest_run *r)
 			"written from the bytes read and checked before",
 			(unsigned long long)cb_sink_copies_fixed(sink));
 	save_trust(r, codec, sink, idx_hex);
-	if (enc && backup_enc_finish(r, enc) < 0) {
+	if (enc && finish_enc(r, enc) < 0) {
 		ret = -1;
 		goto out;
 	}
@@ -413,10 +449,10 @@ out:
 		cb_error_prefix("archive");
 	cb_codec_writer_free(codec);
 	cb_reuse_free(reuse);
+	if (!r->night && !enc)   /* an encrypted archive's: the writer's */
+		cb_sink_free(sink);
 	backup_enc_free(r, enc);
 	cb_trust_map_free(trust);
-	if (!r->night)
-		cb_sink_free(sink);
 	backup_store_end_night(r);
 	free(idx_path);
 	cb_tarscan_free(scan);

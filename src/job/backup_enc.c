@@ -1,11 +1,11 @@
 /*
- * Encryption at rest for one guest's archive (cb_encarchive.h): the plain
- * archive, its catalog and .sha256 go to a private directory on the tmpdir
- * (beside the staging copy, which holds the same data in clear), are
- * sealed into the dump directory and removed. The previous encrypted
- * archive of the guest, under the same key only, is decrypted there too,
- * so that the writer copies its unchanged units instead of compressing
- * them; the sealing then clones its identical frames.
+ * Encryption at rest for one guest's archive (cb_encarchive.h): the codec
+ * writes into the sealing writer, which makes each segment a frame of the
+ * archive in the dump directory, and copies the unchanged ones from the
+ * previous encrypted archive of the guest, under the same key only, as
+ * frames (never decrypted to a file). The plain catalog and .sha256 wait
+ * in a private directory on the tmpdir until they are sealed into the
+ * encrypted catalog.
  */
 #include "backup_int.h"
 #include "cb_rmtree.h"
@@ -14,9 +14,7 @@ struct backup_enc {
 	struct cb_enckey k;
 	char *dir;            /* private: TMPDIR/cbackup-enc-ID.XXXXXX */
 	char *final_path;     /* the .cbenc archive in the dump directory */
-	char *prev;           /* the previous encrypted archive, or NULL */
-	struct cb_enc_view *prev_view;
-	char *prev_dir;
+	struct cb_enc_writer *w;
 };
 
 int backup_encrypts(const struct guest_run *r)
@@ -27,33 +25,37 @@ int backup_encrypts(const struct guest_run *r)
 	return r->opts.encryption_key && strcmp(r->opts.encryption_key, "none");
 }
 
-/* The previous archive under this key, decrypted for the writer to copy
- * from; any other is said and left alone (never a unit of another key). */
-static void open_prev(struct guest_run *r, struct backup_enc *e)
+/* The previous archive under this key, to copy frames from; any other is
+ * said and left alone (never a unit of another key). */
+static char *find_prev(struct guest_run *r, struct backup_enc *e)
 {
 	char *prev = cb_enc_prev_archive(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.compress);
-	const struct cb_enc_view_opts tag_only = { .tag_only = 1 };
-	const char *why = NULL;
 
 	if (!prev || !r->opts.reuse) {
 		free(prev);
-		return;
+		return NULL;
 	}
-	if (cb_enc_check_key(prev, &e->k) < 0)
-		why = cb_last_error();
-	else if (cb_enc_view_open_opts(&e->k, prev, e->dir, &tag_only, &e->prev_view) < 0)
-		why = cb_last_error();
-	if (why) {
-		cb_info(r->log, "no units reused from '%s': %s", strrchr(prev, '/') + 1, why);
+	if (cb_enc_check_key(prev, &e->k) < 0) {
+		cb_info(r->log, "no units reused from '%s': %s", strrchr(prev, '/') + 1, cb_last_error());
 		free(prev);
-		return;
+		return NULL;
 	}
-	e->prev = prev;
-	e->prev_dir = cb_xstrdup(cb_enc_view_path(e->prev_view));
-	*strrchr(e->prev_dir, '/') = '\0';
+	return prev;
 }
 
-/* A killed run's private directory (a plain archive in it): removed, with
+static int open_writer(struct guest_run *r, struct backup_enc *e)
+{
+	char *prev = find_prev(r, e);
+	const char *why = "";
+	int ret = cb_enc_writer_open(&e->k, r->archive_path, prev, r->opts.compress, &e->w, &why);
+
+	if (ret == 0 && prev && why[0])
+		cb_info(r->log, "no units reused from '%s': %s", strrchr(prev, '/') + 1, why);
+	free(prev);
+	return ret;
+}
+
+/* A killed run's private directory (a plain catalog in it): removed, with
  * the guest's lock held. Only cbackup-enc-ID.XXXXXX, never another guest's
  * (IDs may hold '.': "web" must not take "web.1"'s). */
 static void remove_stale(const struct guest_run *r)
@@ -105,17 +107,33 @@ int backup_enc_begin(struct guest_run *r, struct backup_enc **out)
 		free(e);
 		return -1;
 	}
-	open_prev(r, e);
+	*out = e;
+	if (open_writer(r, e) < 0)
+		return -1;
 	e->final_path = r->archive_path;
 	r->archive_path = cb_xasprintf("%s/%.*s", e->dir,
 				       (int)(strlen(name + 1) - strlen(CB_ENC_SUFFIX)), name + 1);
-	*out = e;
 	return 0;
 }
 
-const char *backup_enc_reuse_dir(const struct backup_enc *e)
+struct cb_sink *backup_enc_sink(struct backup_enc *e)
 {
-	return e ? e->prev_dir : NULL;
+	return cb_enc_writer_sink(e->w);
+}
+
+void backup_enc_attach(struct backup_enc *e, struct cb_codec_writer *codec)
+{
+	cb_enc_writer_attach(e->w, codec);
+}
+
+const struct cb_reuse *backup_enc_prev(const struct backup_enc *e)
+{
+	return cb_enc_writer_prev(e->w);
+}
+
+void backup_enc_resume(struct backup_enc *e, const char *path)
+{
+	cb_enc_writer_resume(e->w, path);
 }
 
 /* The dump directory gets its archive name back. */
@@ -128,14 +146,14 @@ static void restore_path(struct guest_run *r, struct backup_enc *e)
 	e->final_path = NULL;
 }
 
-int backup_enc_finish(struct guest_run *r, struct backup_enc *e)
+int backup_enc_finish(struct guest_run *r, struct backup_enc *e, const char *path)
 {
 	struct cb_enc_seal_stats st;
 	char *plain = cb_xstrdup(r->archive_path), size[32], fp[CB_ENC_FP_HEX];
 	int ret;
 
 	restore_path(r, e);
-	ret = cb_enc_seal_archive(&e->k, plain, r->archive_path, e->prev, &st);
+	ret = cb_enc_writer_finish(e->w, plain, path, &st);
 	free(plain);
 	if (ret < 0)
 		return cb_error_prefix("encryption");
@@ -144,6 +162,10 @@ int backup_enc_finish(struct guest_run *r, struct backup_enc *e)
 	cb_info(r->log, "encrypted with key %s: %llu units (%llu copied from the previous archive), "
 		"encrypted archive size: %s", fp, (unsigned long long)st.frames,
 		(unsigned long long)st.frames_copied, size);
+	if (st.resumed)
+		cb_verbose(r->log, "encrypted archive SHA-256: the first %llu bytes (copied unchanged) "
+			   "taken from the previous archive's state there, not hashed again",
+			   (unsigned long long)st.resumed);
 	r->res->size = st.bytes;
 	snprintf(r->res->sha256, sizeof(r->res->sha256), "%s", st.sha256);
 	return 0;
@@ -154,12 +176,10 @@ void backup_enc_free(struct guest_run *r, struct backup_enc *e)
 	if (!e)
 		return;
 	restore_path(r, e);
-	cb_enc_view_free(e->prev_view);
+	cb_enc_writer_free(e->w);
 	cb_remove_tree(e->dir);
 	cb_enckey_wipe(&e->k);
 	free(e->dir);
-	free(e->prev);
-	free(e->prev_dir);
 	free(e);
 }
 

@@ -147,16 +147,23 @@ void backup_remove_snapshots(struct guest_run *r);
 void backup_release_indexes(struct guest_run *r);
 int backup_write_archive(struct guest_run *r);
 
-/* backup_enc.c: encryption at rest (cb_encarchive.h). The plain archive
- * is written to a private directory on the tmpdir (r->archive_path points
- * there between begin and finish), then sealed into the dump directory. */
+/* backup_enc.c: encryption at rest (cb_encarchive.h). The codec writes
+ * into the sealing writer's sink; the plain catalog and .sha256 go to a
+ * private directory on the tmpdir (r->archive_path points there between
+ * begin and finish), sealed into the encrypted catalog at finish. */
 struct backup_enc;
 int backup_encrypts(const struct guest_run *r);
 /* NULL in *out when the guest is not encrypted. 0 or -1. */
 int backup_enc_begin(struct guest_run *r, struct backup_enc **out);
-/* The directory holding the decrypted previous archive to reuse from, or NULL. */
-const char *backup_enc_reuse_dir(const struct backup_enc *e);
-int backup_enc_finish(struct guest_run *r, struct backup_enc *e);
+/* The codec's sink; what it copies from (the previous archive, NULL:
+ * none), for the trust map's name. */
+struct cb_sink *backup_enc_sink(struct backup_enc *e);
+void backup_enc_attach(struct backup_enc *e, struct cb_codec_writer *codec);
+const struct cb_reuse *backup_enc_prev(const struct backup_enc *e);
+/* Before the first byte: the archive's SHA-256 resumes from the states
+ * at path (kept with the staging copy; NULL: none). */
+void backup_enc_resume(struct backup_enc *e, const char *path);
+int backup_enc_finish(struct guest_run *r, struct backup_enc *e, const char *path);
 void backup_enc_free(struct guest_run *r, struct backup_enc *e);
 /* NAME.notes beside the archive, sealed. */
 int backup_enc_notes(struct guest_run *r, const char *text);

@@ -160,13 +160,13 @@ test_expect_success ROOT 'a live reader'\''s view is left alone by the next read
 	rm -rf "$SCRATCH/r12" "$SCRATCH/r13"
 '
 
-test_expect_success ROOT 'a backup stopped by SIGTERM while sealing leaves nothing: no part, no plain copy' '
+test_expect_success ROOT 'a backup stopped by SIGTERM while writing leaves nothing: no part, no plain copy' '
 	mkdir "$SCRATCH/d9" "$SCRATCH/t9"
 	with_fault "write:SIGTERM:.cbenc.tmp:after=8192" \
 		cbackup_run 143 backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/t9" \
 		--dumpdir "$SCRATCH/d9" --encryption-key "$KEY"
 	fault_fired "^write .*\.cbenc\.tmp"
-	test_has "$CB_ERR" "ERROR: Backup of VM 101 failed - archive: encryption: interrupted by signal TERM"
+	test_has "$CB_ERR" "ERROR: Backup of VM 101 failed - archive: interrupted by signal TERM"
 	test -z "$(ls "$SCRATCH/d9" | grep -v -e "\.log$" -e "^\.cbackup-ct-101\.lock$")"
 	test -z "$(ls -A "$SCRATCH/t9")"
 '
@@ -222,6 +222,42 @@ test_expect_success ROOT 'next night, nothing changed: every unit copied, the sa
 	# the stored checksums of the copied frames hold (taken from the previous table)
 	cbackup_run 0 verify "$(newest)"
 	test_has "$CB_ERR" "units and the \.sha256 checked"
+'
+
+# A night copies the previous archive's frames themselves: no plain
+# archive is written (NAME.tar.zst.tmp) nor the previous one decrypted
+# into a view (cbackup-view.*): either open fails here. The encrypted
+# file's SHA-256 resumes from the states kept with the staging copy; the
+# plain stream has none of its own (a view makes it as it decrypts).
+test_expect_success ROOT 'a night clones frames straight: no plain archive, no decrypted copy' '
+	sleep 1.1
+	: >"$FAULT_LOG"
+	with_fault "open:EIO:.tar.zst.tmp;open:EIO:cbackup-view." \
+		cbackup_run 0 backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/tmp" \
+		--dumpdir "$DUMP" --keep-staging 1 --unit-size 1 --encryption-key "$KEY" --verbose
+	test ! -s "$FAULT_LOG"
+	n=$(sed -nE "s/.*encrypted with key [0-9a-f]+: ([0-9]+) units \(([0-9]+) copied.*/\1 \2/p" "$CB_ERR")
+	set -- $n
+	test "$1" = "$2"
+	test_has "$CB_ERR" "INFO: encrypted archive SHA-256: the first [0-9]+ bytes \(copied unchanged\) taken"
+	cmp "$(oldest)" "$(newest)"
+	a=$(newest)
+	(cd "$DUMP" && sha256sum --quiet -c "${a##*/}.sha256")
+	cbackup_run 0 verify "$(newest)" --encryption-key "$KEY"
+	test_has "$CB_ERR" "is good: [0-9]+ entries, .*checksum matches"
+'
+
+test_expect_success ROOT 'a damaged frame of the previous archive is never copied: sealed anew' '
+	a=$(newest)
+	b=$(od -An -tu1 -j $((4096 + 60)) -N1 "$a")
+	printf "\\$(printf %o $((255 - b)))" | dd of="$a" bs=1 seek=$((4096 + 60)) conv=notrunc status=none
+	night --encryption-key "$KEY"
+	n=$(sed -nE "s/.*encrypted with key [0-9a-f]+: ([0-9]+) units \(([0-9]+) copied.*/\1 \2/p" "$CB_ERR")
+	set -- $n
+	test "$2" = $(($1 - 1))
+	cbackup_run 0 verify "$(newest)" --encryption-key "$KEY"
+	test_has "$CB_ERR" "is good: [0-9]+ entries, .*checksum matches"
+	cbackup_run 1 verify "$a" --encryption-key "$KEY"
 '
 
 test_expect_success ROOT 'a killed run'\''s private directory is removed, not another guest'\''s' '
