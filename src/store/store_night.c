@@ -17,11 +17,13 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <openssl/evp.h>
 
 #include "cb_cleanup.h"
 #include "cb_objstore_upload.h"
 #include "cb_reuse.h"
 #include "cb_store.h"
+#include "cb_unit_cache.h"
 #include "cb_util.h"
 
 /* a stream without segments (compress none) is cut every so many bytes */
@@ -50,6 +52,7 @@ struct cb_store_night {
 	size_t n_units, cap_units;
 	struct cb_store_night_stats st;
 	struct cb_upload_pool *up;       /* the units' writers */
+	struct cb_unit_cache *cache;     /* the units on the local tmpdir, or NULL */
 };
 
 static void add_ref(struct cb_store_night *n, const struct cb_store_ref *r)
@@ -84,6 +87,8 @@ static int put_unit(struct cb_store_night *n, const unsigned char *p, size_t len
 	mend = dig && n->asked_set && !memcmp(dig, n->asked, 32);
 	if (mend)
 		n->asked_set = 0;
+	if (n->cache)
+		cb_unit_cache_put(n->cache, d, p, len, mend);
 	if (mend || !cb_store_set_has(&n->have, d)) {
 		char name[80];
 		unsigned char *copy = cb_xmalloc(len);
@@ -170,6 +175,17 @@ static int on_segment(void *ctx, const struct cb_codec_seg *g, int copied)
 	return rc;
 }
 
+/* A unit read from the store, for the next night to read locally: only
+ * once its bytes are checked (it is kept beyond this night's checks). */
+static void cache_fetched(struct cb_store_night *n, const unsigned char *d)
+{
+	unsigned char got[32];
+
+	EVP_Digest(n->unit.data, n->unit.len, got, NULL, EVP_sha256(), NULL);
+	if (!memcmp(got, d, 32))
+		cb_unit_cache_put(n->cache, d, n->unit.data, n->unit.len, 1);
+}
+
 /* cb_codec_lookup_fn: a segment a catalog names (the guest's previous
  * night's first, then other guests'), if its unit is in the store, with
  * the unit's bytes read from there. */
@@ -178,6 +194,7 @@ static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb
 	struct cb_store_night *n = ctx;
 	unsigned char d[32];
 	char name[80], hex[65];
+	int cached = 0;
 	size_t i;
 
 	pthread_mutex_lock(&n->mu);
@@ -194,9 +211,14 @@ static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb
 	cb_store_hex(d, hex);
 	cb_store_unit_name(hex, name);
 	n->unit.len = 0;
-	if (n->s->ops->get(n->s, name, 0, 0, &n->unit) != 0 || n->unit.len != src->c_len)
+	if (n->cache && cb_unit_cache_get(n->cache, d, src->c_len, &n->unit))
+		cached = 1;
+	else if (n->s->ops->get(n->s, name, 0, 0, &n->unit) != 0 || n->unit.len != src->c_len)
 		return 0;
+	else if (n->cache)
+		cache_fetched(n, d);
 	pthread_mutex_lock(&n->mu);
+	n->st.cached_units += cached;
 	memcpy(n->asked, d, 32);
 	n->asked_set = 1;
 	pthread_mutex_unlock(&n->mu);
@@ -329,6 +351,12 @@ struct cb_sink *cb_store_night_sink(struct cb_store_night *n)
 	return n->sink;
 }
 
+int cb_store_night_cache(struct cb_store_night *n, const char *dir)
+{
+	n->cache = cb_unit_cache_open(dir);
+	return n->cache ? 0 : -1;
+}
+
 const char *cb_store_night_prev(const struct cb_store_night *n)
 {
 	return n->prev;
@@ -415,6 +443,8 @@ int cb_store_night_commit(struct cb_store_night *n, const char *idx_path, const 
 	if (notes && cb_store_put_ref(n->s, notes, strlen(notes), 0, &m.notes) < 0)
 		return -1;
 	rc = put_manifest(n, &m);
+	if (rc == 0 && n->cache)
+		cb_unit_cache_keep(n->cache, n->units, n->n_units);
 	return rc;
 }
 
@@ -432,6 +462,7 @@ void cb_store_night_free(struct cb_store_night *n)
 	if (n->up)   /* a night that failed: what is queued ends first */
 		cb_upload_pool_finish(n->up, NULL);
 	cb_store_mark_drop(n->s, n->mark);
+	cb_unit_cache_free(n->cache);
 	cb_sink_free(n->sink);
 	for (size_t i = 0; i < n->n_reuse; i++)
 		cb_reuse_free(n->reuse[i]);
