@@ -210,6 +210,29 @@ test_expect_success 'the right keys (profile backup, or the environment): a nigh
 	rm -rf froze thawed "$SCRATCH/tmp/cbackup"
 '
 
+# got_bytes: what radosgw has sent so far (its perf counter get_b)
+got_bytes() {
+	ceph --admin-daemon "$RGW_DIR/run/client.rgw.cb.asok" perf dump |
+		python3 -c "import json, sys; print(json.load(sys.stdin)[\"rgw\"][\"get_b\"])"
+}
+
+test_expect_success 'a night after a change downloads no unit: neither those it copies (the local cache has them) nor those it writes' '
+	conf c.conf "type = s3" "endpoint = $CB_S3_ENDPOINT" "bucket = night" "prefix = cb/dl"
+	test_when_finished "rm -rf froze thawed \"$SCRATCH/tmp/cbackup\" \"$SCRATCH/root/usr/lib/text\""
+	# 4 MB of text: units of some 800 KB compressed
+	head -c 3000000 /dev/urandom | base64 >"$SCRATCH/root/usr/lib/text"
+	cbackup_run 0 backup --config c.conf --keep-staging 1 101
+	head -c 3000000 /dev/urandom | base64 >"$SCRATCH/root/usr/lib/text"
+	sleep 1.1
+	before=$(got_bytes)
+	cbackup_run 0 backup --config c.conf --keep-staging 1 101
+	got=$(( $(got_bytes) - before ))
+	test_has "$CB_ERR" "[1-9][0-9]* new written .* [1-9][0-9]* of them copied, not compressed again \([1-9][0-9]* read from the local unit cache\)"
+	echo "downloaded: $got bytes"
+	test "$got" -gt 0
+	test "$got" -lt 300000
+'
+
 test_expect_success 'two guests on one storage: each fails with the storage'\''s error, the job exits 2' '
 	conf c.conf "type = s3" "endpoint = $CB_S3_ENDPOINT" "bucket = nosuch"
 	printf "[ct 102]\nroot = %s\nstorage = offsite\n" "$SCRATCH/root" >>c.conf
