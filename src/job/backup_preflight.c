@@ -349,7 +349,7 @@ static void remove_stale_tmp(struct guest_run *r)
 {
 	const char *own = r->log_path ? strrchr(r->log_path, '/') + 1 : NULL;
 
-	if (backup_uses_dumpdir(r))
+	if (r->opts.storage_type != CB_STORAGE_S3)   /* an S3 night leaves none there */
 		cb_leftovers_remove(r->opts.dumpdir, r->opts.type, r->opts.id, own, 0, r->log);
 }
 
