@@ -8,8 +8,8 @@
 # turned each night (and each round):
 #   cbs3     cbackup backup --config CONF --storage offsite ([storage
 #            offsite] type = s3, endpoint, bucket; the keys from the
-#            environment), every other setting its default; --dumpdir is
-#            a local directory that only gets the log files
+#            environment), every other setting its default (no dumpdir:
+#            the night's log is in the store and TMPDIR/cbackup/ct-100.log)
 #   restic   0.14, -r s3:ENDPOINT/BUCKET, backup
 #   vzrclone vzdump's way (rsync -aHAX twice, tar | zstd -T0 to a local
 #            file), then rclone copy of that file to the bucket (provider
@@ -78,8 +78,7 @@ run_tool() {
 	mkdir -p "$keep"
 	case $1 in
 	cbs3)
-		mkdir -p "$keep/logs"
-		"$CB" backup --config "$work/cb.conf" --storage offsite --dumpdir "$keep/logs" \
+		"$CB" backup --config "$work/cb.conf" --storage offsite \
 			--root "$SRC" --id 100 --type ct --tmpdir "$keep" \
 			--freeze-cmd true --thaw-cmd true 2>>"$work/cbackup.log" ;;
 	restic)
@@ -103,7 +102,9 @@ run_tool() {
 	esac
 }
 # last_cb KEEP: the name of cbs3's newest night (its log file's)
-last_cb() { basename "$(ls -t "$1/cbs3/logs"/*.log | head -n 1)" .log; }
+last_cb() {
+	sed -n "s/.*creating vzdump archive 'offsite:\(.*\)\.tar\.zst'.*/\1/p" "$1/cbs3/cbackup/ct-100.log"
+}
 # restore_tool TOOL KEEP DEST: the last night back, whole, into DEST
 restore_tool() {
 	mkdir -p "$3"
@@ -241,7 +242,7 @@ round() {
 		rec "$t.added" "$(mean "$work/n.$t.added")"
 		case " $S3TOOLS " in *" $t "*) rec "$t.got" "$(mean "$work/n.$t.got")" ;; esac
 		rec "$t.storage" "$(stored "$t")"
-		rec "$t.kept" "$(du -sB1 --exclude=logs "$keep/$t" | cut -f1)"
+		rec "$t.kept" "$(du -sB1 --exclude=ct-100.log "$keep/$t" | cut -f1)"
 	done
 	sed -n 's/.*INFO: \(unit store .*\)/   cbackup, last night: \1/p' "$work/cbackup.log" | tail -n 1
 	# cbackup's log lines of the round kept beside the table (a run

@@ -41,7 +41,7 @@ struct cb_opts {
 	enum cb_policy compress_policy;
 	int zstd_threads;         /* 0 = all cores */
 	int zstd_level;           /* default 3 */
-	int unit_size_mib;        /* seekable units, MiB of tar (default 4) */
+	int unit_size_mib;        /* seekable units, MiB of tar (0: 4, on a unit store 1) */
 	int reuse;                /* copy unchanged units from the previous archive */
 	int pigz_threads;         /* 0 = classic single-stream gzip; 1 = half the cores; N */
 	char *storage;            /* storage section name */

@@ -149,6 +149,7 @@ struct cb_store_night_stats {
 	uint64_t units, written_units, written_bytes;   /* new objects */
 	uint64_t present_units, present_bytes;          /* in the store already */
 	uint64_t copied_units;                          /* neither compressed nor written */
+	uint64_t cached_units;                          /* read from the local cache */
 	/* where the wall went: opening (mark, listings, previous catalog),
 	 * the codec waiting for room in the upload queue, the last uploads
 	 * after the codec ended, the catalog, log and manifest */
@@ -168,6 +169,9 @@ int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, cons
 			enum cb_guest_type type, const char *id, enum cb_compress codec,
 			double gc_wait, unsigned writers, const char **prev_why);
 struct cb_sink *cb_store_night_sink(struct cb_store_night *n);
+/* Keep the night's units in DIR and read copied ones from there first
+ * (cb_unit_cache.h): 0, or -1 (error set; the night goes on without). */
+int cb_store_night_cache(struct cb_store_night *n, const char *dir);
 /* The previous night units are copied from, or NULL. */
 const char *cb_store_night_prev(const struct cb_store_night *n);
 /* The guest's own previous night's catalog (what a trust map kept with

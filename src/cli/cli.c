@@ -407,6 +407,10 @@ int cb_cli_parse(struct cb_cli *cli, int argc, char **argv)
 	if (ret == 0 && cb_cli_get(cli, "maxfiles") && cb_cli_get(cli, "prune-backups"))
 		ret = cb_error("options --maxfiles and --prune-backups are both given; keep only "
 			       "--prune-backups");
+	/* vzdump refuses both: --dumpdir replaces the storage, which one was meant? */
+	if (ret == 0 && cb_cli_get(cli, "storage") && cb_cli_get(cli, "dumpdir"))
+		ret = cb_error("options --storage and --dumpdir are both given; give one (--dumpdir "
+			       "writes to that directory instead of a storage)");
 	if (ret == 0 && cli->paths.n && cli->command != CB_CMD_RESTORE)
 		ret = cb_error("option '--path' is only for restore (a storage's path is a config key)");
 	if (ret == 0 && cli->salvage && cli->command != CB_CMD_RESTORE)

@@ -62,6 +62,15 @@ static int writer_backend(struct cb_codec_writer *w, const struct cb_codec_param
 	return cb_error("unknown compression type %d", (int)p->type);
 }
 
+/* unit-size 0: 4 MiB for an archive file; 1 MiB on a unit store, where a
+ * unit is what a changed page costs a night in upload and storage */
+static uint64_t unit_mib(const struct cb_opts *o)
+{
+	if (o->unit_size_mib > 0)
+		return (uint64_t)o->unit_size_mib;
+	return !o->to_stdout && (o->layout == CB_LAYOUT_STORE || o->storage_type == CB_STORAGE_S3) ? 1 : 4;
+}
+
 void cb_codec_params_for(const struct cb_opts *o, enum cb_compress type, struct cb_codec_params *p)
 {
 	*p = (struct cb_codec_params){
@@ -70,7 +79,7 @@ void cb_codec_params_for(const struct cb_opts *o, enum cb_compress type, struct 
 		/* zstd: its own option; gzip: vzdump's pigz; lzo: all cores */
 		.threads = type == CB_COMPRESS_ZSTD ? o->zstd_threads
 			   : type == CB_COMPRESS_GZIP ? o->pigz_threads : 0,
-		.unit_size = (uint64_t)(o->unit_size_mib > 0 ? o->unit_size_mib : 4) << 20,
+		.unit_size = unit_mib(o) << 20,
 	};
 }
 

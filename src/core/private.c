@@ -337,7 +337,7 @@ int cb_stage_dir_remove(const char *stage_path)
 static int stage_tail_ok(const char *r)
 {
 	static const char *const tails[] = { "", MARKER_SUFFIX, ".index", ".index.new", ".xattrs",
-					     ".trust", ".trust.tmp", ".enctrust", ".enctrust.tmp" };
+					     ".trust", ".trust.tmp", ".enctrust", ".enctrust.tmp", ".units" };
 
 	if (!strncmp(r, ".mp", 3) && r[3] >= '1' && r[3] <= '9')
 		for (r += 4; *r >= '0' && *r <= '9'; r++)

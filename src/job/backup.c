@@ -72,7 +72,8 @@ static void prune_old(struct guest_run *r)
 	keep = keep_rules_text(r->opts.prune_backups);
 	cb_info(r->log, "prune older backups with retention: %s", keep);
 	free(keep);
-	if ((r->store ? cb_prune_store_guest(r->store, r->opts.dumpdir, r->opts.type, r->opts.id,
+	if ((r->store ? cb_prune_store_guest(r->store, backup_uses_dumpdir(r) ? r->opts.dumpdir : NULL,
+					     r->opts.type, r->opts.id,
 					     r->opts.prune_backups, strrchr(r->archive_path, '/') + 1, 0,
 					     r->log, &removed)
 		      : cb_prune_guest(r->opts.dumpdir, r->opts.type, r->opts.id, r->opts.prune_backups,
@@ -354,7 +355,9 @@ static void prepare_paths(struct guest_run *r, time_t when)
 		r->archive_path = cb_xstrdup("-");   /* vzdump's name for stdout */
 	} else {
 		r->archive_path = cb_xasprintf("%s/%s", r->opts.dumpdir, name);
-		if (!r->opts.dry_run) {   /* a dry run writes no log file */
+		if (!r->opts.dry_run && !backup_uses_dumpdir(r)) {
+			r->log_path = backup_s3_log_path(r);
+		} else if (!r->opts.dry_run) {   /* a dry run writes no log file */
 			/* the same rule prune uses to find the .log beside an archive */
 			char *base = cb_catalog_base(r->archive_path);
 			r->log_path = cb_xasprintf("%s.log", base);

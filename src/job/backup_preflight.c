@@ -187,6 +187,8 @@ int backup_check_dump_space(struct guest_run *r, uint64_t need)
 	char need_s[32], avail_s[32];
 	uint64_t avail;
 
+	if (!backup_uses_dumpdir(r))
+		return 0;
 	if (statvfs(r->opts.dumpdir, &vfs) < 0)
 		return cb_error_errno("cannot stat dumpdir '%s'", r->opts.dumpdir);
 	avail = (uint64_t)vfs.f_bavail * vfs.f_frsize;
@@ -306,7 +308,7 @@ static int check_space(struct guest_run *r)
  * lock) and not from two hosts sharing the storage (a lock file there). */
 static int lock_guest(struct guest_run *r)
 {
-	int ret = cb_lock_guest(&r->guest_lock, r->opts.to_stdout ? NULL : &r->store_lock,
+	int ret = cb_lock_guest(&r->guest_lock, backup_uses_dumpdir(r) ? &r->store_lock : NULL,
 				r->opts.dumpdir, cb_guest_type_name(r->opts.type), r->opts.id);
 
 	if (ret == 1)
@@ -347,7 +349,8 @@ static void remove_stale_tmp(struct guest_run *r)
 {
 	const char *own = r->log_path ? strrchr(r->log_path, '/') + 1 : NULL;
 
-	cb_leftovers_remove(r->opts.dumpdir, r->opts.type, r->opts.id, own, 0, r->log);
+	if (r->opts.storage_type != CB_STORAGE_S3)   /* an S3 night leaves none there */
+		cb_leftovers_remove(r->opts.dumpdir, r->opts.type, r->opts.id, own, 0, r->log);
 }
 
 /* A Proxmox container's config is read again for the archive: what it
@@ -367,7 +370,7 @@ static int check_pve_config(const struct guest_run *r)
 int backup_preflight(struct guest_run *r)
 {
 	if (check_source(r) < 0 || check_dir("tmpdir", r->opts.tmpdir, 1) < 0 ||
-	    (!r->opts.to_stdout && check_dir("dumpdir", r->opts.dumpdir, 1) < 0))
+	    (backup_uses_dumpdir(r) && check_dir("dumpdir", r->opts.dumpdir, 1) < 0))
 		return -1;
 	if (r->opts.to_stdout && isatty(STDOUT_FILENO))
 		return cb_error("refusing to write an archive to a terminal (redirect --stdout)");

@@ -72,7 +72,7 @@ static void find_own_dirs(struct guest_run *r)
 		add_own(r, priv, cb_xasprintf("cbackup's own directory in tmpdir '%s'", r->opts.tmpdir), 0);
 	}
 	free(priv);
-	if (!r->opts.to_stdout && r->opts.dumpdir)
+	if (backup_uses_dumpdir(r) && r->opts.dumpdir)
 		add_own(r, r->opts.dumpdir, cb_xasprintf("it is the dump directory '%s' (its archives "
 			"are not archived again; guest files in it are not backed up)",
 			r->opts.dumpdir), 1);

@@ -43,6 +43,20 @@ static int use_key(struct guest_run *r)
 	return 0;
 }
 
+/* The night's units kept beside a kept staging copy (and gone with it):
+ * the next night reads those it copies from there, not from the store. */
+static void open_cache(struct guest_run *r)
+{
+	char *dir;
+
+	if (!r->keep || r->drop_kept || !r->stage_dir || r->snaps)
+		return;
+	dir = cb_xasprintf("%s.units", r->stage_dir);
+	if (cb_store_night_cache(r->night, dir) < 0)
+		cb_warn(r->log, "no local unit cache: %s", cb_last_error());
+	free(dir);
+}
+
 int backup_store_open(struct guest_run *r, struct cb_sink **sink)
 {
 	const char *name = strrchr(r->archive_path, '/') + 1, *why = "";
@@ -54,6 +68,7 @@ int backup_store_open(struct guest_run *r, struct cb_sink **sink)
 		return -1;
 	if (why[0])
 		cb_info(r->log, "no units reused from the previous night: %s", why);
+	open_cache(r);
 	*sink = cb_store_night_sink(r->night);
 	return 0;
 }
@@ -119,9 +134,10 @@ void backup_store_log(struct guest_run *r)
 	cb_fmt_bytes(w, sizeof(w), st.written_bytes);
 	cb_fmt_bytes(p, sizeof(p), st.present_bytes);
 	cb_info(r->log, "unit store '%s': %llu units, %llu new written (%s), %llu already stored (%s), "
-		"%llu of them copied, not compressed again", r->store->label,
-		(unsigned long long)st.units, (unsigned long long)st.written_units, w,
-		(unsigned long long)st.present_units, p, (unsigned long long)st.copied_units);
+		"%llu of them copied, not compressed again (%llu read from the local unit cache)",
+		r->store->label, (unsigned long long)st.units, (unsigned long long)st.written_units, w,
+		(unsigned long long)st.present_units, p, (unsigned long long)st.copied_units,
+		(unsigned long long)st.cached_units);
 	cb_debug(r->log, "unit store '%s': %.2f s opening (mark, listing), the codec waited %.2f s "
 		 "for the uploads, %.2f s for the last ones, %.2f s catalog, log and manifest",
 		 r->store->label, st.open_s, st.wait_s, st.drain_s, st.commit_s);
@@ -134,6 +150,27 @@ void backup_store_end_night(struct guest_run *r)
 	if (r->object_lock && cb_objstore_lock_release(r->object_lock) < 0)
 		cb_warn(r->log, "%s", cb_last_error());
 	r->object_lock = NULL;
+}
+
+int backup_uses_dumpdir(const struct guest_run *r)
+{
+	return !r->opts.to_stdout && r->opts.storage_type != CB_STORAGE_S3;
+}
+
+/* vzdump's way for a backup server (/var/log/vzdump/lxc-ID.log): one log
+ * a guest, replaced by its next run; the night's own is in the store. */
+char *backup_s3_log_path(const struct guest_run *r)
+{
+	char *dir = cb_xasprintf("%s/cbackup", r->opts.tmpdir), *path = NULL;
+	int fd = cb_private_dir_open(dir);
+
+	if (fd >= 0) {
+		path = cb_xasprintf("%s/%s-%s.log", dir, cb_guest_type_name(r->opts.type), r->opts.id);
+		unlink(path);
+		close(fd);
+	}
+	free(dir);
+	return path;
 }
 
 void backup_store_close(struct guest_run *r)

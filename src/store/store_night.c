@@ -17,11 +17,13 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <openssl/evp.h>
 
 #include "cb_cleanup.h"
 #include "cb_objstore_upload.h"
 #include "cb_reuse.h"
 #include "cb_store.h"
+#include "cb_unit_cache.h"
 #include "cb_util.h"
 
 /* a stream without segments (compress none) is cut every so many bytes */
@@ -52,6 +54,7 @@ struct cb_store_night {
 	struct cb_upload_pool *up;       /* the units' writers */
 	const struct cb_enckey *key;     /* the store's: units and manifest sealed */
 	struct cb_store_objmap objs;     /* with a key: each object's clear record */
+	struct cb_unit_cache *cache;     /* the units on the local tmpdir, or NULL */
 };
 
 static void add_ref(struct cb_store_night *n, const struct cb_store_ref *r)
@@ -147,7 +150,11 @@ static int put_unit(struct cb_store_night *n, const unsigned char *p, size_t len
 		n->asked_set = 0;
 	if (name_dig(n, d, nd) < 0)
 		return -1;
+	if (n->cache)
+		cb_unit_cache_put(n->cache, d, p, len, mend);
 	if (mend || !cb_store_set_has(&n->have, nd)) {
+		/* a new unit is put without a look-up before or a read-back
+		 * after (its name says its bytes); a damaged one written over */
 		if (object_for(n, p, len, d, &copy, &clen, name) < 0 ||
 		    cb_upload_pool_put(n->up, name, copy, clen, mend ? 0 : CB_PUT_SAME_BYTES) < 0)
 			return -1;
@@ -265,6 +272,17 @@ static int read_unit(struct cb_store_night *n, const unsigned char *d, uint64_t 
 	return n->s->ops->get(n->s, name, 0, 0, &n->unit) != 0 || n->unit.len != len ? -1 : 0;
 }
 
+/* A unit read from the store, for the next night to read locally: only
+ * once its bytes are checked (it is kept beyond this night's checks). */
+static void cache_fetched(struct cb_store_night *n, const unsigned char *d)
+{
+	unsigned char got[32];
+
+	EVP_Digest(n->unit.data, n->unit.len, got, NULL, EVP_sha256(), NULL);
+	if (!memcmp(got, d, 32))
+		cb_unit_cache_put(n->cache, d, n->unit.data, n->unit.len, 1);
+}
+
 /* cb_codec_lookup_fn: a segment a catalog names (the guest's previous
  * night's first, then other guests'), if its unit is in the store, with
  * the unit's bytes read from there. */
@@ -272,6 +290,7 @@ static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb
 {
 	struct cb_store_night *n = ctx;
 	unsigned char d[32], nd[32];
+	int cached = 0;
 	size_t i;
 
 	pthread_mutex_lock(&n->mu);
@@ -283,9 +302,17 @@ static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb
 			break;
 	}
 	pthread_mutex_unlock(&n->mu);
-	if (i == n->n_reuse || read_unit(n, d, src->c_len) < 0)
+	if (i == n->n_reuse)
 		return 0;
+	n->unit.len = 0;
+	if (n->cache && cb_unit_cache_get(n->cache, d, src->c_len, &n->unit))
+		cached = 1;
+	else if (read_unit(n, d, src->c_len) < 0)
+		return 0;
+	else if (n->cache)
+		cache_fetched(n, d);
 	pthread_mutex_lock(&n->mu);
+	n->st.cached_units += cached;
 	memcpy(n->asked, d, 32);
 	n->asked_set = 1;
 	pthread_mutex_unlock(&n->mu);
@@ -427,6 +454,12 @@ int cb_store_night_open(struct cb_store_night **out, struct cb_objstore *s, cons
 struct cb_sink *cb_store_night_sink(struct cb_store_night *n)
 {
 	return n->sink;
+}
+
+int cb_store_night_cache(struct cb_store_night *n, const char *dir)
+{
+	n->cache = cb_unit_cache_open(dir);
+	return n->cache ? 0 : -1;
 }
 
 const char *cb_store_night_prev(const struct cb_store_night *n)
@@ -579,6 +612,8 @@ int cb_store_night_commit(struct cb_store_night *n, const char *idx_path, const 
 		return -1;
 	rc = n->key && add_records(n, &m) < 0 ? -1 : put_manifest(n, &m);
 	free(m.objects);
+	if (rc == 0 && n->cache)
+		cb_unit_cache_keep(n->cache, n->units, n->n_units);
 	n->st.commit_s = cb_now() - t0;
 	return rc;
 }
@@ -597,6 +632,7 @@ void cb_store_night_free(struct cb_store_night *n)
 	if (n->up)   /* a night that failed: what is queued ends first */
 		cb_upload_pool_finish(n->up, NULL);
 	cb_store_mark_drop(n->s, n->mark);
+	cb_unit_cache_free(n->cache);
 	cb_sink_free(n->sink);
 	for (size_t i = 0; i < n->n_reuse; i++)
 		cb_reuse_free(n->reuse[i]);

@@ -117,6 +117,8 @@ test_expect_success ROOT 'a damaged unit is not copied, and the next night that 
 	f=$STORE/units/${h:0:2}/$h
 	flip_byte "$f" 100
 	test "$(sha256sum <"$f" | cut -d" " -f1)" != "$h"
+	# the local unit cache would give the good bytes: this night reads the store
+	rm -rf "$SCRATCH/tmp/cbackup/cbackup-101.stage.units"
 	night
 	test "$(sha256sum <"$f" | cut -d" " -f1)" = "$h"
 	units_of "$(newest_night)" | zstd -dc | tar -tf - >/dev/null
@@ -131,6 +133,44 @@ test_expect_success ROOT 'with a kept staging copy, units are taken on trust: un
 	cmp "$SRC/var/log/syslog" "$SCRATCH/got"
 	test "$(units_of "$(newest_night)" | sha256sum | cut -d" " -f1)" = \
 		"$(sed -n "s/^sha256 //p" "$STORE/nights/$(newest_night)")"
+'
+
+# cache_reads: how many units the last run read from the local unit cache
+cache_reads() {
+	sed -n "s/.*(\([0-9]*\) read from the local unit cache).*/\1/p" "$CB_ERR"
+}
+
+test_expect_success ROOT 'a night with nothing changed reads no unit from the store: the local unit cache has them' '
+	night
+	n=$(newest_night)
+	# reading any of six units of the last night from the store fails
+	spec=$(grep "^unit " "$STORE/nights/$n" | sed -n 2,7p |
+		while read -r _ h _; do printf "read:EIO:/units/%s/%s;" "${h:0:2}" "$h"; done)
+	rm -f "$FAULT_LOG"
+	touch "$FAULT_LOG"
+	with_fault "${spec%;}" night
+	read -r written present copied <<<"$(stored)"
+	test_lacks "$FAULT_LOG" "/units/"
+	test "$copied" -gt 8
+	test "$(cache_reads)" = "$copied"
+	n=$(newest_night)
+	test "$(units_of "$n" | sha256sum | cut -d" " -f1)" = "$(sed -n "s/^sha256 //p" "$STORE/nights/$n")"
+	# the cache holds the units of this night, no other
+	grep "^unit " "$STORE/nights/$n" | cut -d" " -f2 | sort -u >"$SCRATCH/want"
+	ls "$SCRATCH/tmp/cbackup/cbackup-101.stage.units" | sort >"$SCRATCH/have"
+	test_cmp "$SCRATCH/want" "$SCRATCH/have"
+'
+
+test_expect_success ROOT 'a damaged file in the local unit cache is not copied: the night is still whole' '
+	n=$(newest_night)
+	h=$(grep "^unit " "$STORE/nights/$n" | sed -n 3p | cut -d" " -f2)
+	flip_byte "$SCRATCH/tmp/cbackup/cbackup-101.stage.units/$h" 100
+	night
+	test_has "$CB_ERR" "WARN: previous archive .* damaged at compressed offset"
+	n=$(newest_night)
+	test "$(units_of "$n" | sha256sum | cut -d" " -f1)" = "$(sed -n "s/^sha256 //p" "$STORE/nights/$n")"
+	units_of "$n" | zstd -dc | tar -tf - >/dev/null
+	test "$(sha256sum <"$SCRATCH/tmp/cbackup/cbackup-101.stage.units/$h" | cut -d" " -f1)" = "$h"
 '
 
 test_expect_success ROOT 'lzo and gzip nights: their units are what lzop and gzip read, copied the next night too' '
@@ -149,6 +189,22 @@ test_expect_success ROOT 'lzo and gzip nights: their units are what lzop and gzi
 	lzop -dc <"$SCRATCH/n.lzo" | tar -x -C "$SCRATCH/out2"
 	diff -r "$SRC" "$SCRATCH/out2"
 	gzip -dc <"$SCRATCH/n.gzip" | tar -tf - >/dev/null
+'
+
+test_expect_success ROOT 'unit-size by default: 1 MiB units on a store, 4 MiB in an archive file' '
+	mkdir -p "$SCRATCH/big/d" "$SCRATCH/s1" "$SCRATCH/s4" "$SCRATCH/file"
+	head -c $((12 << 20)) /dev/urandom >"$SCRATCH/big/d/blob"
+	cbackup_run 0 backup --root "$SCRATCH/big" --id 7 --type ct --tmpdir "$SCRATCH/tmp" \
+		--dumpdir "$SCRATCH/s1" --layout store --archive-name cbackup
+	cbackup_run 0 backup --root "$SCRATCH/big" --id 7 --type ct --tmpdir "$SCRATCH/tmp" \
+		--dumpdir "$SCRATCH/s4" --layout store --archive-name cbackup --unit-size 4
+	cbackup_run 0 backup --root "$SCRATCH/big" --id 7 --type ct --tmpdir "$SCRATCH/tmp" \
+		--dumpdir "$SCRATCH/file" --archive-name cbackup
+	# 12 MiB of data: a unit a MiB, against one in four MiB
+	test "$(grep -c "^unit " "$SCRATCH"/s1/nights/*)" -ge 12
+	test "$(grep -c "^unit " "$SCRATCH"/s4/nights/*)" -le 6
+	zstd -lv "$SCRATCH"/file/cbackup-ct-7-*.tar.zst >"$SCRATCH/frames"
+	test "$(sed -n "s/^# Zstandard Frames: *//p" "$SCRATCH/frames")" -le 6
 '
 
 # (encryption on a store: t0813)

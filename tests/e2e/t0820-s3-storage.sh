@@ -32,12 +32,13 @@ conf() {
 	} >"$f"
 }
 
-# nothing_touched: no freeze, no staging copy, no archive
+# nothing_touched: no freeze, no staging copy, no archive (the log of an
+# S3 night is in the tmpdir)
 nothing_touched() {
 	test ! -e "$SCRATCH/froze"
 	test ! -e "$SCRATCH/thawed"
 	test_must_fail ls "$SCRATCH"/dump/*.tar*
-	test -z "$(ls -A "$SCRATCH/tmp/cbackup" 2>/dev/null)"
+	test -z "$(ls -A "$SCRATCH/tmp/cbackup" 2>/dev/null | grep -v "^ct-10[12]\.log$")"
 }
 
 test_expect_success 'type = s3 without endpoint and bucket: exit 2, each missing key named with the file and line' '
@@ -120,6 +121,16 @@ test_expect_success '--dumpdir replaces an S3 storage: the backup goes to the di
 	rm -f froze thawed
 '
 
+test_expect_success '--storage and --dumpdir together are refused (exit 2), nothing touched, as vzdump does' '
+	conf c.conf "type = s3" "endpoint = http://127.0.0.1:1" "bucket = night"
+	mkdir both
+	cbackup_run 2 backup --config c.conf --storage offsite --dumpdir "$SCRATCH/both" 101
+	test "$(grep -c "^ERROR" "$CB_ERR")" = 1
+	test_has "$CB_ERR" "^ERROR: options --storage and --dumpdir are both given"
+	nothing_touched
+	test -z "$(ls -A both)"
+'
+
 need_rgw 'preflight on a real radosgw'
 
 # s3 ARGS...: stock curl on the store, signed (the way out of docs/object-storage.md)
@@ -163,13 +174,17 @@ test_expect_success 'keys the store refuses (the default profile): exit 2 naming
 	no_objects night
 '
 
-test_expect_success 'the right keys (profile backup, or the environment): a night in the bucket, under the prefix; restore (whole, --path) and verify give it back; the log in the dumpdir' '
+test_expect_success 'the right keys (profile backup, or the environment): a night in the bucket, under the prefix; restore (whole, --path) and verify give it back; no local dumpdir needed' '
 	conf c.conf "type = s3" "endpoint = $CB_S3_ENDPOINT" "bucket = night" "prefix = cb/host1" \
 		"credentials = $SCRATCH/cred" "profile = backup"
 	mkdir -p "$SCRATCH/root/usr/lib"
 	head -c 3000000 /dev/urandom >"$SCRATCH/root/usr/lib/blob"
 	ln "$SCRATCH/root/etc/motd" "$SCRATCH/root/usr/lib/motd-link"
-	cbackup_run 0 backup --config c.conf 101
+	# an S3 night needs no local dumpdir: its log is the store'\''s, and TMPDIR/cbackup/ct-ID.log
+	sed "s|^dumpdir = .*|dumpdir = $SCRATCH/nosuch|" c.conf >n.conf
+	cbackup_run 0 backup --config n.conf 101
+	test ! -e "$SCRATCH/nosuch"
+	test_has "$SCRATCH/tmp/cbackup/ct-101.log" "INFO: Finished Backup of VM 101"
 	test -e "$SCRATCH/froze"
 	s3 "$CB_S3_ENDPOINT/night?list-type=2" >listing
 	test_has listing "<Key>cb/host1/nights/vzdump-lxc-101-"
@@ -177,9 +192,7 @@ test_expect_success 'the right keys (profile backup, or the environment): a nigh
 	test_lacks listing "<Key>(nights|units)/"
 	cbackup_run 0 list --config c.conf --storage offsite
 	n=$(grep -o "vzdump-lxc-101-[0-9_-]*\.tar\.zst" "$CB_OUT")
-	test -s "$SCRATCH/dump/${n%.tar.zst}.log"
 	# listing a bucket needs no local dumpdir
-	sed "s|^dumpdir = .*|dumpdir = $SCRATCH/nosuch|" c.conf >n.conf
 	cbackup_run 0 list --config n.conf --storage offsite
 	test_has "$CB_OUT" "^101 .* $n"
 	cbackup_run 0 restore --config c.conf "offsite:$n" back
@@ -195,6 +208,29 @@ test_expect_success 'the right keys (profile backup, or the environment): a nigh
 	cbackup_run 0 list --config c.conf --storage offsite
 	test "$(grep -c "vzdump-lxc-101-" "$CB_OUT")" = 2
 	rm -rf froze thawed "$SCRATCH/tmp/cbackup"
+'
+
+# got_bytes: what radosgw has sent so far (its perf counter get_b)
+got_bytes() {
+	ceph --admin-daemon "$RGW_DIR/run/client.rgw.cb.asok" perf dump |
+		python3 -c "import json, sys; print(json.load(sys.stdin)[\"rgw\"][\"get_b\"])"
+}
+
+test_expect_success 'a night after a change downloads no unit: neither those it copies (the local cache has them) nor those it writes' '
+	conf c.conf "type = s3" "endpoint = $CB_S3_ENDPOINT" "bucket = night" "prefix = cb/dl"
+	test_when_finished "rm -rf froze thawed \"$SCRATCH/tmp/cbackup\" \"$SCRATCH/root/usr/lib/text\""
+	# 4 MB of text: units of some 800 KB compressed
+	head -c 3000000 /dev/urandom | base64 >"$SCRATCH/root/usr/lib/text"
+	cbackup_run 0 backup --config c.conf --keep-staging 1 101
+	head -c 3000000 /dev/urandom | base64 >"$SCRATCH/root/usr/lib/text"
+	sleep 1.1
+	before=$(got_bytes)
+	cbackup_run 0 backup --config c.conf --keep-staging 1 101
+	got=$(( $(got_bytes) - before ))
+	test_has "$CB_ERR" "[1-9][0-9]* new written .* [1-9][0-9]* of them copied, not compressed again \([1-9][0-9]* read from the local unit cache\)"
+	echo "downloaded: $got bytes"
+	test "$got" -gt 0
+	test "$got" -lt 300000
 '
 
 test_expect_success 'two guests on one storage: each fails with the storage'\''s error, the job exits 2' '
