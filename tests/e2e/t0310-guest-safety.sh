@@ -41,6 +41,10 @@ conf() {
 
 # start_bg ARGS...: cbackup in the background; sets CB_PID
 start_bg() {
+	# emptied here: the child opens them only once scheduled, and a wait
+	# for a line in CB_ERR could read the previous case's log meanwhile
+	: >"$CB_OUT"
+	: >"$CB_ERR"
 	"$CBACKUP" "$@" >"$CB_OUT" 2>"$CB_ERR" &
 	CB_PID=$!
 	cleanup_pid "$CB_PID"
@@ -90,6 +94,11 @@ test_expect_success ROOT,CGROUP2 'thaw-cmd failing until it works: cbackup gives
 # retry_lost SIGNAL ID WHAT: the watchdog, retrying a failing thaw-cmd, is
 # hit by SIGNAL; cbackup, at the end of its wait for the thaw, ends it and
 # thaws the guest itself, saying WHAT of it
+# held_or_gone PID: the process is stopped, a zombie or gone
+held_or_gone() {
+	[ ! -e "/proc/$1/status" ] || grep -q "^State:.*\(stopped\|zombie\)" "/proc/$1/status"
+}
+
 retry_lost() {
 	new_guest "lost-$2"
 	c=$(conf "$2" "freeze-cmd = echo 1 >$CG/cgroup.freeze" "thaw-timeout = 60" \
@@ -99,7 +108,9 @@ retry_lost() {
 	wd=$(pgrep -P "$CB_PID" -x cbackup-wdog)
 	cleanup_pid "$wd"
 	kill "-$1" "$wd"
-	wait_for 5 grep -q "^State:.*\(stopped\|zombie\)" "/proc/$wd/status"
+	# stopped (STOP), or killed: a zombie, or gone once cbackup reaped it
+	# (under load it may reap it before a first look: no status file)
+	wait_for 5 held_or_gone "$wd"
 	touch "$SCRATCH/thaw-works-$2"
 	wait_rc
 	cg_thawed "$CG"
