@@ -631,7 +631,7 @@ static void test_threads_deterministic(void **state)
  * caller) and a busy one (queued behind compressing jobs): the bytes must
  * still not depend on the thread count, and read back with stock tools. */
 static off_t compress_interleaved(const char *path, enum cb_compress type, int threads,
-				  const unsigned char *data, size_t len)
+				  const unsigned char *data, size_t len, uint64_t *copied)
 {
 	struct cb_codec_params p = { .type = type, .policy = CB_POLICY_AUTO, .threads = threads };
 	static const size_t seg[] = { 2500000, 1300000, 700000, 3100000, 1048576, 900000 };
@@ -655,6 +655,9 @@ static off_t compress_interleaved(const char *path, enum cb_compress type, int t
 		}
 		pos += k;
 	}
+	assert_int_equal(cb_codec_finish(w), 0);
+	if (copied)
+		*copied = w->chunk_copied;
 	size = coding_end(&c, path, &st);
 	assert_true(st.bytes_stored_magic >= 1300000 + 3100000);
 	return size;
@@ -673,7 +676,7 @@ static void test_threads_deterministic_interleaved(void **state)
 		memcpy(data + i * DATA_LEN, f->data, DATA_LEN);
 	for (size_t t = 0; t < 3; t++) {
 		for (size_t i = 0; i < 4; i++) {
-			compress_interleaved(i ? comp : ref, types[t], threads[i], data, len);
+			compress_interleaved(i ? comp : ref, types[t], threads[i], data, len, NULL);
 			if (i)
 				assert_int_equal(run("cmp -s '%s' '%s'", ref, comp), 0);
 		}
@@ -681,6 +684,30 @@ static void test_threads_deterministic_interleaved(void **state)
 	}
 	free(data);
 	free(ref);
+	free(comp);
+}
+
+/* zstd gathers each segment in the input buffer of the pool job that
+ * compresses it: its frames (stored runs among compressed ones) are taken
+ * in place, no byte copied from a segment buffer into a job, so the
+ * segment costs no buffer of its own. */
+static void test_zstd_segments_handed_over(void **state)
+{
+	struct fixture *f = *state;
+	char *comp = path_in(f, "handed");
+	size_t len = 4 * DATA_LEN;
+	unsigned char *data = cb_xmalloc(len);
+
+	for (size_t i = 0; i < 4; i++)
+		memcpy(data + i * DATA_LEN, f->data, DATA_LEN);
+	for (int threads = 1; threads <= 3; threads++) {
+		uint64_t copied = 1;
+
+		compress_interleaved(comp, CB_COMPRESS_ZSTD, threads, data, len, &copied);
+		assert_int_equal(copied, 0);
+		check_back(f, comp, CB_COMPRESS_ZSTD, data, len);
+	}
+	free(data);
 	free(comp);
 }
 
@@ -753,6 +780,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_error_named, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_deterministic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_deterministic_interleaved, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zstd_segments_handed_over, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gzip_parallel_ratio, setup, teardown),
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_crc32_as_zlib),
