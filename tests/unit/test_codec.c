@@ -711,6 +711,79 @@ static void test_zstd_segments_handed_over(void **state)
 	free(comp);
 }
 
+/* What a pool's jobs were given: their distinct input and output buffers. */
+struct pool_seen {
+	const unsigned char *in[8], *out[8];
+	size_t n_in, n_out;
+};
+
+static void seen_add(const unsigned char **v, size_t *n, const unsigned char *p)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (v[i] == p)
+			return;
+	assert_true(*n < 8);
+	v[(*n)++] = p;
+}
+
+static int seen_run(void *ctx, struct cb_pool_job *j, void *scratch)
+{
+	(void)ctx, (void)scratch;
+	j->out[0] = j->in[0];
+	j->out_len = 1;
+	return 0;
+}
+
+static int seen_emit(void *ctx, struct cb_pool_job *j)
+{
+	struct pool_seen *seen = ctx;
+
+	assert_int_equal(j->out[0], j->in[0]);
+	seen_add(seen->in, &seen->n_in, j->in);
+	seen_add(seen->out, &seen->n_out, j->out);
+	return 0;
+}
+
+static void *seen_scratch_new(void *ctx)
+{
+	return ctx;
+}
+
+static void seen_scratch_free(void *scratch)
+{
+	(void)scratch;
+}
+
+/* The job being filled holds no output buffer: a pool has one fewer of
+ * them than jobs, and every job's output is its own while it is out. */
+static void test_pool_outputs_fewer_than_jobs(void **state)
+{
+	static const struct cb_pool_ops ops = { .run = seen_run, .emit = seen_emit,
+						.scratch_new = seen_scratch_new,
+						.scratch_free = seen_scratch_free };
+
+	(void)state;
+	for (int threads = 1; threads <= 3; threads++) {
+		struct pool_seen seen = { 0 };
+		struct cb_pool *p = cb_pool_new(threads, 4096, 0, &ops, &seen);
+		size_t jobs = threads == 1 ? 1 : (size_t)threads + 2;
+
+		for (int i = 0; i < 300; i++) {
+			struct cb_pool_job *j = cb_pool_acquire(p);
+
+			assert_non_null(j);
+			j->in[0] = (unsigned char)i;
+			j->m.len = 1;
+			j->m.cls = CB_CHUNK_COMPRESS;
+			assert_int_equal(cb_pool_submit(p), 0);
+		}
+		assert_int_equal(cb_pool_drain(p), 0);
+		cb_pool_free(p);
+		assert_int_equal(seen.n_in, jobs);
+		assert_true(seen.n_out <= (jobs > 1 ? jobs - 1 : 1));
+	}
+}
+
 /* Parallel gzip stays within a whisker of a single deflate stream. */
 static void test_gzip_parallel_ratio(void **state)
 {
@@ -781,6 +854,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_threads_deterministic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_deterministic_interleaved, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zstd_segments_handed_over, setup, teardown),
+		cmocka_unit_test(test_pool_outputs_fewer_than_jobs),
 		cmocka_unit_test_setup_teardown(test_gzip_parallel_ratio, setup, teardown),
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_crc32_as_zlib),
