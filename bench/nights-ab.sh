@@ -91,3 +91,7 @@ if [ "$NIGHTS" -ge 2 ]; then
 	row "nights 2-$NIGHTS wall, total" wall s
 	row "nights 2-$NIGHTS CPU, total" cpu s
 fi
+# every round's figure, for the spread behind each median
+for f in "$work"/r.*; do
+	echo "${f##*/r.}: $(tr '\n' ' ' <"$f")"
+done
