@@ -11,7 +11,10 @@ COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 CC      ?= cc
 PKGS    := libarchive libzstd lzo2 zlib libcrypto libisal fuse3 libnbd libcurl
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libnbd and libcurl are opened when a run needs them (include/cb_dynlib.h):
+# their headers at build time, not their thirty libraries in every run
+DLOPEN_PKGS := libnbd libcurl
+PKG_LIBS   := $(shell pkg-config --libs $(filter-out $(DLOPEN_PKGS),$(PKGS)) 2>/dev/null) -ldl
 # iniparser: its pkg-config file where the distribution ships one (Debian 12
 # does not), the Debian path otherwise
 INI_CFLAGS := $(or $(shell pkg-config --cflags iniparser 2>/dev/null),-I/usr/include/iniparser)

@@ -10,8 +10,9 @@
 #             1000 a directory, 1 to 2000 bytes of text each (seeded)
 # Everything (the generated tree, tmpdir, dumpdir) is on a loop-mounted
 # ext4 of IMG_SIZE (default 40G, sparse) made under MEM_TMP (default /tmp)
-# and unmounted at the end. With BEFORE=/path/to/an/older/cbackup each
-# night runs with that binary too, interleaved. With BORG=1 borg 1.2
+# and unmounted at the end. CB=/path/to/cbackup measures that binary
+# (default: this tree's, built first). With BEFORE=/path/to/an/older/cbackup
+# each night runs with that binary too, interleaved. With BORG=1 borg 1.2
 # (create --compression zstd,3, -e none) backs up the same tree, night 1.
 # Prints max RSS (MiB) and what is left for the fixed part after 200
 # bytes an entry. Asserts nothing.
@@ -19,7 +20,7 @@
 #   bash bench/memory-night.sh           ENTRIES=300000 BEFORE=/work/main/cbackup bash bench/memory-night.sh
 set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
-CB=$TOP/cbackup
+CB=${CB:-}
 ENTRIES=${ENTRIES:-1000000}
 DISTROOT=${DISTROOT:-/work/distroot}
 IMG_SIZE=${IMG_SIZE:-40G}
@@ -86,7 +87,10 @@ borg_night() {  # ROOT N
 	rm -rf "$M/borg"
 }
 
-make -C "$TOP" --no-print-directory all >/dev/null
+if [ -z "$CB" ]; then
+	make -C "$TOP" --no-print-directory all >/dev/null
+	CB=$TOP/cbackup
+fi
 for tree in distroot gen; do
 	if [ "$tree" = distroot ]; then
 		root=$DISTROOT

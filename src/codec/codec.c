@@ -41,7 +41,7 @@ static int none_reset(void *st)
 	return 0;
 }
 
-static const struct cb_codec_wops none_wops = { NULL, NULL, NULL, none_free, 0, NULL, NULL };
+static const struct cb_codec_wops none_wops = { NULL, NULL, NULL, none_free, 0, NULL, NULL, NULL };
 
 /* ---- writer front end ---- */
 

@@ -115,8 +115,10 @@ static int append(struct cb_codec_writer *w, enum cb_chunk_class cls, enum cb_st
 			k = (size_t)unit_room(w);
 		/* bytes read in place (cb_codec_write_buffer) are already there;
 		 * anything else may overlap the chunk (a part of such bytes) */
-		if (p != w->cbuf + w->cm.len)
+		if (p != w->cbuf + w->cm.len) {
 			memmove(w->cbuf + w->cm.len, p, k);
+			w->chunk_copied += k;
+		}
 		w->cm.len += k;
 		w->cm.last_file = w->file_id;
 		p += k;

@@ -503,7 +503,7 @@ static void gzip_scratch_free(void *scratch)
 }
 
 static const struct cb_pool_ops gzip_pool_ops = {
-	gzip_par_run, gzip_par_emit, gzip_scratch_new, gzip_scratch_free
+	gzip_par_run, gzip_par_emit, gzip_scratch_new, gzip_scratch_free, NULL
 };
 
 static unsigned char *gzip_par_buf(void *st)
@@ -600,10 +600,11 @@ static void gzip_wfree(void *st)
 
 static const struct cb_codec_wops gzip_classic_wops = {
 	gzip_classic_buf, gzip_classic_chunk, gzip_classic_finish, gzip_wfree, 16 * 1024, NULL,
-	gzip_classic_sync
+	gzip_classic_sync, NULL
 };
 static const struct cb_codec_wops gzip_par_wops = {
-	gzip_par_buf, gzip_par_chunk, gzip_par_finish, gzip_wfree, 16 * 1024, NULL, gzip_par_sync
+	gzip_par_buf, gzip_par_chunk, gzip_par_finish, gzip_wfree, 16 * 1024, NULL, gzip_par_sync,
+	NULL
 };
 
 static int gzip_classic_init(struct gzip_writer *g)

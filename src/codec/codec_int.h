@@ -99,6 +99,11 @@ struct cb_codec_wops {
 	 * header written), so that copied bytes can follow; NULL: the codec
 	 * takes no copied segments */
 	int (*sync)(void *st);
+	/* optional: where the next segment (codec_seg.c) is gathered, at
+	 * least 2 * unit_size bytes, the chunks of its replay then taken
+	 * there in place (chunk_buf hands out the same bytes); the codec
+	 * takes the buffer over with the segment's last chunk. NULL on error */
+	unsigned char *(*seg_buf)(void *st);
 };
 
 /* ---- the writer (front end in codec.c, segments in codec_seg.c) ---- */
@@ -125,6 +130,7 @@ struct cb_codec_writer {
 	cb_codec_tap_fn *tap;
 	void *tap_ctx;
 	struct cb_seg_state *seg;     /* NULL for none */
+	uint64_t chunk_copied;        /* bytes the chunker copied into chunks */
 };
 
 /* codec_chunk.c, for codec_seg.c: the compression of a segment's bytes. */
@@ -211,16 +217,19 @@ struct cb_pool_ops {
 	int (*emit)(void *ctx, struct cb_pool_job *j);
 	void *(*scratch_new)(void *ctx);
 	void (*scratch_free)(void *scratch);
+	/* optional: what a job's extra holds, freed with the pool */
+	void (*extra_free)(void *extra);
 };
 
 struct cb_pool;
 
 /* threads == 1: jobs run inline on the calling thread (same bytes). Jobs
- * take CB_CODEC_CHUNK bytes, or in_cap with cb_pool_new_sized(). */
+ * take CB_CODEC_CHUNK bytes, threads + 2 of them; with cb_pool_new_ring()
+ * in_cap bytes, threads + spare of them. */
 struct cb_pool *cb_pool_new(int threads, size_t out_cap, size_t extra_size,
 			    const struct cb_pool_ops *ops, void *ctx);
-struct cb_pool *cb_pool_new_sized(int threads, size_t in_cap, size_t out_cap, size_t extra_size,
-				  const struct cb_pool_ops *ops, void *ctx);
+struct cb_pool *cb_pool_new_ring(int threads, int spare, size_t in_cap, size_t out_cap,
+				 size_t extra_size, const struct cb_pool_ops *ops, void *ctx);
 /* The job to fill next (waits for and emits older jobs if all slots are in
  * flight); NULL after an emit error. */
 struct cb_pool_job *cb_pool_acquire(struct cb_pool *p);

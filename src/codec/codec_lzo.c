@@ -229,7 +229,7 @@ static void lzo_scratch_free(void *scratch)
 }
 
 static const struct cb_pool_ops lzo_pool_ops = {
-	lzo_run, lzo_emit, lzo_scratch_new, lzo_scratch_free
+	lzo_run, lzo_emit, lzo_scratch_new, lzo_scratch_free, NULL
 };
 
 static unsigned char *lzo_chunk_buf(void *st)
@@ -281,7 +281,7 @@ static void lzo_wfree(void *st)
 }
 
 static const struct cb_codec_wops lzo_wops = {
-	lzo_chunk_buf, lzo_chunk, lzo_finish, lzo_wfree, 16 * 1024, NULL, lzo_sync
+	lzo_chunk_buf, lzo_chunk, lzo_finish, lzo_wfree, 16 * 1024, NULL, lzo_sync, NULL
 };
 
 int cb_codec_lzo_writer(void **st, const struct cb_codec_wops **ops,

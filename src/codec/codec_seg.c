@@ -38,8 +38,9 @@ struct seg_ev {
 };
 
 struct cb_seg_state {
-	unsigned char *buf;
+	unsigned char *buf;              /* NULL: to be had from the codec */
 	size_t len, cap;                 /* cap: the hard cut, 2 * unit_size */
+	int lent;                        /* buf is the codec's (wops->seg_buf) */
 	struct seg_ev *ev;
 	size_t n_ev, cap_ev;
 	EVP_MD_CTX *bytes_sha, *ev_sha;
@@ -73,6 +74,18 @@ struct cb_seg_state {
 };
 
 static size_t seg_room(const struct cb_codec_writer *w);
+
+/* The buffer the segment is gathered in: the codec's, if it takes
+ * segments over (then replaying one copies nothing), else our own. NULL
+ * on an error (said). */
+static unsigned char *seg_buf(struct cb_codec_writer *w)
+{
+	struct cb_seg_state *s = w->seg;
+
+	if (!s->buf && !(s->buf = w->ops->seg_buf(w->st)))
+		w->failed = 1;
+	return s->buf;
+}
 
 static EVP_MD_CTX *sha_new(void)
 {
@@ -126,7 +139,8 @@ void cb_codec_seg_init(struct cb_codec_writer *w, const struct cb_codec_params *
 		return;
 	s = cb_xcalloc(1, sizeof(*s));
 	s->cap = (size_t)(2 * w->unit_size);
-	s->buf = cb_xmalloc_pages(s->cap);
+	s->lent = w->ops->seg_buf != NULL;
+	s->buf = s->lent ? NULL : cb_xmalloc_pages(s->cap);
 	s->bytes_sha = sha_new();
 	s->ev_sha = sha_new();
 	s->min_store = w->ops->min_store;
@@ -147,7 +161,8 @@ void cb_codec_seg_free(struct cb_codec_writer *w)
 	free(w->out.segs.v);
 	if (!s)
 		return;
-	cb_free_huge(s->buf, s->cap);
+	if (!s->lent)
+		cb_free_huge(s->buf, s->cap);
 	free(s->ev);
 	free(s->cbuf);
 	free(s->ucrc);
@@ -461,7 +476,7 @@ static int seg_end(struct cb_codec_writer *w)
 	struct cb_codec_out *o = &w->out;
 	unsigned char evd[CB_SEG_KEY], tkey[CB_SEG_KEY];
 	struct cb_codec_seg *g;
-	int r = 0, tokened = s->trust.n > 0;
+	int r = 0, tokened = s->trust.n > 0, replayed = 0;
 
 	if (s->len == 0)
 		return 0;
@@ -484,8 +499,10 @@ static int seg_end(struct cb_codec_writer *w)
 		seg_key(s, evd, g->key);
 		r = try_copy(w, g->key);
 	}
-	if (r == 0)
+	if (r == 0) {
 		r = replay(w);
+		replayed = r == 0;
+	}
 	seg_trust_reset(&s->trust);
 	if (r < 0) {
 		w->failed = 1;
@@ -494,7 +511,10 @@ static int seg_end(struct cb_codec_writer *w)
 	if (tokened)
 		seg_trust_record(&s->trust, tkey, g->key, s->len);
 	s->start += s->len;
-	cb_pages_trim(s->buf, s->cap, s->cap / 2, s->len);
+	if (replayed && s->lent)
+		s->buf = NULL;   /* the codec's job has it now */
+	else
+		cb_pages_trim(s->buf, s->cap, s->cap / 2, s->len);
 	seg_begin(s);
 	return 0;
 }
@@ -555,7 +575,7 @@ void cb_codec_begin_file(struct cb_codec_writer *w)
 
 unsigned char *cb_codec_write_buffer(struct cb_codec_writer *w, size_t *avail)
 {
-	if (!w->seg || w->finished || w->failed)
+	if (!w->seg || w->finished || w->failed || !seg_buf(w))
 		return NULL;
 	*avail = seg_room(w);
 	return w->seg->buf + w->seg->len;
@@ -580,6 +600,8 @@ int cb_codec_write(struct cb_codec_writer *w, const void *buf, size_t len)
 	while (len > 0) {
 		size_t room = seg_room(w), k = len < room ? len : room;
 
+		if (!seg_buf(w))
+			return -1;
 		/* bytes read in place (cb_codec_write_buffer) are already there */
 		if (p != s->buf + s->len)
 			memcpy(s->buf + s->len, p, k);

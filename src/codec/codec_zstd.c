@@ -32,16 +32,36 @@ static const unsigned char raw_frame_header[6] = { 0x28, 0xb5, 0x2f, 0xfd, 0x04,
  * the history at each unit's start (about 0.7% at 4 MiB units on a distro
  * root: measured in bench/restore.sh), and keeps every core busy without
  * the drain a frame end costs its workers.
+ *
+ * A job is a segment: codec_seg.c gathers the segment straight into the
+ * input of the job that compresses it (zstd_seg_buf), its frames are taken
+ * from there in place, and the job goes to the pool whole. So a segment
+ * needs no buffer of its own and no byte is copied on its way to a worker.
  */
 struct zstd_writer {
 	struct cb_codec_out *out;
 	struct cb_pool *pool;
-	struct cb_pool_job *job;   /* the frame being gathered, or NULL */
-	size_t fill;               /* its bytes so far */
+	struct cb_pool_job *job;   /* the segment being gathered, or NULL */
+	size_t fill;               /* its bytes taken so far */
+	size_t frame_at;           /* where the frame being taken starts */
 	int raw;                   /* of raw blocks (stored), not compressed */
 	int level;
+	size_t out_cap;            /* a job's output buffer */
 	struct cb_trial *trial;
 	int any;                   /* any frame written */
+};
+
+/* A job's frames (in its extra), one after the other in its input. */
+struct zstd_frame {
+	size_t len;
+	int raw;
+	size_t out_len;
+	unsigned char *spill;      /* its output, when the job's had no room */
+};
+
+struct zstd_job {
+	struct zstd_frame *f;
+	size_t n, cap;
 };
 
 struct zstd_scratch {
@@ -70,32 +90,60 @@ static void zstd_scratch_free(void *scratch)
 	free(sc);
 }
 
+static void zstd_extra_free(void *extra)
+{
+	struct zstd_job *zj = extra;
+
+	free(zj->f);
+}
+
 static void put_le32(unsigned char *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
 		p[i] = (v >> (8 * i)) & 0xff;
 }
 
-/* On a worker: compress the frame; for a raw frame (written by emit) only
- * its checksum, here so that the workers share the hashing too. */
-static int zstd_job_run(void *ctx, struct cb_pool_job *j, void *scratch)
+/* On a worker: compress a frame into dst (cap bytes); for a raw frame
+ * (written by emit) only its checksum, here so that the workers share the
+ * hashing too. Its output length, or 0 on failure. */
+static size_t frame_run(struct zstd_scratch *sc, const struct zstd_frame *f, const unsigned char *in,
+			unsigned char *dst, size_t cap)
 {
-	struct zstd_scratch *sc = scratch;
 	size_t r;
 
-	(void)ctx;
-	j->out_len = 0;
-	if (j->m.cls == CB_CHUNK_STORE) {
-		put_le32(j->out, (uint32_t)cb_xxh64(j->in, j->m.len));
-		j->out_len = RAW_CHECKSUM;
-		return 0;
+	if (f->raw) {
+		put_le32(dst, (uint32_t)cb_xxh64(in, f->len));
+		return RAW_CHECKSUM;
 	}
 	if (!sc->cctx)
-		return -1;
-	r = ZSTD_compress2(sc->cctx, j->out, ZSTD_compressBound(j->m.len), j->in, j->m.len);
-	if (ZSTD_isError(r))
-		return -1;
-	j->out_len = r;
+		return 0;
+	r = ZSTD_compress2(sc->cctx, dst, cap, in, f->len);
+	return ZSTD_isError(r) ? 0 : r;
+}
+
+/* On a worker: the job's frames, their outputs one after the other (a
+ * frame that might not fit, of a segment cut in very many, gets its own). */
+static int zstd_job_run(void *ctx, struct cb_pool_job *j, void *scratch)
+{
+	struct zstd_writer *z = ctx;
+	struct zstd_job *zj = j->extra;
+	const unsigned char *in = j->in;
+
+	j->out_len = 0;
+	for (size_t i = 0; i < zj->n; i++) {
+		struct zstd_frame *f = &zj->f[i];
+		size_t bound = f->raw ? RAW_CHECKSUM : ZSTD_compressBound(f->len);
+		unsigned char *dst = j->out + j->out_len;
+
+		if (bound > z->out_cap - j->out_len)
+			dst = f->spill = cb_xmalloc(bound);
+		f->out_len = frame_run(scratch, f, in, dst, bound);
+		if (f->out_len == 0)
+			return -1;
+		if (!f->spill)
+			j->out_len += f->out_len;
+		in += f->len;
+	}
 	return 0;
 }
 
@@ -139,74 +187,95 @@ static int zstd_pad(struct cb_codec_out *o, size_t n)
 	return ret;
 }
 
-/* On the calling thread, in order: the frame is a unit. */
+/* On the calling thread, in order: every frame is a unit. */
 static int zstd_job_emit(void *ctx, struct cb_pool_job *j)
 {
 	struct zstd_writer *z = ctx;
-	int ret;
+	struct zstd_job *zj = j->extra;
+	const unsigned char *in = j->in, *out = j->out;
+	int ret = 0;
 
-	cb_codec_out_unit(z->out);
-	z->out->u_done += j->m.len;
-	z->any = 1;
-	if (j->m.cls == CB_CHUNK_STORE)
-		ret = raw_frame(z->out, j->in, j->m.len, j->out);
-	else if (j->out_len == 0)
-		ret = cb_error("zstd compression failed");
-	else
-		ret = cb_codec_out_write(z->out, j->out, j->out_len);
+	for (size_t i = 0; ret == 0 && i < zj->n; i++) {
+		const struct zstd_frame *f = &zj->f[i];
+		const unsigned char *o = f->spill ? f->spill : out;
+
+		cb_codec_out_unit(z->out);
+		z->out->u_done += f->len;
+		z->any = 1;
+		ret = f->raw ? raw_frame(z->out, in, f->len, o) : cb_codec_out_write(z->out, o, f->out_len);
+		in += f->len;
+		out += f->spill ? 0 : f->out_len;
+	}
+	for (size_t i = 0; i < zj->n; i++) {
+		free(zj->f[i].spill);
+		zj->f[i].spill = NULL;
+	}
 	if (ret == 0 && j->m.unit_end)
 		ret = cb_codec_out_seg_done(z->out, zstd_pad, 8);
 	return ret;
 }
 
 static const struct cb_pool_ops zstd_pool_ops = {
-	zstd_job_run, zstd_job_emit, zstd_scratch_new, zstd_scratch_free
+	zstd_job_run, zstd_job_emit, zstd_scratch_new, zstd_scratch_free, zstd_extra_free
 };
 
-/* Hand the gathered frame to the pool; unit_end: it ends a segment. */
-static int frame_submit(struct zstd_writer *z, int unit_end)
+/* The frame being taken ends where the bytes taken end. */
+static void frame_close(struct zstd_writer *z)
 {
+	struct zstd_job *zj = z->job->extra;
+
+	if (z->fill == z->frame_at)
+		return;
+	if (zj->n == zj->cap) {
+		zj->cap = zj->cap ? 2 * zj->cap : 8;
+		zj->f = cb_xrealloc(zj->f, zj->cap * sizeof(*zj->f));
+	}
+	zj->f[zj->n++] = (struct zstd_frame){ z->fill - z->frame_at, z->raw, 0, NULL };
+	z->frame_at = z->fill;
+}
+
+/* Hand the segment taken to the pool; unit_end: it ends a segment. */
+static int job_submit(struct zstd_writer *z, int unit_end)
+{
+	struct zstd_job *zj;
+	int raw = 1;
+
 	if (!z->job)
 		return 0;
+	frame_close(z);
+	zj = z->job->extra;
+	if (zj->n == 0)
+		return 0;   /* a segment still being gathered stays */
+	for (size_t i = 0; i < zj->n; i++)
+		raw &= zj->f[i].raw;
 	z->job->m.unit_end = unit_end;
 	z->job->m.len = z->fill;
-	z->job->m.cls = z->raw ? CB_CHUNK_STORE : CB_CHUNK_COMPRESS;
+	z->job->m.cls = raw ? CB_CHUNK_STORE : CB_CHUNK_COMPRESS;
 	z->job = NULL;
-	z->fill = 0;
+	z->fill = z->frame_at = 0;
 	return cb_pool_submit(z->pool);
+}
+
+static struct cb_pool_job *job_get(struct zstd_writer *z)
+{
+	if (!z->job && (z->job = cb_pool_acquire(z->pool)))
+		((struct zstd_job *)z->job->extra)->n = 0;
+	return z->job;
 }
 
 static unsigned char *zstd_chunk_buf(void *st)
 {
 	struct zstd_writer *z = st;
 
-	if (!z->job && !(z->job = cb_pool_acquire(z->pool)))
-		return NULL;
-	return z->job->in + z->fill;
+	return job_get(z) ? z->job->in + z->fill : NULL;
 }
 
-/* A chunk of the other kind than the frame it landed in starts a frame of
- * its own: submit the frame without it, move it to the next one. */
-static int switch_kind(struct zstd_writer *z, size_t len, int raw)
+/* The next segment is gathered in the job that will compress it. */
+static unsigned char *zstd_seg_buf(void *st)
 {
-	unsigned char *chunk;
-	struct cb_pool_job *next;
+	struct zstd_writer *z = st;
 
-	if (z->fill == 0) {
-		z->raw = raw;
-		return 0;
-	}
-	chunk = cb_xmalloc(len);
-	memcpy(chunk, z->job->in + z->fill, len);
-	if (frame_submit(z, 0) < 0 || !(next = cb_pool_acquire(z->pool))) {
-		free(chunk);
-		return -1;
-	}
-	z->job = next;
-	memcpy(next->in, chunk, len);
-	free(chunk);
-	z->raw = raw;
-	return 0;
+	return job_get(z) ? z->job->in : NULL;
 }
 
 static int zstd_chunk(void *st, const struct cb_chunk_meta *m)
@@ -222,12 +291,13 @@ static int zstd_chunk(void *st, const struct cb_chunk_meta *m)
 	} else if (raw) {
 		cb_codec_out_stored(z->out, m, m->reason, m->len);
 	}
-	if (raw != z->raw && switch_kind(z, m->len, raw) < 0)
-		return -1;
-	z->job->m.first_file = z->fill ? z->job->m.first_file : m->first_file;
-	z->job->m.last_file = m->last_file;
+	/* a chunk of the other kind starts a frame of its own */
+	if (raw != z->raw) {
+		frame_close(z);
+		z->raw = raw;
+	}
 	z->fill += m->len;
-	return m->unit_end ? frame_submit(z, 1) : 0;
+	return m->unit_end ? job_submit(z, 1) : 0;
 }
 
 /*
@@ -264,7 +334,7 @@ static int seek_table(struct zstd_writer *z)
 static int zstd_finish(void *st)
 {
 	struct zstd_writer *z = st;
-	int ret = frame_submit(z, 1);
+	int ret = job_submit(z, 1);
 
 	ret = cb_pool_drain(z->pool) < 0 ? -1 : ret;
 	z->out->compress_seconds += cb_pool_seconds(z->pool);
@@ -288,7 +358,7 @@ static int zstd_sync(void *st)
 {
 	struct zstd_writer *z = st;
 
-	return frame_submit(z, 1) < 0 ? -1 : cb_pool_drain(z->pool);
+	return job_submit(z, 1) < 0 ? -1 : cb_pool_drain(z->pool);
 }
 
 static void zstd_wfree(void *st)
@@ -301,7 +371,7 @@ static void zstd_wfree(void *st)
 }
 
 static const struct cb_codec_wops zstd_wops = {
-	zstd_chunk_buf, zstd_chunk, zstd_finish, zstd_wfree, 512 * 1024, NULL, zstd_sync
+	zstd_chunk_buf, zstd_chunk, zstd_finish, zstd_wfree, 512 * 1024, NULL, zstd_sync, zstd_seg_buf
 };
 
 int cb_codec_zstd_writer(void **st, const struct cb_codec_wops **ops,
@@ -321,7 +391,10 @@ int cb_codec_zstd_writer(void **st, const struct cb_codec_wops **ops,
 		return cb_error("zstd: bad level %d", level);
 	}
 	z->trial = cb_trial_new(CB_TRIAL_GAIN_FAST);
-	z->pool = cb_pool_new_sized(threads, unit, ZSTD_compressBound(unit), 0, &zstd_pool_ops, z);
+	/* room for the outputs of a segment's frames: a bound each */
+	z->out_cap = ZSTD_compressBound(unit) + 64 * 1024;
+	/* one job more than the threads: the segment being gathered */
+	z->pool = cb_pool_new_ring(threads, 1, unit, z->out_cap, sizeof(struct zstd_job), &zstd_pool_ops, z);
 	*st = z;
 	*ops = &zstd_wops;
 	return 0;

@@ -3,12 +3,17 @@
  * the calling thread in submission order (pigz's scheme, without its
  * dictionary chaining: a codec that wants history copies it into the job).
  *
- * A fixed ring of threads + 2 jobs bounds the memory (a job holds a chunk
- * in and its output, about 8 MiB at 4 MiB units): one running on each
+ * A fixed ring of threads + 2 jobs bounds the memory: one running on each
  * thread, one being filled, one being written; the caller blocks in
  * cb_pool_acquire() until the oldest job is done and written. Twice the
  * threads bought no throughput (a 642 MB root, zstd on 2 cores: 2.52 s
- * against 2.14 s, medians of 3) and cost 18 MB of peak RSS. With one
+ * against 2.14 s, medians of 3) and cost 18 MB of peak RSS. A codec whose
+ * job is filled for long (zstd gathers a whole segment in it, up to 8 MiB
+ * at 4 MiB units, with as much output) asks for threads + 1. A job takes
+ * an output buffer only when it is submitted and gives it back once
+ * written, so there is one fewer of them than jobs: the job being filled
+ * needs none (taking one waits for the oldest job, as the next
+ * cb_pool_acquire() would anyway). With one
  * thread jobs run inline, so the bytes never depend on the thread count;
  * stored chunks, which need only their checksums, run inline too when
  * nothing is in flight.
@@ -28,6 +33,8 @@ struct cb_pool {
 	struct cb_pool_job *jobs;
 	unsigned char *in_mem, *out_mem;  /* the jobs' buffers */
 	size_t in_cap, out_cap;
+	unsigned char **free_out;     /* output buffers no job holds */
+	size_t nouts, n_free;
 	unsigned char *done;          /* per job slot */
 	size_t njobs;
 	uint64_t head, run, tail;     /* next to emit, next to run, next to fill */
@@ -74,11 +81,11 @@ static void *worker(void *arg)
 struct cb_pool *cb_pool_new(int threads, size_t out_cap, size_t extra_size,
 			    const struct cb_pool_ops *ops, void *ctx)
 {
-	return cb_pool_new_sized(threads, CB_CODEC_CHUNK, out_cap, extra_size, ops, ctx);
+	return cb_pool_new_ring(threads, 2, CB_CODEC_CHUNK, out_cap, extra_size, ops, ctx);
 }
 
-struct cb_pool *cb_pool_new_sized(int threads, size_t in_cap, size_t out_cap, size_t extra_size,
-				  const struct cb_pool_ops *ops, void *ctx)
+struct cb_pool *cb_pool_new_ring(int threads, int spare, size_t in_cap, size_t out_cap,
+				 size_t extra_size, const struct cb_pool_ops *ops, void *ctx)
 {
 	struct cb_pool *p = cb_xcalloc(1, sizeof(*p));
 
@@ -86,17 +93,20 @@ struct cb_pool *cb_pool_new_sized(int threads, size_t in_cap, size_t out_cap, si
 	p->ops = ops;
 	p->ctx = ctx;
 	p->threads = threads < 1 ? 1 : threads;
-	p->njobs = p->threads == 1 ? 1 : (size_t)p->threads + 2;
+	p->njobs = p->threads == 1 ? 1 : (size_t)(p->threads + spare);
 	p->jobs = cb_xcalloc(p->njobs, sizeof(*p->jobs));
 	p->done = cb_xcalloc(p->njobs, 1);
 	/* small pages: a job is sized for the largest frame and most hold
 	 * half of it or less (huge pages made every job count whole) */
 	p->out_cap = out_cap;
+	p->nouts = p->njobs > 1 ? p->njobs - 1 : 1;
 	p->in_mem = cb_xmalloc_pages(p->njobs * in_cap);
-	p->out_mem = cb_xmalloc_pages(p->njobs * out_cap);
+	p->out_mem = cb_xmalloc_pages(p->nouts * out_cap);
+	p->free_out = cb_xcalloc(p->nouts, sizeof(*p->free_out));
+	for (size_t i = 0; i < p->nouts; i++)
+		p->free_out[p->n_free++] = p->out_mem + i * out_cap;
 	for (size_t i = 0; i < p->njobs; i++) {
 		p->jobs[i].in = p->in_mem + i * in_cap;
-		p->jobs[i].out = p->out_mem + i * out_cap;
 		p->jobs[i].extra = extra_size ? cb_xcalloc(1, extra_size) : NULL;
 	}
 	pthread_mutex_init(&p->mu, NULL);
@@ -118,20 +128,26 @@ struct cb_pool *cb_pool_new_sized(int threads, size_t in_cap, size_t out_cap, si
 	return p;
 }
 
-/* Hand a finished job to the codec: 1, or -1 on error. */
+/* Hand a finished job to the codec, its output buffer back: 1, or -1 on
+ * error. */
 static int emit_job(struct cb_pool *p, struct cb_pool_job *j)
 {
+	int ret = 1;
+
 	p->seconds += j->seconds;
 	if (j->failed ? cb_error("compression failed (chunk of %zu bytes)", j->m.len) < 0
 		      : p->ops->emit(p->ctx, j) < 0) {
 		p->failed = 1;
-		return -1;
+		ret = -1;
+	} else {
+		/* a rare large frame (a segment of 2 units, output of more
+		 * than half a unit) does not keep its pages in every job */
+		cb_pages_trim(j->in, p->in_cap, p->in_cap / 2, j->m.len);
+		cb_pages_trim(j->out, p->out_cap, p->out_cap / 4, j->out_len);
 	}
-	/* a rare large frame (a segment of 2 units, output of more than
-	 * half a unit) does not keep its pages in every job */
-	cb_pages_trim(j->in, p->in_cap, p->in_cap / 2, j->m.len);
-	cb_pages_trim(j->out, p->out_cap, p->out_cap / 4, j->out_len);
-	return 1;
+	p->free_out[p->n_free++] = j->out;
+	j->out = NULL;
+	return ret;
 }
 
 /* Emit the oldest job; wait for it if asked, else only if it is done.
@@ -168,12 +184,28 @@ struct cb_pool_job *cb_pool_acquire(struct cb_pool *p)
 	return &p->jobs[p->tail % p->njobs];
 }
 
+/* An output buffer for the job about to be submitted: every one held is
+ * a job submitted and not written yet, the oldest of which frees one. */
+static int take_out(struct cb_pool *p, struct cb_pool_job *j)
+{
+	while (p->n_free == 0) {
+		int r = emit_head(p, 1);
+
+		if (r <= 0)
+			return r < 0 ? -1 : cb_error("codec pool: no output buffer");
+	}
+	j->out = p->free_out[--p->n_free];
+	return 0;
+}
+
 int cb_pool_submit(struct cb_pool *p)
 {
 	struct cb_pool_job *j = &p->jobs[p->tail % p->njobs];
 	int r;
 
 	p->acquired = 0;
+	if (take_out(p, j) < 0)
+		return -1;
 	if (p->started == 0) {
 		run_job(p, j, p->inline_scratch);
 		p->tail++;
@@ -226,13 +258,17 @@ void cb_pool_free(struct cb_pool *p)
 		pthread_join(p->th[i], NULL);
 	if (p->inline_scratch)
 		p->ops->scratch_free(p->inline_scratch);
-	for (size_t i = 0; i < p->njobs; i++)
+	for (size_t i = 0; i < p->njobs; i++) {
+		if (p->ops->extra_free && p->jobs[i].extra)
+			p->ops->extra_free(p->jobs[i].extra);
 		free(p->jobs[i].extra);
+	}
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->work_cv);
 	pthread_cond_destroy(&p->done_cv);
 	cb_free_huge(p->in_mem, p->njobs * p->in_cap);   /* unmaps small pages too */
-	cb_free_huge(p->out_mem, p->njobs * p->out_cap);
+	cb_free_huge(p->out_mem, p->nouts * p->out_cap);
+	free(p->free_out);
 	free(p->th);
 	free(p->jobs);
 	free(p->done);

@@ -14,10 +14,26 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "cb_dynlib.h"
 #include "cb_s3.h"
 #include "cb_util.h"
 
+/* libcurl's functions, looked up when a client opens (cb_dynlib.h) */
+struct curl_api {
+	__typeof__(curl_global_init) *global_init;
+	__typeof__(curl_easy_init) *easy_init;
+	__typeof__(curl_easy_setopt) *easy_setopt;
+	__typeof__(curl_easy_perform) *easy_perform;
+	__typeof__(curl_easy_getinfo) *easy_getinfo;
+	__typeof__(curl_easy_reset) *easy_reset;
+	__typeof__(curl_easy_cleanup) *easy_cleanup;
+	__typeof__(curl_easy_strerror) *easy_strerror;
+	__typeof__(curl_slist_append) *slist_append;
+	__typeof__(curl_slist_free_all) *slist_free_all;
+};
+
 struct cb_s3 {
+	struct curl_api c;
 	CURL *curl;
 	char *endpoint, *bucket, *region, *access_key, *secret_key;
 	char host[256];          /* the Host header curl sends: endpoint's authority */
@@ -65,6 +81,24 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	return size * n;
 }
 
+static int curl_load(struct curl_api *c)
+{
+	const struct cb_dynsym syms[] = {
+		{ "curl_global_init", (void **)&c->global_init },
+		{ "curl_easy_init", (void **)&c->easy_init },
+		{ "curl_easy_setopt", (void **)&c->easy_setopt },
+		{ "curl_easy_perform", (void **)&c->easy_perform },
+		{ "curl_easy_getinfo", (void **)&c->easy_getinfo },
+		{ "curl_easy_reset", (void **)&c->easy_reset },
+		{ "curl_easy_cleanup", (void **)&c->easy_cleanup },
+		{ "curl_easy_strerror", (void **)&c->easy_strerror },
+		{ "curl_slist_append", (void **)&c->slist_append },
+		{ "curl_slist_free_all", (void **)&c->slist_free_all },
+	};
+
+	return cb_dynlib_open("libcurl.so.4", "S3 storage", syms, sizeof(syms) / sizeof(syms[0]));
+}
+
 struct cb_s3 *cb_s3_open(const struct cb_s3_cfg *cfg)
 {
 	struct cb_s3 *s;
@@ -81,8 +115,12 @@ struct cb_s3 *cb_s3_open(const struct cb_s3_cfg *cfg)
 		cb_error("endpoint '%s' has no host", cfg->endpoint);
 		return NULL;
 	}
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	s = cb_xcalloc(1, sizeof(*s));
+	if (curl_load(&s->c) < 0) {
+		free(s);
+		return NULL;
+	}
+	s->c.global_init(CURL_GLOBAL_DEFAULT);
 	memcpy(s->host, auth, n);
 	s->endpoint = cb_xasprintf("%.*s", (int)(auth - cfg->endpoint + n), cfg->endpoint);
 	s->bucket = cb_xstrdup(cfg->bucket);
@@ -90,7 +128,7 @@ struct cb_s3 *cb_s3_open(const struct cb_s3_cfg *cfg)
 	s->access_key = cb_xstrdup(cfg->access_key);
 	s->secret_key = cb_xstrdup(cfg->secret_key);
 	s->timeout_s = cfg->timeout_s ? cfg->timeout_s : 300;
-	s->curl = curl_easy_init();
+	s->curl = s->c.easy_init();
 	if (!s->curl) {
 		cb_s3_free(s);
 		cb_error("cannot start libcurl");
@@ -104,7 +142,7 @@ void cb_s3_free(struct cb_s3 *s)
 	if (!s)
 		return;
 	if (s->curl)
-		curl_easy_cleanup(s->curl);
+		s->c.easy_cleanup(s->curl);
 	if (s->secret_key)
 		OPENSSL_cleanse(s->secret_key, strlen(s->secret_key));
 	free(s->endpoint);
@@ -167,40 +205,40 @@ static int request_once(struct cb_s3 *s, struct s3_req *r)
 		.access_key = s->access_key, .secret_key = s->secret_key, .amz_date = date });
 	for (size_t i = 1; i < nh; i++) {   /* curl sends Host itself */
 		line = cb_xasprintf("%s: %s", h[i].name, h[i].value);
-		list = curl_slist_append(list, line);
+		list = s->c.slist_append(list, line);
 		free(line);
 	}
 	line = cb_xasprintf("Authorization: %s", auth);
-	list = curl_slist_append(list, line);
-	list = curl_slist_append(list, "Expect:");   /* no 100-continue round trip */
+	list = s->c.slist_append(list, line);
+	list = s->c.slist_append(list, "Expect:");   /* no 100-continue round trip */
 	free(line);
 
-	curl_easy_reset(s->curl);
-	curl_easy_setopt(s->curl, CURLOPT_URL, url);
-	curl_easy_setopt(s->curl, CURLOPT_CUSTOMREQUEST, r->method);
-	curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, list);
-	curl_easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(s->curl, CURLOPT_WRITEDATA, r);
-	curl_easy_setopt(s->curl, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(s->curl, CURLOPT_HEADERDATA, r);
-	curl_easy_setopt(s->curl, CURLOPT_ERRORBUFFER, s->err);
-	curl_easy_setopt(s->curl, CURLOPT_TIMEOUT, s->timeout_s);
-	curl_easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT, 20L);
-	curl_easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
+	s->c.easy_reset(s->curl);
+	s->c.easy_setopt(s->curl, CURLOPT_URL, url);
+	s->c.easy_setopt(s->curl, CURLOPT_CUSTOMREQUEST, r->method);
+	s->c.easy_setopt(s->curl, CURLOPT_HTTPHEADER, list);
+	s->c.easy_setopt(s->curl, CURLOPT_WRITEFUNCTION, on_body);
+	s->c.easy_setopt(s->curl, CURLOPT_WRITEDATA, r);
+	s->c.easy_setopt(s->curl, CURLOPT_HEADERFUNCTION, on_header);
+	s->c.easy_setopt(s->curl, CURLOPT_HEADERDATA, r);
+	s->c.easy_setopt(s->curl, CURLOPT_ERRORBUFFER, s->err);
+	s->c.easy_setopt(s->curl, CURLOPT_TIMEOUT, s->timeout_s);
+	s->c.easy_setopt(s->curl, CURLOPT_CONNECTTIMEOUT, 20L);
+	s->c.easy_setopt(s->curl, CURLOPT_NOSIGNAL, 1L);
 	if (!strcmp(r->method, "HEAD"))
-		curl_easy_setopt(s->curl, CURLOPT_NOBODY, 1L);
+		s->c.easy_setopt(s->curl, CURLOPT_NOBODY, 1L);
 	if (r->body) {
-		curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, r->body);
-		curl_easy_setopt(s->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+		s->c.easy_setopt(s->curl, CURLOPT_POSTFIELDS, r->body);
+		s->c.easy_setopt(s->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
 	}
 	s->err[0] = '\0';
 	r->length = 0;
-	rc = curl_easy_perform(s->curl);
+	rc = s->c.easy_perform(s->curl);
 	if (rc == CURLE_OK)
-		curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &r->status);
+		s->c.easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &r->status);
 	else if (!s->err[0])
-		snprintf(s->err, sizeof(s->err), "%s", curl_easy_strerror(rc));
-	curl_slist_free_all(list);
+		snprintf(s->err, sizeof(s->err), "%s", s->c.easy_strerror(rc));
+	s->c.slist_free_all(list);
 	free(auth);
 	free(url);
 	free(path);

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cb_dynlib.h"
 #include "cb_nbdread.h"
 #include "cb_throttle.h"
 #include "cb_util.h"
@@ -29,8 +30,26 @@ struct extents {
 	size_t n, alloc;
 };
 
+/* libnbd's functions, looked up when a disk is first read (cb_dynlib.h) */
+struct nbd_api {
+	__typeof__(nbd_create) *create;
+	__typeof__(nbd_close) *close;
+	__typeof__(nbd_shutdown) *shutdown;
+	__typeof__(nbd_get_error) *get_error;
+	__typeof__(nbd_set_export_name) *set_export_name;
+	__typeof__(nbd_add_meta_context) *add_meta_context;
+	__typeof__(nbd_can_meta_context) *can_meta_context;
+	__typeof__(nbd_connect_unix) *connect_unix;
+	__typeof__(nbd_get_size) *get_size;
+	__typeof__(nbd_block_status) *block_status;
+	__typeof__(nbd_aio_pread) *aio_pread;
+	__typeof__(nbd_aio_command_completed) *aio_command_completed;
+	__typeof__(nbd_poll) *poll;
+};
+
 struct reader {
 	const struct cb_nbdread_opts *o;
+	struct nbd_api n;
 	struct nbd_handle *h;
 	int fd;
 	char *buf;
@@ -39,9 +58,32 @@ struct reader {
 	uint64_t done;              /* for the progress bar */
 };
 
-static int nbd_fail(const char *what)
+static int nbd_load(struct nbd_api *n)
 {
-	return cb_error("NBD %s: %s", what, nbd_get_error() ? nbd_get_error() : "failed");
+	const struct cb_dynsym syms[] = {
+		{ "nbd_create", (void **)&n->create },
+		{ "nbd_close", (void **)&n->close },
+		{ "nbd_shutdown", (void **)&n->shutdown },
+		{ "nbd_get_error", (void **)&n->get_error },
+		{ "nbd_set_export_name", (void **)&n->set_export_name },
+		{ "nbd_add_meta_context", (void **)&n->add_meta_context },
+		{ "nbd_can_meta_context", (void **)&n->can_meta_context },
+		{ "nbd_connect_unix", (void **)&n->connect_unix },
+		{ "nbd_get_size", (void **)&n->get_size },
+		{ "nbd_block_status", (void **)&n->block_status },
+		{ "nbd_aio_pread", (void **)&n->aio_pread },
+		{ "nbd_aio_command_completed", (void **)&n->aio_command_completed },
+		{ "nbd_poll", (void **)&n->poll },
+	};
+
+	return cb_dynlib_open("libnbd.so.0", "reading a VM disk", syms, sizeof(syms) / sizeof(syms[0]));
+}
+
+static int nbd_fail(const struct reader *r, const char *what)
+{
+	const char *e = r->n.get_error();
+
+	return cb_error("NBD %s: %s", what, e ? e : "failed");
 }
 
 static int on_extents(void *data, const char *ctx, uint64_t off, uint32_t *e, size_t n, int *err)
@@ -74,8 +116,8 @@ static int block_status(struct reader *r, const char *ctx, uint64_t off, uint64_
 		size_t first = x->n;
 		uint64_t ask = end - off < WINDOW ? end - off : WINDOW;
 		nbd_extent_callback cb = { .callback = on_extents, .user_data = x };
-		if (nbd_block_status(r->h, ask, off, cb, 0) < 0)
-			return nbd_fail("block status");
+		if (r->n.block_status(r->h, ask, off, cb, 0) < 0)
+			return nbd_fail(r, "block status");
 		if (x->n == first)
 			return cb_error("NBD block status: no extents at %llu", (unsigned long long)off);
 		for (size_t i = first; i < x->n; i++) {
@@ -130,21 +172,21 @@ static int copy_data(struct reader *r, uint64_t off, uint64_t len)
 			struct slot *s = &q[(head + count) % INFLIGHT];
 			s->off = off;
 			s->n = len < CHUNK ? (size_t)len : CHUNK;
-			s->cookie = nbd_aio_pread(r->h, r->buf + ((head + count) % INFLIGHT) * CHUNK,
-						  s->n, off, NBD_NULL_COMPLETION, 0);
+			s->cookie = r->n.aio_pread(r->h, r->buf + ((head + count) % INFLIGHT) * CHUNK,
+						   s->n, off, NBD_NULL_COMPLETION, 0);
 			if (s->cookie < 0)
-				return nbd_fail("read");
+				return nbd_fail(r, "read");
 			off += s->n;
 			len -= s->n;
 			count++;
 		}
 		struct slot *s = &q[head];
 		int done;
-		while ((done = nbd_aio_command_completed(r->h, (uint64_t)s->cookie)) == 0)
-			if (nbd_poll(r->h, -1) < 0)
-				return nbd_fail("read");
+		while ((done = r->n.aio_command_completed(r->h, (uint64_t)s->cookie)) == 0)
+			if (r->n.poll(r->h, -1) < 0)
+				return nbd_fail(r, "read");
 		if (done < 0)
-			return nbd_fail("read");
+			return nbd_fail(r, "read");
 		r->st->read += s->n;
 		if (store(r, r->buf + head * CHUNK, s->off, s->n) < 0)
 			return -1;
@@ -219,24 +261,26 @@ static int connect_export(struct reader *r, int *no_bitmap)
 	char ctx[512];
 
 	snprintf(ctx, sizeof(ctx), "qemu:dirty-bitmap:%s", r->o->bitmap ? r->o->bitmap : "");
-	if (!(r->h = nbd_create()))
-		return nbd_fail("handle");
-	if (nbd_set_export_name(r->h, r->o->export_name) < 0 ||
-	    nbd_add_meta_context(r->h, ALLOC_CTX) < 0 ||
-	    (r->o->bitmap && nbd_add_meta_context(r->h, ctx) < 0))
-		return nbd_fail("set-up");
-	if (nbd_connect_unix(r->h, r->o->socket) < 0)
-		return nbd_fail("connect");
-	if (nbd_can_meta_context(r->h, ALLOC_CTX) != 1)
+	if (nbd_load(&r->n) < 0)
+		return -1;
+	if (!(r->h = r->n.create()))
+		return nbd_fail(r, "handle");
+	if (r->n.set_export_name(r->h, r->o->export_name) < 0 ||
+	    r->n.add_meta_context(r->h, ALLOC_CTX) < 0 ||
+	    (r->o->bitmap && r->n.add_meta_context(r->h, ctx) < 0))
+		return nbd_fail(r, "set-up");
+	if (r->n.connect_unix(r->h, r->o->socket) < 0)
+		return nbd_fail(r, "connect");
+	if (r->n.can_meta_context(r->h, ALLOC_CTX) != 1)
 		return cb_error("NBD export '%s' has no allocation map", r->o->export_name);
-	if (r->o->bitmap && nbd_can_meta_context(r->h, ctx) != 1) {
+	if (r->o->bitmap && r->n.can_meta_context(r->h, ctx) != 1) {
 		*no_bitmap = 1;
 		return cb_error("NBD export '%s' does not offer the bitmap '%s'", r->o->export_name,
 				r->o->bitmap);
 	}
-	int64_t size = nbd_get_size(r->h);
+	int64_t size = r->n.get_size(r->h);
 	if (size < 0)
-		return nbd_fail("size");
+		return nbd_fail(r, "size");
 	r->st->size = (uint64_t)size;
 	return 0;
 }
@@ -258,8 +302,8 @@ int cb_nbdread(const struct cb_nbdread_opts *o, struct cb_nbdread_stats *st, int
 		rc = cb_error_errno("cannot write '%s'", o->file);
 out:
 	if (r.h) {
-		nbd_shutdown(r.h, 0);
-		nbd_close(r.h);
+		r.n.shutdown(r.h, 0);
+		r.n.close(r.h);
 	}
 	if (r.fd >= 0)
 		close(r.fd);

@@ -631,7 +631,7 @@ static void test_threads_deterministic(void **state)
  * caller) and a busy one (queued behind compressing jobs): the bytes must
  * still not depend on the thread count, and read back with stock tools. */
 static off_t compress_interleaved(const char *path, enum cb_compress type, int threads,
-				  const unsigned char *data, size_t len)
+				  const unsigned char *data, size_t len, uint64_t *copied)
 {
 	struct cb_codec_params p = { .type = type, .policy = CB_POLICY_AUTO, .threads = threads };
 	static const size_t seg[] = { 2500000, 1300000, 700000, 3100000, 1048576, 900000 };
@@ -655,6 +655,9 @@ static off_t compress_interleaved(const char *path, enum cb_compress type, int t
 		}
 		pos += k;
 	}
+	assert_int_equal(cb_codec_finish(w), 0);
+	if (copied)
+		*copied = w->chunk_copied;
 	size = coding_end(&c, path, &st);
 	assert_true(st.bytes_stored_magic >= 1300000 + 3100000);
 	return size;
@@ -673,7 +676,7 @@ static void test_threads_deterministic_interleaved(void **state)
 		memcpy(data + i * DATA_LEN, f->data, DATA_LEN);
 	for (size_t t = 0; t < 3; t++) {
 		for (size_t i = 0; i < 4; i++) {
-			compress_interleaved(i ? comp : ref, types[t], threads[i], data, len);
+			compress_interleaved(i ? comp : ref, types[t], threads[i], data, len, NULL);
 			if (i)
 				assert_int_equal(run("cmp -s '%s' '%s'", ref, comp), 0);
 		}
@@ -682,6 +685,103 @@ static void test_threads_deterministic_interleaved(void **state)
 	free(data);
 	free(ref);
 	free(comp);
+}
+
+/* zstd gathers each segment in the input buffer of the pool job that
+ * compresses it: its frames (stored runs among compressed ones) are taken
+ * in place, no byte copied from a segment buffer into a job, so the
+ * segment costs no buffer of its own. */
+static void test_zstd_segments_handed_over(void **state)
+{
+	struct fixture *f = *state;
+	char *comp = path_in(f, "handed");
+	size_t len = 4 * DATA_LEN;
+	unsigned char *data = cb_xmalloc(len);
+
+	for (size_t i = 0; i < 4; i++)
+		memcpy(data + i * DATA_LEN, f->data, DATA_LEN);
+	for (int threads = 1; threads <= 3; threads++) {
+		uint64_t copied = 1;
+
+		compress_interleaved(comp, CB_COMPRESS_ZSTD, threads, data, len, &copied);
+		assert_int_equal(copied, 0);
+		check_back(f, comp, CB_COMPRESS_ZSTD, data, len);
+	}
+	free(data);
+	free(comp);
+}
+
+/* What a pool's jobs were given: their distinct input and output buffers. */
+struct pool_seen {
+	const unsigned char *in[8], *out[8];
+	size_t n_in, n_out;
+};
+
+static void seen_add(const unsigned char **v, size_t *n, const unsigned char *p)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (v[i] == p)
+			return;
+	assert_true(*n < 8);
+	v[(*n)++] = p;
+}
+
+static int seen_run(void *ctx, struct cb_pool_job *j, void *scratch)
+{
+	(void)ctx, (void)scratch;
+	j->out[0] = j->in[0];
+	j->out_len = 1;
+	return 0;
+}
+
+static int seen_emit(void *ctx, struct cb_pool_job *j)
+{
+	struct pool_seen *seen = ctx;
+
+	assert_int_equal(j->out[0], j->in[0]);
+	seen_add(seen->in, &seen->n_in, j->in);
+	seen_add(seen->out, &seen->n_out, j->out);
+	return 0;
+}
+
+static void *seen_scratch_new(void *ctx)
+{
+	return ctx;
+}
+
+static void seen_scratch_free(void *scratch)
+{
+	(void)scratch;
+}
+
+/* The job being filled holds no output buffer: a pool has one fewer of
+ * them than jobs, and every job's output is its own while it is out. */
+static void test_pool_outputs_fewer_than_jobs(void **state)
+{
+	static const struct cb_pool_ops ops = { .run = seen_run, .emit = seen_emit,
+						.scratch_new = seen_scratch_new,
+						.scratch_free = seen_scratch_free };
+
+	(void)state;
+	for (int threads = 1; threads <= 3; threads++) {
+		struct pool_seen seen = { 0 };
+		struct cb_pool *p = cb_pool_new(threads, 4096, 0, &ops, &seen);
+		size_t jobs = threads == 1 ? 1 : (size_t)threads + 2;
+
+		for (int i = 0; i < 300; i++) {
+			struct cb_pool_job *j = cb_pool_acquire(p);
+
+			assert_non_null(j);
+			j->in[0] = (unsigned char)i;
+			j->m.len = 1;
+			j->m.cls = CB_CHUNK_COMPRESS;
+			assert_int_equal(cb_pool_submit(p), 0);
+		}
+		assert_int_equal(cb_pool_drain(p), 0);
+		cb_pool_free(p);
+		assert_int_equal(seen.n_in, jobs);
+		assert_true(seen.n_out <= (jobs > 1 ? jobs - 1 : 1));
+	}
 }
 
 /* Parallel gzip stays within a whisker of a single deflate stream. */
@@ -753,6 +853,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_error_named, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_deterministic, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads_deterministic_interleaved, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_zstd_segments_handed_over, setup, teardown),
+		cmocka_unit_test(test_pool_outputs_fewer_than_jobs),
 		cmocka_unit_test_setup_teardown(test_gzip_parallel_ratio, setup, teardown),
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_crc32_as_zlib),
