@@ -41,8 +41,11 @@ struct cb_store_night {
 	char *prev;
 	int segmented;
 	struct cb_s3_buf unit;           /* the bytes of the unit handed to the codec */
-	unsigned char asked[32];         /* its digest, until its segment ends: */
-	int asked_set;                   /* compressed after all, the copy was bad */
+	/* the units handed to the codec, and those the store lists that would
+	 * not read: one the codec compresses after all was a bad copy, and the
+	 * bytes it compressed are written over it. A set, not the last one
+	 * asked: the codec asks ahead of the segments its pool still works on */
+	struct cb_store_set asked;
 	/* the codec calls on_bytes and on_segment on the thread that emits
 	 * (gzip's worker) while lookup runs on its caller's */
 	pthread_mutex_t mu;
@@ -145,9 +148,7 @@ static int put_unit(struct cb_store_night *n, const unsigned char *p, size_t len
 	}
 	/* the codec compressed what the store's copy should have given: that
 	 * copy is damaged, and these bytes mend it */
-	mend = dig && n->asked_set && !memcmp(dig, n->asked, 32);
-	if (mend)
-		n->asked_set = 0;
+	mend = dig && cb_store_set_has(&n->asked, dig);
 	if (name_dig(n, d, nd) < 0)
 		return -1;
 	if (n->cache)
@@ -213,8 +214,6 @@ static int segment_ends(struct cb_store_night *n, const struct cb_codec_seg *g, 
 		n->st.present_units++;
 		n->st.present_bytes += g->c_len;
 		n->pend_off = g->c_off + g->c_len;
-		if (n->asked_set && !memcmp(n->asked, g->cdig, 32))
-			n->asked_set = 0;
 		return 0;
 	}
 	if (n->pend.len != g->c_len)
@@ -263,8 +262,6 @@ static int read_unit(struct cb_store_night *n, const unsigned char *d, uint64_t 
 		pthread_mutex_lock(&n->mu);
 		if (rc == 0 && !known)
 			cb_store_objmap_add(&n->objs, &rec);
-		memcpy(n->asked, d, 32);
-		n->asked_set = rc < 0;
 		pthread_mutex_unlock(&n->mu);
 		return rc;
 	}
@@ -308,14 +305,15 @@ static int lookup(void *ctx, const unsigned char *key, uint64_t u_len, struct cb
 	if (n->cache && cb_unit_cache_get(n->cache, d, src->c_len, &n->unit))
 		cached = 1;
 	else if (read_unit(n, d, src->c_len) < 0)
-		return 0;
+		cached = -1;
 	else if (n->cache)
 		cache_fetched(n, d);
 	pthread_mutex_lock(&n->mu);
-	n->st.cached_units += cached;
-	memcpy(n->asked, d, 32);
-	n->asked_set = 1;
+	n->st.cached_units += cached > 0;
+	cb_store_set_add(&n->asked, d);
 	pthread_mutex_unlock(&n->mu);
+	if (cached < 0)
+		return 0;
 	src->bytes = n->unit.data;
 	return 1;
 }
@@ -638,6 +636,7 @@ void cb_store_night_free(struct cb_store_night *n)
 		cb_reuse_free(n->reuse[i]);
 	free(n->reuse);
 	cb_store_set_release(&n->have);
+	cb_store_set_release(&n->asked);
 	cb_store_objmap_release(&n->objs);
 	cb_s3_buf_release(&n->unit);
 	cb_s3_buf_release(&n->pend);
