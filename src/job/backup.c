@@ -355,8 +355,11 @@ static void prepare_paths(struct guest_run *r, time_t when)
 		r->archive_path = cb_xstrdup("-");   /* vzdump's name for stdout */
 	} else {
 		r->archive_path = cb_xasprintf("%s/%s", r->opts.dumpdir, name);
-		if (!r->opts.dry_run && !backup_uses_dumpdir(r)) {
-			r->log_path = backup_s3_log_path(r);
+		/* an S3 night's log is in the store; an encrypted archive's
+		 * would name the guest's files in clear beside it: both on the
+		 * host, TMPDIR/cbackup/TYPE-ID.log */
+		if (!r->opts.dry_run && (!backup_uses_dumpdir(r) || backup_encrypts(r))) {
+			r->log_path = backup_host_log_path(r);
 		} else if (!r->opts.dry_run) {   /* a dry run writes no log file */
 			/* the same rule prune uses to find the .log beside an archive */
 			char *base = cb_catalog_base(r->archive_path);

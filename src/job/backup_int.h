@@ -133,10 +133,11 @@ void backup_store_log(struct guest_run *r);
 void backup_store_end_night(struct guest_run *r);
 void backup_store_close(struct guest_run *r);
 /* 0 for an S3 storage: its night writes nothing in a dumpdir (nor with
- * --stdout); its log file is backup_s3_log_path()'s. */
+ * --stdout); its log file (and an encrypted archive's) is
+ * backup_host_log_path()'s. */
 int backup_uses_dumpdir(const struct guest_run *r);
 /* TMPDIR/cbackup/TYPE-ID.log, the last one removed (malloc'd), or NULL. */
-char *backup_s3_log_path(const struct guest_run *r);
+char *backup_host_log_path(const struct guest_run *r);
 
 /* backup_stage.c: staging and the freeze */
 void backup_warn_no_freezer(struct guest_run *r, const char *what);

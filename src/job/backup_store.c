@@ -158,8 +158,10 @@ int backup_uses_dumpdir(const struct guest_run *r)
 }
 
 /* vzdump's way for a backup server (/var/log/vzdump/lxc-ID.log): one log
- * a guest, replaced by its next run; the night's own is in the store. */
-char *backup_s3_log_path(const struct guest_run *r)
+ * a guest, replaced by its next run. For an S3 night (its own log is in
+ * the store) and an encrypted archive (a log beside it would name the
+ * guest's files in clear: a warning, a hook's output). */
+char *backup_host_log_path(const struct guest_run *r)
 {
 	char *dir = cb_xasprintf("%s/cbackup", r->opts.tmpdir), *path = NULL;
 	int fd = cb_private_dir_open(dir);

@@ -53,6 +53,19 @@ test_expect_success ROOT 'only the encrypted archive, its sealed catalog and .sh
 	test -z "$(ls "$SCRATCH/tmp" | grep -v "^cbackup$")"
 '
 
+test_expect_success ROOT 'the log names no file of the guest in the dump dir: it stays on the host' '
+	# a hook that prints a file name of the guest: what a warning about a
+	# file does too. The log of an encrypted night is kept on the host
+	# (TMPDIR/cbackup/ct-ID.log, replaced by the next run), not beside it
+	printf "#!/bin/sh\necho \"the hook saw $MARK\"\n" >"$SCRATCH/hook-mark"
+	chmod +x "$SCRATCH/hook-mark"
+	night --encryption-key "$KEY" --script "$SCRATCH/hook-mark"
+	test_must_fail grep -r -a -l -e "$MARK" "$DUMP"
+	test -z "$(ls "$DUMP" | grep "\.log$")"
+	test_has "$SCRATCH/tmp/cbackup/ct-101.log" "the hook saw $MARK"
+	test_has "$SCRATCH/tmp/cbackup/ct-101.log" "Finished Backup of VM 101"
+'
+
 test_expect_success ROOT 'no plain SHA-256 of a unit is visible: the ids are keyed' '
 	a=$(newest)
 	mkdir "$SCRATCH/plain"
@@ -167,8 +180,11 @@ test_expect_success ROOT 'a backup stopped by SIGTERM while writing leaves nothi
 		--dumpdir "$SCRATCH/d9" --encryption-key "$KEY"
 	fault_fired "^write .*\.cbenc\.tmp"
 	test_has "$CB_ERR" "ERROR: Backup of VM 101 failed - archive: interrupted by signal TERM"
-	test -z "$(ls "$SCRATCH/d9" | grep -v -e "\.log$" -e "^\.cbackup-ct-101\.lock$")"
-	test -z "$(ls -A "$SCRATCH/t9")"
+	test -z "$(ls -A "$SCRATCH/d9" | grep -v -e "^\.cbackup-ct-101\.lock$")"
+	# no plain copy: only the log, which an encrypted archive keeps on the host
+	(cd "$SCRATCH/t9" && find . -mindepth 1 | LC_ALL=C sort) >"$SCRATCH/t9.left"
+	printf "./cbackup\n./cbackup/ct-101.log\n" >"$SCRATCH/t9.want"
+	test_cmp "$SCRATCH/t9.want" "$SCRATCH/t9.left"
 '
 
 test_expect_success ROOT 'ls with the key lists from the sealed catalog' '
