@@ -57,6 +57,12 @@ static void open_cache(struct guest_run *r)
 	free(dir);
 }
 
+/* The storage's upload-parallel: the night's writers. */
+static unsigned store_writers(const struct guest_run *r)
+{
+	return r->opts.upload_parallel > 0 ? (unsigned)r->opts.upload_parallel : STORE_WRITERS;
+}
+
 int backup_store_open(struct guest_run *r, struct cb_sink **sink)
 {
 	const char *name = strrchr(r->archive_path, '/') + 1, *why = "";
@@ -64,7 +70,7 @@ int backup_store_open(struct guest_run *r, struct cb_sink **sink)
 	if (cb_objstore_open_for(&r->opts, &r->store) < 0 || r->store->ops->check(r->store) < 0 ||
 	    use_key(r) < 0 || lock_store(r) < 0 ||
 	    cb_store_night_open(&r->night, r->store, name, r->opts.type, r->opts.id, r->opts.compress,
-				r->opts.lockwait * 60, STORE_WRITERS, &why) < 0)
+				r->opts.lockwait * 60, store_writers(r), &why) < 0)
 		return -1;
 	if (why[0])
 		cb_info(r->log, "no units reused from the previous night: %s", why);
@@ -139,8 +145,9 @@ void backup_store_log(struct guest_run *r)
 		(unsigned long long)st.present_units, p, (unsigned long long)st.copied_units,
 		(unsigned long long)st.cached_units);
 	cb_debug(r->log, "unit store '%s': %.2f s opening (mark, listing), the codec waited %.2f s "
-		 "for the uploads, %.2f s for the last ones, %.2f s catalog, log and manifest",
-		 r->store->label, st.open_s, st.wait_s, st.drain_s, st.commit_s);
+		 "for the uploads (%u at once), %.2f s for the last ones, %.2f s catalog, log and "
+		 "manifest", r->store->label, st.open_s, st.wait_s, store_writers(r), st.drain_s,
+		 st.commit_s);
 }
 
 void backup_store_end_night(struct guest_run *r)

@@ -219,4 +219,13 @@ test_expect_success ROOT 'a key file others may read is refused on a store befor
 	test "$(ls "$STORE/nights" | wc -l)" = "$n"
 '
 
+test_expect_success ROOT 'a storage'"'"'s upload-parallel is the number of its writers' '
+	mkdir -p "$SCRATCH/s-up"
+	printf "[storage up2]\npath = %s\nlayout = store\nupload-parallel = 2\n" "$SCRATCH/s-up" \
+		>"$SCRATCH/up.conf"
+	CB_DEBUG=1 cbackup_run 0 backup --config "$SCRATCH/up.conf" --storage up2 --root "$SRC" \
+		--id 104 --type ct --tmpdir "$SCRATCH/tmp" --archive-name cbackup
+	test_has "$CB_ERR" "^DEBUG: unit store .up2.: .* for the uploads \(2 at once\)"
+'
+
 test_done
