@@ -719,6 +719,17 @@ with_fault() {
 		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 "$@"
 }
 
+# with_fault_bg SPEC CMD...: with_fault, CMD in the background (a fault
+# that holds it, SIGSTOP, is the usual reason); its pid in FAULT_PID.
+# with_fault itself is a function: $! after it would be its subshell's.
+with_fault_bg() {
+	local spec=$1
+	shift
+	CB_FAULT=$spec CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 "$@" &
+	FAULT_PID=$!
+}
+
 # fault_fired PATTERN: the shim logged a fault matching PATTERN
 fault_fired() {
 	grep -E -- "$1" "$FAULT_LOG" 2>/dev/null && return 0

@@ -70,12 +70,10 @@ test_expect_success ROOT,CGROUP2,TMPFS 'final sync longer than max-freeze: thawe
 	[ct 602]
 	root = $SRC2
 	CONF
-	# not through with_fault (a function: $! would be its subshell)
 	rm -f "$FAULT_LOG"
-	CB_FAULT="read:SIGSTOP:/burst/" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
-		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
-		"$CBACKUP" 601 602 --config "$SCRATCH/cbackup.conf" >"$CB_OUT" 2>"$CB_ERR" &
-	pid=$!
+	with_fault_bg "read:SIGSTOP:/burst/" \
+		"$CBACKUP" 601 602 --config "$SCRATCH/cbackup.conf" >"$CB_OUT" 2>"$CB_ERR"
+	pid=$FAULT_PID
 	# held in the final sync; the watchdog thaws the guest at the deadline
 	wait_for 60 grep -q "^State:.*stopped" /proc/$pid/status || { kill -KILL "$pid"; false; }
 	wait_for 30 test -s "$SCRATCH/thawed-at" || { kill -KILL "$pid"; false; }

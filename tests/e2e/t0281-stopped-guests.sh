@@ -79,12 +79,10 @@ test_expect_success ROOT,CGROUP2 'a stopped guest started during its copy: ERROR
 	cg=$(make_cgroup v2)
 	echo "copied while stopped" >"$SRC/start-here"
 	rm -f "$FAULT_LOG"
-	# not through with_fault (a function: $! would be its subshell)
-	CB_FAULT="open:SIGSTOP:start-here" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
-		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+	with_fault_bg "open:SIGSTOP:start-here" \
 		"$CBACKUP" backup --root "$SRC" --id 910 --tmpdir "$SCRATCH/tmp" --dumpdir "$D" \
-		--freeze-cgroup "$cg" >"$CB_OUT" 2>"$CB_ERR" &
-	pid=$!
+		--freeze-cgroup "$cg" >"$CB_OUT" 2>"$CB_ERR"
+	pid=$FAULT_PID
 	wait_for 30 grep -q "^State:.*stopped" /proc/$pid/status || { kill -KILL "$pid"; false; }
 	start_guest "$cg" sleep 600
 	wait_for 5 grep -q . "$cg/cgroup.procs"   # it moves itself there: not at once
