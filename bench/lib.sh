@@ -30,3 +30,19 @@ cpu_priority_end() {
 	echo $$ >"$CPU_PRIO_PARENT/cgroup.procs"
 	rmdir "$CPU_PRIO_CG" 2>/dev/null || true
 }
+# timing_table DIR BASE TITLE NAME...: DIR/NAME holds one "wall cpu" line
+# a run; prints the medians of each NAME and the ratios against BASE's
+timing_table() {
+	local dir=$1 base=$2 title=$3 n w c bw bc
+	shift 3
+	_col() { awk -v c="$2" '{ print $c }' "$dir/$1" >"$dir/.col"; median "$dir/.col"; }
+	bw=$(_col "$base" 1) bc=$(_col "$base" 2)
+	printf "%-30s %8s %8s %11s %11s\n" "$title" wall cpu "wall/$base" "cpu/$base"
+	for n in "$@"; do
+		w=$(_col "$n" 1) c=$(_col "$n" 2)
+		printf "%-30s %8s %8s %11s %11s\n" "$n" "$w" "$c" \
+			"$(awk -v a="$w" -v b="$bw" 'BEGIN { printf "%.2fx", a / b }')" \
+			"$(awk -v a="$c" -v b="$bc" 'BEGIN { printf "%.2fx", a / b }')"
+	done
+	rm -f "$dir/.col"
+}

@@ -85,15 +85,7 @@ for i in $(seq "$ROUNDS"); do
 done
 rm -rf "$WORK/res" && mkdir "$WORK/res"
 
-col() { awk -v c="$2" '{ print $c }' "$WORK/$1" >"$WORK/col"; median "$WORK/col"; }
-sw=$(col stock 1) sc=$(col stock 2)
-printf "%-28s %8s %8s %10s %10s\n" "full restore (median of $ROUNDS)" wall cpu "wall/stock" "cpu/stock"
-for n in stock cbackup ${BEFORE:+before}; do
-	w=$(col $n 1) c=$(col $n 2)
-	printf "%-28s %8s %8s %10s %10s\n" "$n" "$w" "$c" \
-		"$(awk -v a="$w" -v b="$sw" 'BEGIN { printf "%.2fx", a / b }')" \
-		"$(awk -v a="$c" -v b="$sc" 'BEGIN { printf "%.2fx", a / b }')"
-done
+timing_table "$WORK" stock "full restore (median of $ROUNDS)" stock cbackup ${BEFORE:+before}
 
 # calls NAME CMD...: strace -f -c of one restore; opens, stats, unlinks an entry
 calls() {

@@ -50,6 +50,9 @@ int cb_store_fetch_units(struct cb_objstore *s, const struct cb_manifest *m, con
  * over m. 0, or -1 (error set; free it all the same).
  */
 int cb_store_stream_start(struct cb_store_stream **out, struct cb_objstore *s, struct cb_manifest *m);
+/* How a night of manifest m streams: *threads fetching at once, *depth
+ * units held ahead at most (fewer for larger units: about 24 MiB). */
+void cb_store_stream_plan(const struct cb_manifest *m, unsigned *threads, unsigned *depth);
 /* The pipe's end to read the night from (the stream's: dup it to keep it). */
 int cb_store_stream_fd(const struct cb_store_stream *st);
 /* The night's size in bytes. */
