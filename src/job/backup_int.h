@@ -124,7 +124,7 @@ int backup_reads_snapshots(const struct guest_run *r);
 int backup_check_dump_space(struct guest_run *r, uint64_t need);
 int backup_preflight(struct guest_run *r);
 
-/* backup_store.c: a night to a unit store */
+/* backup_store.c: a night to a unit store (r->store, opened by the caller) */
 int backup_store_open(struct guest_run *r, struct cb_sink **sink);
 void backup_store_attach(struct guest_run *r, struct cb_codec_writer *codec);
 char *backup_store_idx_path(const struct guest_run *r);

@@ -67,7 +67,10 @@ int backup_store_open(struct guest_run *r, struct cb_sink **sink)
 {
 	const char *name = strrchr(r->archive_path, '/') + 1, *why = "";
 
-	if (cb_objstore_open_for(&r->opts, &r->store) < 0 || r->store->ops->check(r->store) < 0 ||
+	/* r->store is the caller's (backup_write_archive opened it for the
+	 * night's label): opening it again here left that handle open, one a
+	 * guest of the job */
+	if (r->store->ops->check(r->store) < 0 ||
 	    use_key(r) < 0 || lock_store(r) < 0 ||
 	    cb_store_night_open(&r->night, r->store, name, r->opts.type, r->opts.id, r->opts.compress,
 				r->opts.lockwait * 60, store_writers(r), &why) < 0)

@@ -228,4 +228,30 @@ test_expect_success ROOT 'a storage'"'"'s upload-parallel is the number of its w
 	test_has "$CB_ERR" "^DEBUG: unit store .up2.: .* for the uploads \(2 at once\)"
 '
 
+test_expect_success ROOT 'a job of several guests opens the store once a guest: no handle left open' '
+	mkdir -p "$SCRATCH/s-all"
+	cat >"$SCRATCH/all.conf" <<-EOF
+	tmpdir = $SCRATCH/tmp
+	archive-name = cbackup
+	[storage all]
+	path = $SCRATCH/s-all
+	layout = store
+	[ct 121]
+	root = $SRC
+	[ct 122]
+	root = $SRC
+	[ct 123]
+	root = $SRC
+	EOF
+	# the hook counts the open files of the cbackup that runs it
+	printf "#!/bin/sh\n[ \"\$1\" = backup-end ] || exit 0\nls /proc/\$PPID/fd | wc -l >>%s\n" \
+		"$SCRATCH/fds" >"$SCRATCH/fd-hook"
+	chmod +x "$SCRATCH/fd-hook"
+	cbackup_run 0 backup --config "$SCRATCH/all.conf" --storage all --all --freeze-cmd true \
+		--thaw-cmd true --script "$SCRATCH/fd-hook"
+	echo "open files at each guest'"'"'s end:" $(cat "$SCRATCH/fds")
+	test "$(wc -l <"$SCRATCH/fds")" = 3
+	test "$(sort -u "$SCRATCH/fds" | wc -l)" = 1
+'
+
 test_done
