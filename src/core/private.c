@@ -48,11 +48,19 @@ static int is_symlink(const char *path)
 
 int cb_private_dir_open(const char *path)
 {
-	int created = mkdir(path, 0700) == 0, fd;
+	int created = 0, fd = -1;
 
-	if (!created && errno != EEXIST)
-		return cb_error_errno("cannot create private directory '%s'", path);
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* another guest of the job removing its copy in the background takes
+	 * the private directory along once it is empty (trash_thread): one
+	 * gone between the mkdir and the open is made again */
+	for (int tries = 0; fd < 0 && tries < 5; tries++) {
+		created = mkdir(path, 0700) == 0;
+		if (!created && errno != EEXIST)
+			return cb_error_errno("cannot create private directory '%s'", path);
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 && errno != ENOENT)
+			break;
+	}
 	if (fd < 0 && (errno == ELOOP || errno == ENOTDIR) && is_symlink(path))
 		return cb_error("'%s' is a symlink, not a directory: refusing to use it", path);
 	if (fd < 0)

@@ -141,4 +141,27 @@ test_expect_success 'during a pre-stop hook nobody can read or write the staged 
 	test_lacks "$SCRATCH/list" "injected"
 '
 
+test_expect_success 'the private dir removed between its mkdir and its open is made again' '
+	# what a job of several guests meets: the guest before removes its
+	# copy in the background and, done, the private dir it leaves empty
+	rm -rf "$TMPD/cbackup"
+	rm -f "$FAULT_LOG"
+	: >"$CB_OUT"
+	: >"$CB_ERR"
+	# held in its first open, right after the mkdir
+	with_fault_bg "open:SIGSTOP:$TMPD/cbackup" \
+		"$CBACKUP" backup --root "$SRC" --id 101 --dumpdir "$DUMP" --tmpdir "$TMPD" \
+		--keep-staging 0 >"$CB_OUT" 2>"$CB_ERR"
+	pid=$FAULT_PID
+	wait_for 60 grep -q "^State:.*stopped" /proc/$pid/status || { kill -KILL "$pid"; false; }
+	rmdir "$TMPD/cbackup" || { kill -KILL "$pid"; false; }
+	kill -CONT "$pid"
+	rc=0
+	wait "$pid" || rc=$?
+	cat "$CB_ERR"
+	fault_fired "^open .*/cbackup"
+	test "$rc" = 0
+	test_lacks "$CB_ERR" "^ERROR"
+'
+
 test_done
