@@ -34,6 +34,9 @@
 # and one small file (SMALL, default etc/debian_version) of it, wall.
 # Environment: NIGHTS=7 ROUNDS=3 FS="btrfs ext4" DISTROOT=/work/distroot
 #   TOOLS (a subset, in this order) SMALL
+#   PRIO=1 (every tool in a cpu cgroup of the highest weight, bench/lib.sh
+#   cpu_priority: other jobs on a shared machine weigh on none of them;
+#   the disk stays shared)
 #   BENCH_TMP=/var/tmp (scratch, removed at exit: ~2x the root + 2 images
 #   of IMG_SIZE=16G, sparse).
 # Page caches are NOT dropped (shared machine): every run is warm, for all.
@@ -55,6 +58,7 @@ for t in borg restic rsync zstd btrfs mkfs.ext4 /usr/bin/time; do
 done
 work=$(mktemp -d "${BENCH_TMP:-/var/tmp}/cbackup-nights.XXXXXX")
 cleanup() {
+	cpu_priority_end
 	for m in "$work"/mnt-*; do mountpoint -q "$m" 2>/dev/null && umount "$m"; done
 	rm -rf "$work"
 }
@@ -298,6 +302,7 @@ echo "waiting for $DISTROOT/.ready ..."
 while [ ! -e "$DISTROOT/.ready" ]; do sleep 10; done
 [ -x "$CB" ] || make -s
 "$CB" key create "$work/key" >/dev/null 2>&1
+[ "${PRIO:-0}" = 1 ] && cpu_priority "cbackup-nights-$$"
 for fs in $FS; do
 	img=$work/$fs.img
 	truncate -s "$IMG_SIZE" "$img"

@@ -14,6 +14,9 @@
 #   vzrclone vzdump's way (rsync -aHAX twice, tar | zstd -T0 to a local
 #            file), then rclone copy of that file to the bucket (provider
 #            Ceph, path style), the local file removed
+#   cbs3enc  (only when named in TOOLS) as cbs3, encrypted: --storage
+#            offsite-enc, a bucket of its own, --encryption-key (a key
+#            made by `cbackup key create`): issue 42's row on the store
 #   cbstore  cbackup backup --layout store --dumpdir EXT4DIR
 #   borg     1.2, -e none, create --compression zstd,3, on the same ext4
 # Per tool, medians over ROUNDS rounds: night 1 wall; wall and CPU (user +
@@ -26,10 +29,15 @@
 # the free space of a shared /var/tmp would decide cbackup's keep-staging
 # auto); after the last night (S3 tools only) a full restore of it
 # (cbackup restore offsite:NAME, restic restore latest, rclone copy +
-# zstd -dc | tar -x) and one small file back (cbackup restore --path,
+# zstd -dc | tar -x, each into the loop-mounted ext4) and one small file back (cbackup restore --path,
 # restic dump, rclone copy + zstd -dc | tar -x of one member), wall.
 # Then the ratios against issue 41's targets.
 # Environment: NIGHTS=7 ROUNDS=3 DISTROOT=/work/distroot CB=./cbackup
+#   TOOLS="cbs3 restic vzrclone cbstore borg" (cbs3 and restic at least)
+#   RESTORES=3 (whole restores a tool after the last night: the median)
+#   PRIO=1 (radosgw and every tool in a cpu cgroup of the highest weight,
+#   bench/lib.sh cpu_priority: other jobs on a shared machine weigh on
+#   none of them; the disk stays shared)
 #   SMALL=etc/debian_version (the one file) BENCH_TMP=/var/tmp (scratch,
 #   removed at exit: ~2x the root, a sparse ext4 image of IMG_SIZE=16G,
 #   radosgw's 20 GB sparse OSD file).
@@ -43,8 +51,11 @@ ROUNDS=${ROUNDS:-3}
 DISTROOT=${DISTROOT:-/work/distroot}
 IMG_SIZE=${IMG_SIZE:-16G}
 SMALL=${SMALL:-etc/debian_version}
-TOOLS="cbs3 restic vzrclone cbstore borg"
-S3TOOLS="cbs3 restic vzrclone"
+TOOLS=${TOOLS:-cbs3 restic vzrclone cbstore borg}
+# the tools a full restore and one small file are timed for, and the
+# ones with a bucket of their own
+S3TOOLS=$(for t in cbs3 restic vzrclone; do case " $TOOLS " in *" $t "*) printf '%s ' "$t" ;; esac; done)
+BUCKETS=$(for t in cbs3 cbs3enc restic vzrclone; do case " $TOOLS " in *" $t "*) printf '%s ' "$t" ;; esac; done)
 . bench/lib.sh
 
 for t in borg restic rclone rsync zstd radosgw mkfs.ext4 /usr/bin/time; do
@@ -55,6 +66,7 @@ RGW=$work/rgw
 cleanup() {
 	bash "$TOP/scripts/rgw.sh" stop "$RGW" >/dev/null 2>&1 || true
 	mountpoint -q "$work/mnt" 2>/dev/null && umount "$work/mnt"
+	cpu_priority_end
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -80,6 +92,10 @@ run_tool() {
 	cbs3)
 		"$CB" backup --config "$work/cb.conf" --storage offsite \
 			--root "$SRC" --id 100 --type ct --tmpdir "$keep" \
+			--freeze-cmd true --thaw-cmd true 2>>"$work/cbackup.log" ;;
+	cbs3enc)
+		"$CB" backup --config "$work/cb.conf" --storage offsite-enc \
+			--root "$SRC" --id 100 --type ct --tmpdir "$keep" --encryption-key "$work/key" \
 			--freeze-cmd true --thaw-cmd true 2>>"$work/cbackup.log" ;;
 	restic)
 		b=s3:$CB_S3_ENDPOINT/$BUCKET_restic
@@ -200,14 +216,21 @@ mean() { awk '{ s += $1 } END { printf "%.0f\n", NR ? s / NR : 0 }' "$1"; }
 
 # buckets R: fresh buckets for round R (restic creates its own at init)
 buckets() {
-	export BUCKET_cbs3=cbs3-r$1 BUCKET_restic=restic-r$1 BUCKET_vzrclone=vzrclone-r$1
+	export BUCKET_cbs3=cbs3-r$1 BUCKET_cbs3enc=cbs3enc-r$1 BUCKET_restic=restic-r$1 \
+		BUCKET_vzrclone=vzrclone-r$1
 	rclone mkdir "X:$BUCKET_cbs3"
+	rclone mkdir "X:$BUCKET_cbs3enc"
 	rclone mkdir "X:$BUCKET_vzrclone"
 	cat >"$work/cb.conf" <<-EOF
 	[storage offsite]
 	type = s3
 	endpoint = $CB_S3_ENDPOINT
 	bucket = $BUCKET_cbs3
+
+	[storage offsite-enc]
+	type = s3
+	endpoint = $CB_S3_ENDPOINT
+	bucket = $BUCKET_cbs3enc
 	EOF
 }
 
@@ -228,19 +251,33 @@ round() {
 		echo "   night $n done ($order), load $(cut -d' ' -f1-3 /proc/loadavg)"
 		cut -d' ' -f1 /proc/loadavg >>"$work/load"
 	done
+	# RESTORES (default 3) whole restores a tool, into the ext4 of the
+	# directory stores (as bench/restore-full.sh FS=ext4 and
+	# bench/s3-restore.sh: the shared /var/tmp is other jobs' disk too),
+	# the order turned each time, each after a sync (the nights' writeback
+	# weighs on none of them); their median is the round's
+	for i in $(seq 1 "${RESTORES:-3}"); do
+		set -- $S3TOOLS
+		[ $((i % 2)) = 1 ] || set -- $(printf '%s\n' "$@" | tac)
+		for t in "$@"; do
+			sync
+			walltime restore_tool "$t" "$keep" "$MNT/rst-$t-$i" >>"$work/rw.$t"
+		done
+	done
 	for t in $S3TOOLS; do
-		rec "$t.rwall" "$(walltime restore_tool "$t" "$keep" "$work/rst-$t")"
+		rec "$t.rwall" "$(median "$work/rw.$t")"
+		rm -f "$work/rw.$t"
 		rec "$t.small" "$(walltime small_tool "$t" "$keep" "$work/one-$t")"
 		cmp "$work/one-$t/$([ "$t" = restic ] && echo small || echo "$SMALL")" "$SRC/$SMALL" ||
 			{ echo "$t: the one file came back different" >&2; exit 1; }
 	done
-	rm -rf "$work"/rst-* "$work"/one-*
+	rm -rf "$MNT"/rst-* "$work"/one-*
 	for t in $TOOLS; do
 		rec "$t.night1" "$(cat "$work/n.$t.night1")"
 		rec "$t.wall" "$(sum "$work/n.$t.wall")"
 		rec "$t.cpu" "$(sum "$work/n.$t.cpu")"
 		rec "$t.added" "$(mean "$work/n.$t.added")"
-		case " $S3TOOLS " in *" $t "*) rec "$t.got" "$(mean "$work/n.$t.got")" ;; esac
+		case " $BUCKETS " in *" $t "*) rec "$t.got" "$(mean "$work/n.$t.got")" ;; esac
 		rec "$t.storage" "$(stored "$t")"
 		rec "$t.kept" "$(du -sB1 --exclude=ct-100.log "$keep/$t" | cut -f1)"
 	done
@@ -248,7 +285,7 @@ round() {
 	# cbackup's log lines of the round kept beside the table (a run
 	# that is slow shows its phases there)
 	mv "$work/cbackup.log" "$out.cbackup-r$r.log"
-	for t in $S3TOOLS; do
+	for t in $BUCKETS; do
 		b=BUCKET_$t
 		radosgw-admin -c "$RGW/ceph.conf" bucket rm --bucket="${!b}" --purge-objects >/dev/null 2>&1 || true
 	done
@@ -260,14 +297,26 @@ mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
 ratio() {
 	awk -v n="$1" -v a="$2" -v b="$3" -v t="$4" 'BEGIN {
 		r = b > 0 ? a / b : 0
-		printf "%s: %.2fx (target <= %.1fx) %s\n", n, r, t, (r <= t ? "met" : "NOT met") }'
+		printf "%s: %.2fx (target <= %sx) %s\n", n, r, t, (r <= t ? "met" : "NOT met") }'
 }
 
 table() {
 	local t k v
 	echo "nights 2-$NIGHTS, medians of $(wc -l <"$work/r.cbs3.wall") round(s), load average (1 min) during the nights: $(median "$work/load") median, $(sort -n "$work/load" | head -n 1)-$(sort -n "$work/load" | tail -n 1)"
-	echo "| | cbackup to S3 | restic to S3 | vzdump's way + rclone | cbackup store on ext4 | borg on ext4 |"
-	echo "|---|---|---|---|---|---|"
+	printf '| |'
+	for t in $TOOLS; do
+		case $t in
+		cbs3) printf ' cbackup to S3 |' ;;
+		cbs3enc) printf ' cbackup to S3, encrypted |' ;;
+		restic) printf ' restic to S3 |' ;;
+		vzrclone) printf " vzdump's way + rclone |" ;;
+		cbstore) printf ' cbackup store on ext4 |' ;;
+		borg) printf ' borg on ext4 |' ;;
+		esac
+	done
+	printf '\n|---|'
+	for t in $TOOLS; do printf -- '---|'; done
+	echo
 	for k in night1 wall cpu added got storage kept rwall small; do
 		case $k in
 		night1) printf '| night 1 wall |' ;;
@@ -294,6 +343,7 @@ table() {
 		echo
 	done
 	m() { median "$work/r.$1.$2"; }
+	has() { case " $TOOLS " in *" $1 "*) return 0 ;; esac; return 1; }
 	ratio "cbs3/restic bytes added per night" "$(m cbs3 added)" "$(m restic added)" 1.5
 	ratio "cbs3/restic storage after $NIGHTS nights" "$(m cbs3 storage)" "$(m restic storage)" 1.5
 	ratio "cbs3/restic CPU nights 2-$NIGHTS" "$(m cbs3 cpu)" "$(m restic cpu)" 1.0
@@ -301,12 +351,22 @@ table() {
 	ratio "cbs3/restic night 1 wall" "$(m cbs3 night1)" "$(m restic night1)" 0.7
 	ratio "cbs3 restore --path / restic dump" "$(m cbs3 small)" "$(m restic small)" 0.2
 	ratio "cbs3/restic full restore" "$(m cbs3 rwall)" "$(m restic rwall)" 0.8
-	ratio "cbstore/borg storage on ext4" "$(m cbstore storage)" "$(m borg storage)" 1.5
+	! has cbstore || ! has borg ||
+		ratio "cbstore/borg storage on ext4" "$(m cbstore storage)" "$(m borg storage)" 1.5
+	# issue 42's targets on the store: encryption against the plain night
+	! has cbs3enc || {
+		ratio "cbs3enc/cbs3 CPU nights 2-$NIGHTS" "$(m cbs3enc cpu)" "$(m cbs3 cpu)" 1.05
+		ratio "cbs3enc/cbs3 storage after $NIGHTS nights" "$(m cbs3enc storage)" "$(m cbs3 storage)" 1.02
+		ratio "cbs3enc/cbs3 bytes added per night" "$(m cbs3enc added)" "$(m cbs3 added)" 1.02
+	}
 }
 
 echo "waiting for $DISTROOT/.ready ..."
 while [ ! -e "$DISTROOT/.ready" ]; do sleep 10; done
 [ -x "$CB" ] || make -s
+# before radosgw starts: it is part of what is timed
+[ "${PRIO:-0}" = 1 ] && cpu_priority "cbackup-s3nights-$$"
+"$CB" key create "$work/key" >/dev/null 2>&1
 echo "starting radosgw ..."
 bash scripts/rgw.sh start "$RGW" >"$work/rgw.out" 2>&1 || { cat "$work/rgw.out" >&2; exit 1; }
 set -a

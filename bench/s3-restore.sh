@@ -2,9 +2,10 @@
 # Benchmark (not a test): a whole night restored from an S3 store,
 # cbackup against `restic restore`, on ONE throwaway radosgw
 # (scripts/rgw.sh), each tool in its own bucket (issue 41's full-restore
-# row without the six nights before it). The guest of bench/guest.sh (the
-# Debian root + a 24 MiB database) is backed up once by each tool; then
-# ROUNDS (default 5) interleaved rounds, the order turned each round, each
+# row). The guest of bench/guest.sh (the Debian root + a 24 MiB database)
+# is backed up NIGHTS times (default 1; bench/guest.sh's nightly change
+# between) by each tool, every setting its default; then the last night's
+# ROUNDS (default 5) interleaved restores, the order turned each round, each
 # restore into a fresh directory on a loop-mounted ext4 (FS=btrfs for
 # btrfs), the trees removed only at the end:
 #   cbs3    cbackup restore --config CONF offsite:NIGHT DEST
@@ -15,7 +16,7 @@
 # wall <= 0.8x). PRIO=1: radosgw and every timed command run in a cpu
 # cgroup of the highest weight (bench/lib.sh cpu_priority), so that other
 # jobs on a shared machine weigh on none of them (the disk stays shared).
-# Environment: ROUNDS=5 DISTROOT=/work/distroot CB=./cbackup BEFORE=
+# Environment: ROUNDS=5 NIGHTS=1 DISTROOT=/work/distroot CB=./cbackup BEFORE=
 #   BENCH_TMP=/var/tmp (scratch, removed at exit). Page caches are not
 #   dropped: every run is warm, for all.
 set -eu
@@ -24,6 +25,7 @@ TOP=$(pwd)
 CB=${CB:-$TOP/cbackup}
 BEFORE=${BEFORE:-}
 ROUNDS=${ROUNDS:-5}
+NIGHTS=${NIGHTS:-1}
 DISTROOT=${DISTROOT:-/work/distroot}
 . bench/lib.sh
 
@@ -77,13 +79,16 @@ export RCLONE_CONFIG=/dev/null RCLONE_CONFIG_X_TYPE=s3 RCLONE_CONFIG_X_PROVIDER=
 	RCLONE_CONFIG_X_ENDPOINT=$CB_S3_ENDPOINT RCLONE_CONFIG_X_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID \
 	RCLONE_CONFIG_X_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY RCLONE_CONFIG_X_FORCE_PATH_STYLE=true
 rclone mkdir X:cbs3
-"$CB" backup --config "$work/cb.conf" --storage offsite --root "$SRC" --id 100 --type ct \
-	--tmpdir "$MNT/tmp" --keep-staging 0 --freeze-cmd true --thaw-cmd true --quiet 1 \
-	2>"$work/backup.err" || { cat "$work/backup.err" >&2; exit 1; }
+restic -q init -r "s3:$CB_S3_ENDPOINT/restic" --cache-dir "$MNT/restic-cache" >/dev/null
+for n in $(seq 1 "$NIGHTS"); do
+	[ "$n" = 1 ] || { sleep 1.1; change "$n" >/dev/null; }
+	"$CB" backup --config "$work/cb.conf" --storage offsite --root "$SRC" --id 100 --type ct \
+		--tmpdir "$MNT/tmp" --freeze-cmd true --thaw-cmd true --quiet 1 \
+		2>"$work/backup.err" || { cat "$work/backup.err" >&2; exit 1; }
+	restic -q -r "s3:$CB_S3_ENDPOINT/restic" --cache-dir "$MNT/restic-cache" backup "$SRC" >/dev/null
+done
 night=$(sed -n "s/.*creating vzdump archive 'offsite:\(.*\.tar\.zst\)'.*/\1/p" "$MNT/tmp/cbackup/ct-100.log")
 [ -n "$night" ] || { echo "no night in the store" >&2; exit 1; }
-restic -q init -r "s3:$CB_S3_ENDPOINT/restic" --cache-dir "$MNT/restic-cache" >/dev/null
-restic -q -r "s3:$CB_S3_ENDPOINT/restic" --cache-dir "$MNT/restic-cache" backup "$SRC" >/dev/null
 echo "guest: $(find "$SRC" | wc -l) entries, $(du -sh "$SRC" | cut -f1); night $night"
 
 # run NAME ROUND CMD...: one timed restore into a fresh directory
