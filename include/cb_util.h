@@ -71,6 +71,8 @@ double cb_now(void);
 
 /* write() all of buf, retrying on EINTR/short writes; -1 with errno set. */
 int cb_write_all(int fd, const void *buf, size_t len);
+/* The same with pwrite() at off; a write that takes nothing is ENOSPC. */
+int cb_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
 /* Read exactly len bytes (EINTR retried); -1 on an error or an early end. */
 int cb_read_all(int fd, void *buf, size_t len);
 /* The same at offset off, with pread (the file offset is not moved). */

@@ -307,6 +307,27 @@ int cb_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int cb_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0) {   /* nothing taken, no error said: the disk is full */
+			errno = ENOSPC;
+			return -1;
+		}
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 /* read (off < 0) or pread at off until len bytes are in, EINTR retried */
 static int read_fully(int fd, char *p, size_t len, int64_t off)
 {

@@ -41,7 +41,7 @@ static int fetch_one(struct fetch *f, struct cb_objstore *h, size_t i, struct cb
 	}
 	if (rc < 0)
 		return -1;
-	if (pwrite(f->fd, b->data, b->len, (off_t)f->off[i]) != (ssize_t)b->len)
+	if (cb_pwrite_all(f->fd, b->data, b->len, f->off[i]) < 0)
 		return cb_error_errno("cannot write the night's copy");
 	return 0;
 }

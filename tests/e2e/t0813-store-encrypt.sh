@@ -75,6 +75,15 @@ test_expect_success ROOT 'list needs no key; restore (whole, --path), ls with th
 	test_lacks <(ls "$SCRATCH/tmp/cbackup") "cbackup-ct-"
 '
 
+test_expect_success ROOT,TMPFS 'a sealed night is fetched whole: a tmpdir too small for it says why' '
+	n=$(newest 101)
+	mount_tmpfs "$SCRATCH/tiny" 96k
+	cbackup_run 1 restore --config "$CONF" --tmpdir "$SCRATCH/tiny" "offsite:$n" "$SCRATCH/r0" \
+		--encryption-key "$KEY"
+	test_has "$CB_ERR" "^ERROR: restore of .* failed - .*No space left on device"
+	test ! -e "$SCRATCH/r0"
+'
+
 test_expect_success ROOT 'without the key or with another: one clear error, exit 2, nothing written' '
 	n=$(newest 101)
 	cbackup_run 2 restore --config "$CONF" "offsite:$n" "$SCRATCH/r3" --encryption-key "$KEY2"
