@@ -145,9 +145,8 @@ struct restore_need {
 };
 /* restore_paths.c: what the whole archive needs, from its catalog
  * (ARCHIVE.idx, when there and sound; size: the archive's, 0 its file's):
- * no decoding pass over the archive.
- * -1 (nothing said) when there is none or it has sparse files (whose maps
- * only the archive holds). */
+ * no decoding pass over the archive (a sparse file counts the data it has
+ * in the tar). -1 (nothing said) when there is none. */
 int restore_need_from_catalog(const char *archive, uint64_t size, uint64_t bs, struct restore_need *n);
 /* restore_stream.c: a whole restore from o->stream_fd (cb_restore_opts):
  * the reader over it, with the catalog's units; the archive's name made

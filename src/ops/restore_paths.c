@@ -312,17 +312,26 @@ static int restore_picked(struct restore_job *r, const struct cb_idx *x, const s
 }
 
 /* What entry i takes, from the catalog: a file's size rounded up to the
- * block (a sparse file only a block: the catalog does not keep its map; a
- * hardlink nothing), a block an entry. */
-static uint64_t entry_bytes(const struct cb_idx *x, uint64_t i, uint64_t bs, int *sparse)
+ * block; a sparse file at most its data in the tar (the regions it holds,
+ * and its map), up to the next member's header: the catalog does not keep
+ * the map, but a decoding pass over the whole archive to read it cost as
+ * much as the restore; a hardlink nothing; a block an entry. */
+static uint64_t entry_bytes(const struct cb_idx *x, uint64_t i, uint64_t bs)
 {
-	struct cb_idx_entry e;
-	uint64_t data = 0;
+	struct cb_idx_entry e, next;
+	uint64_t data = 0, end;
 
 	cb_idx_entry(x, i, &e);
-	if (S_ISREG(e.mode) && !(e.flags & (CB_IDX_SPARSE | CB_IDX_HARDLINK)))
+	if (S_ISREG(e.mode) && !(e.flags & CB_IDX_HARDLINK))
 		data = e.size;
-	*sparse |= !!(e.flags & CB_IDX_SPARSE);
+	if (data && (e.flags & CB_IDX_SPARSE)) {
+		end = x->tar_size;
+		if (i + 1 < x->n_entries) {
+			cb_idx_entry(x, i + 1, &next);
+			end = next.hdr_off;
+		}
+		data = end > e.data_off && end - e.data_off < data ? end - e.data_off : data;
+	}
 	return (data ? (data + bs - 1) / bs : 1) * bs;
 }
 
@@ -331,15 +340,15 @@ int restore_need_from_catalog(const char *archive, uint64_t size, uint64_t bs, s
 	char *path = cb_xasprintf("%s.idx", archive);
 	struct stat st = { .st_size = (off_t)size };
 	struct cb_idx x;
-	int sparse = 0, ret = -1;
+	int ret = -1;
 
 	if ((size || stat(archive, &st) == 0) && cb_idx_open(&x, path, (uint64_t)st.st_size) == 0) {
 		for (uint64_t i = 0; i < x.n_entries; i++)
-			n->bytes += entry_bytes(&x, i, bs, &sparse);
+			n->bytes += entry_bytes(&x, i, bs);
 		n->entries = x.n_entries;
 		n->tar = x.tar_size;
 		cb_idx_close(&x);
-		ret = sparse ? -1 : 0;
+		ret = 0;
 	}
 	free(path);
 	return ret;
@@ -352,13 +361,12 @@ static int check_space(struct restore_job *r, const struct cb_restore_opts *o, c
 	struct restore_need n = { 0, p->n, 0 };
 	struct statvfs vfs;
 	uint64_t bs;
-	int sparse = 0;
 
 	if (restore_statvfs(r, &vfs) < 0)
 		return cb_error_errno("cannot stat file system of '%s'", r->dest);
 	bs = vfs.f_frsize ? vfs.f_frsize : 4096;
 	for (uint64_t k = 0; k < p->n; k++)
-		n.bytes += entry_bytes(x, p->v[k], bs, &sparse);
+		n.bytes += entry_bytes(x, p->v[k], bs);
 	for (size_t k = 0; k < p->n_rl; k++) {   /* hardlinks that get the data */
 		uint64_t t;
 		struct cb_idx_entry e;

@@ -302,9 +302,8 @@ void cb_store_stream_free(struct cb_store_stream *st)
 
 /* A night streams when a restore can read it as it comes: its catalog
  * (at path.idx) is there and sound (the space check and the decoder's
- * units come from it), no member is sparse (only a count over the archive
- * says what those take on disk), and it is not encrypted (its decrypted
- * view is a file). */
+ * units come from it), and it is not encrypted (its decrypted view is a
+ * file). */
 int cb_store_streamable(const struct cb_manifest *m, const char *path)
 {
 	char *idx = cb_xasprintf("%s.idx", path);
@@ -316,12 +315,6 @@ int cb_store_streamable(const struct cb_manifest *m, const char *path)
 	if (!ok)
 		return 0;
 	ok = cb_idx_check_digest(&x) == 0;
-	for (uint64_t i = 0; ok && i < x.n_entries; i++) {
-		struct cb_idx_entry e;
-
-		cb_idx_entry(&x, i, &e);
-		ok = !(e.flags & CB_IDX_SPARSE);
-	}
 	cb_idx_close(&x);
 	return ok;
 }

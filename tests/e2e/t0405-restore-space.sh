@@ -56,6 +56,25 @@ test_expect_success TMPFS 'a write error names the file and the cause' '
 	test_has "$CB_ERR" "^ERROR: restore of .* failed - cannot restore .\./srv/data/big\.bin.: .*No space left on device"
 '
 
+test_expect_success TMPFS 'a sparse file counts its data, not its holes (whole and --path)' '
+	rm -rf "$SMALL/dest"
+	mkdir -p "$SCRATCH/sp/srv"
+	# 64 MiB long: 2 MiB of data, the rest holes; and one of 4 KiB data
+	truncate -s 64M "$SCRATCH/sp/srv/full.img" "$SCRATCH/sp/srv/thin.img"
+	head -c 2M /dev/urandom | dd of="$SCRATCH/sp/srv/full.img" bs=1M seek=30 conv=notrunc 2>/dev/null
+	printf "page" | dd of="$SCRATCH/sp/srv/thin.img" bs=4096 seek=9000 conv=notrunc 2>/dev/null
+	cbackup_run 0 backup --root "$SCRATCH/sp" --id 102 --dumpdir "$DUMP" --tmpdir "$TMPD"
+	a=$(find_archive "$DUMP" ct 102 .zst)
+	cbackup_run 1 restore "$a" "$SMALL/dest"
+	test_has "$CB_ERR" "not enough space in .*small/dest.: the archive needs 2\.[0-9]MiB"
+	cbackup_run 1 restore "$a" "$SMALL/dest" --path ./srv/full.img
+	test_has "$CB_ERR" "not enough space in .*small/dest.: the archive needs 2\.[0-9]MiB"
+	dir_empty "$SMALL/dest"
+	cbackup_run 0 restore "$a" "$SMALL/dest" --path ./srv/thin.img
+	cmp "$SCRATCH/sp/srv/thin.img" "$SMALL/dest/srv/thin.img"
+	rm -rf "$SMALL/dest"
+'
+
 test_expect_success TMPFS 'the same archive restores where it fits' '
 	a=$(find_archive "$DUMP" ct 101 .zst)
 	cbackup_run 0 restore "$a" "$SCRATCH/roomy"

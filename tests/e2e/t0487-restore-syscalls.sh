@@ -6,7 +6,8 @@
 # stats and unlinks together stay under 2 an entry, no unlink fails; the
 # same without openat2 (strace makes it fail with ENOSYS, as on kernels
 # before 5.6: the component walk), and the tree comes back exact. The
-# space check before it reads the catalog, not a second decoding pass.
+# space check before it reads the catalog, not a second decoding pass,
+# also when a sparse file is in it.
 . "$(dirname "$0")/lib.sh"
 
 SRC=$SCRATCH/src
@@ -81,6 +82,21 @@ test_expect_success ROOT 'the space check takes the catalog: the archive is deco
 	[ "$(archive_opens "$SCRATCH/opens")" = 2 ]
 	tree_list "$SCRATCH/r4" >restored
 	test_cmp source restored
+'
+
+test_expect_success ROOT 'a sparse file in it: the catalog still says what it takes, decoded once' '
+	truncate -s 256M "$SRC/top0/db.img"
+	printf "page" | dd of="$SRC/top0/db.img" bs=4096 seek=1000 conv=notrunc 2>/dev/null
+	sleep 1.1
+	cbackup_run 0 backup --root "$SRC" --id 488 --tmpdir "$SCRATCH/tmp" --dumpdir "$SCRATCH/dump"
+	a=$(find_archive "$SCRATCH/dump" ct 488 .zst)
+	strace -f -e trace=openat -o "$SCRATCH/opens" "$CBACKUP" restore "$a" "$SCRATCH/r5" \
+		>"$CB_OUT" 2>"$CB_ERR"
+	cat "$CB_ERR"
+	test "$(grep -c "\"$a\"" "$SCRATCH/opens")" = 1
+	cmp "$SRC/top0/db.img" "$SCRATCH/r5/top0/db.img"
+	test "$(stat -c %b "$SCRATCH/r5/top0/db.img")" -lt 1024
+	rm "$SRC/top0/db.img"
 '
 
 test_done

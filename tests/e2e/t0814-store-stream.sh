@@ -70,4 +70,19 @@ test_expect_success ROOT,TMPFS 'a gzip night streams too (one decoder, in order)
 	diff -r "$SRC" "$SCRATCH/r5"
 '
 
+test_expect_success ROOT,TMPFS 'a night with a sparse file streams too: holes kept, no copy in the tmpdir' '
+	sleep 1.1
+	cp -a "$SRC" "$SCRATCH/src-sparse"
+	truncate -s 64M "$SCRATCH/src-sparse/var/db.img"
+	printf "page one" | dd of="$SCRATCH/src-sparse/var/db.img" bs=4096 seek=100 conv=notrunc 2>/dev/null
+	printf "page two" | dd of="$SCRATCH/src-sparse/var/db.img" bs=4096 seek=9000 conv=notrunc 2>/dev/null
+	cbackup_run 0 backup --config "$CONF" --storage offsite --root "$SCRATCH/src-sparse" --id 103 \
+		--type ct --unit-size 1
+	n=$(nights 103)
+	cbackup_run 0 restore --config "$CONF" --tmpdir "$SCRATCH/small" "offsite:$n" "$SCRATCH/r6"
+	diff -r "$SCRATCH/src-sparse" "$SCRATCH/r6"
+	test "$(stat -c %b "$SCRATCH/r6/var/db.img")" -lt 1024
+	test_lacks <(ls -A "$SCRATCH/small/cbackup") "cbackup-ct-103"
+'
+
 test_done
