@@ -2,8 +2,8 @@
  * cb_restore: extract an archive below DESTDIR. See include/cb_restore.h.
  *
  * Decompression is ours (cb_codec reader); libarchive only parses tar and
- * writes to disk. Here: the whole archive read, after a counting pass for
- * the space check; each entry is extracted by restore_entry.c (names
+ * writes to disk. Here: the whole archive read, after the space check
+ * (from the catalog; a counting pass when there is none); each entry is extracted by restore_entry.c (names
  * checked, made absolute under the canonical DESTDIR), the tree made and
  * put in DESTDIR's place by restore_dest.c, restore --path by
  * restore_paths.c.

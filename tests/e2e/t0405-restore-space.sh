@@ -1,9 +1,10 @@
 #!/bin/bash
-# Restore does not fill a disk blindly: a first pass over the tar headers
+# Restore does not fill a disk blindly: the catalog (or a pass over the tar headers)
 # sums what the entries need, and a destination too small for it (blocks or
 # inodes) is refused before anything is written, with the need and the
 # space available. A write error (here: --force past the check into a full
-# tmpfs) names the file and the cause.
+# tmpfs) names the file and the cause. A sparse file counts the data it
+# holds, not its holes.
 . "$(dirname "$0")/lib.sh"
 . "$TOP/tests/e2e/lib-attacker.sh"
 
