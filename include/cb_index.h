@@ -114,6 +114,9 @@ void cb_idx_close(struct cb_idx *x);
 
 /* Entry i in archive order. */
 void cb_idx_entry(const struct cb_idx *x, uint64_t i, struct cb_idx_entry *e);
+/* Where entry i's bytes end in the tar stream: the next member's first
+ * header, or the stream's end. */
+uint64_t cb_idx_member_end(const struct cb_idx *x, uint64_t i);
 /* The entries that are path or below it (archive order, ascending): a
  * malloc'ed array of entry numbers in *out, their count returned. */
 uint64_t cb_idx_select(const struct cb_idx *x, const char *path, uint64_t **out);

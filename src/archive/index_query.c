@@ -154,6 +154,11 @@ uint64_t cb_idx_units(const struct cb_idx *x, struct cb_codec_units *u)
 	return n;
 }
 
+uint64_t cb_idx_member_end(const struct cb_idx *x, uint64_t i)
+{
+	return i + 1 < x->n_entries ? idx_get64(x->entries + (i + 1) * ENT + ENT_HDR) : x->tar_size;
+}
+
 /* A member takes the tar bytes from its first header to the next one's. */
 uint64_t cb_idx_members_in(const struct cb_idx *x, uint64_t from, uint64_t to, uint64_t **out)
 {
@@ -163,10 +168,7 @@ uint64_t cb_idx_members_in(const struct cb_idx *x, uint64_t from, uint64_t to, u
 	/* the first member whose successor starts after from */
 	while (lo < hi) {
 		uint64_t mid = lo + (hi - lo) / 2;
-		uint64_t end = mid + 1 < x->n_entries ? idx_get64(x->entries + (mid + 1) * ENT + ENT_HDR)
-						      : x->tar_size;
-
-		if (end <= from)
+		if (cb_idx_member_end(x, mid) <= from)
 			lo = mid + 1;
 		else
 			hi = mid;

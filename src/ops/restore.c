@@ -3,10 +3,10 @@
  *
  * Decompression is ours (cb_codec reader); libarchive only parses tar and
  * writes to disk. Here: the whole archive read, after the space check
- * (from the catalog; a counting pass when there is none); each entry is extracted by restore_entry.c (names
- * checked, made absolute under the canonical DESTDIR), the tree made and
- * put in DESTDIR's place by restore_dest.c, restore --path by
- * restore_paths.c.
+ * (from the catalog; a counting pass when there is none); each entry is
+ * extracted by restore_entry.c (names checked, made absolute under the
+ * canonical DESTDIR), the tree made and put in DESTDIR's place by
+ * restore_dest.c, restore --path by restore_paths.c.
  *
  * No ARCHIVE_EXTRACT_SPARSE: holes are made where the archive's sparse map
  * has them, and nowhere else (a dense file of zeros, a swap file, stays

@@ -195,17 +195,6 @@ static int relink(const struct pick *p, struct archive_entry *e)
 	return 0;
 }
 
-/* Where entry i's bytes end: the next member's header, or the stream's end. */
-static uint64_t member_end(const struct cb_idx *x, uint64_t i)
-{
-	struct cb_idx_entry next;
-
-	if (i + 1 >= x->n_entries)
-		return x->tar_size;
-	cb_idx_entry(x, i + 1, &next);
-	return next.hdr_off;
-}
-
 /* Decode from the unit holding entry first's header, up to that header,
  * and no further than entry last's end (a damaged unit after it is never
  * read); every unit decoded is checked against the catalog's digest first. */
@@ -220,7 +209,7 @@ static int run_open(struct restore_job *r, const struct cb_idx *x, const char *a
 	cb_idx_entry(x, first, &e);
 	cb_idx_seek_for(x, e.hdr_off, &at.u_off, &at.c_off);
 	at.skip = e.hdr_off - at.u_off;
-	at.limit = member_end(x, last) - e.hdr_off;
+	at.limit = cb_idx_member_end(x, last) - e.hdr_off;
 	cb_idx_units(x, &units);
 	at.units = &units;
 	r->read_before += r->tr.total;
@@ -288,7 +277,7 @@ static uint64_t runs_bytes(const struct cb_idx *x, const struct pick *p)
 		struct cb_idx_entry first;
 
 		cb_idx_entry(x, p->v[k], &first);
-		sum += member_end(x, p->v[last]) - first.hdr_off;
+		sum += cb_idx_member_end(x, p->v[last]) - first.hdr_off;
 		k = last + 1;
 	}
 	return sum;
@@ -318,18 +307,14 @@ static int restore_picked(struct restore_job *r, const struct cb_idx *x, const s
  * much as the restore; a hardlink nothing; a block an entry. */
 static uint64_t entry_bytes(const struct cb_idx *x, uint64_t i, uint64_t bs)
 {
-	struct cb_idx_entry e, next;
+	struct cb_idx_entry e;
 	uint64_t data = 0, end;
 
 	cb_idx_entry(x, i, &e);
 	if (S_ISREG(e.mode) && !(e.flags & CB_IDX_HARDLINK))
 		data = e.size;
 	if (data && (e.flags & CB_IDX_SPARSE)) {
-		end = x->tar_size;
-		if (i + 1 < x->n_entries) {
-			cb_idx_entry(x, i + 1, &next);
-			end = next.hdr_off;
-		}
+		end = cb_idx_member_end(x, i);
 		data = end > e.data_off && end - e.data_off < data ? end - e.data_off : data;
 	}
 	return (data ? (data + bs - 1) / bs : 1) * bs;

@@ -69,15 +69,11 @@ static void need_range(const struct cb_manifest *m, uint64_t lo, uint64_t hi, un
 static void need_entry(const struct cb_idx *x, const struct cb_manifest *m, uint64_t i,
 		       unsigned char *need)
 {
-	struct cb_idx_entry e, next;
+	struct cb_idx_entry e;
 	struct cb_codec_unit u;
-	uint64_t end = x->tar_size, lo, hi = m->size, uo, k;
+	uint64_t end = cb_idx_member_end(x, i), lo, hi = m->size, uo, k;
 
 	cb_idx_entry(x, i, &e);
-	if (i + 1 < x->n_entries) {
-		cb_idx_entry(x, i + 1, &next);
-		end = next.hdr_off;
-	}
 	end = end + RESTORE_GAP < x->tar_size ? end + RESTORE_GAP : x->tar_size;
 	cb_idx_seek_for(x, e.hdr_off, &uo, &lo);
 	k = cb_idx_unit_for(x, end ? end - 1 : 0, &uo, &hi);
