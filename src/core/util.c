@@ -290,42 +290,35 @@ double cb_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-int cb_write_all(int fd, const void *buf, size_t len)
+/* write (off < 0) or pwrite at off until len bytes are out, EINTR retried;
+ * a call that takes nothing and says no error: the disk is full */
+static int write_fully(int fd, const char *p, size_t len, int64_t off)
 {
-	const char *p = buf;
-
 	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-int cb_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	const char *p = buf;
-
-	while (len > 0) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
+		ssize_t n = off < 0 ? write(fd, p, len) : pwrite(fd, p, len, (off_t)off);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -1;
-		if (n == 0) {   /* nothing taken, no error said: the disk is full */
+		if (n == 0) {
 			errno = ENOSPC;
 			return -1;
 		}
 		p += n;
-		off += (uint64_t)n;
 		len -= (size_t)n;
+		off = off < 0 ? off : off + n;
 	}
 	return 0;
+}
+
+int cb_write_all(int fd, const void *buf, size_t len)
+{
+	return write_fully(fd, buf, len, -1);
+}
+
+int cb_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	return write_fully(fd, buf, len, (int64_t)off);
 }
 
 /* read (off < 0) or pread at off until len bytes are in, EINTR retried */
