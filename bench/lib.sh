@@ -46,3 +46,17 @@ timing_table() {
 	done
 	rm -f "$dir/.col"
 }
+# start_rgw_env DIR OUT: a throwaway radosgw in DIR (scripts/rgw.sh; its
+# output in OUT, shown when it cannot start), its S3 settings exported
+# (CB_S3_ENDPOINT, AWS_*), and rclone's remote X on it (provider Ceph,
+# path style; no CA bundle: rclone refuses one on a plain-http endpoint)
+start_rgw_env() {
+	bash scripts/rgw.sh start "$1" >"$2" 2>&1 || { cat "$2" >&2; return 1; }
+	set -a
+	. "$1/env"
+	set +a
+	unset AWS_CA_BUNDLE
+	export RCLONE_CONFIG=/dev/null RCLONE_CONFIG_X_TYPE=s3 RCLONE_CONFIG_X_PROVIDER=Ceph \
+		RCLONE_CONFIG_X_ENDPOINT=$CB_S3_ENDPOINT RCLONE_CONFIG_X_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID \
+		RCLONE_CONFIG_X_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY RCLONE_CONFIG_X_FORCE_PATH_STYLE=true
+}

@@ -73,8 +73,6 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 export CBACKUP_LOCK_DIR=$work/locks RESTIC_PASSWORD=bench BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK=yes
 mkdir -m 700 "$CBACKUP_LOCK_DIR"
-# rclone refuses a CA bundle on a plain-http endpoint's transport
-unset AWS_CA_BUNDLE
 SRC=$work/src
 MNT=$work/mnt
 rec() { echo "$2" >>"$work/r.$1"; }   # KEY VALUE
@@ -368,13 +366,7 @@ while [ ! -e "$DISTROOT/.ready" ]; do sleep 10; done
 [ "${PRIO:-0}" = 1 ] && cpu_priority "cbackup-s3nights-$$"
 "$CB" key create "$work/key" >/dev/null 2>&1
 echo "starting radosgw ..."
-bash scripts/rgw.sh start "$RGW" >"$work/rgw.out" 2>&1 || { cat "$work/rgw.out" >&2; exit 1; }
-set -a
-. "$RGW/env"
-set +a
-export RCLONE_CONFIG=/dev/null RCLONE_CONFIG_X_TYPE=s3 RCLONE_CONFIG_X_PROVIDER=Ceph \
-	RCLONE_CONFIG_X_ENDPOINT=$CB_S3_ENDPOINT RCLONE_CONFIG_X_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID \
-	RCLONE_CONFIG_X_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY RCLONE_CONFIG_X_FORCE_PATH_STYLE=true
+start_rgw_env "$RGW" "$work/rgw.out" || exit 1
 truncate -s "$IMG_SIZE" "$work/ext4.img"
 mkfs.ext4 -q -F "$work/ext4.img"
 mkdir -p "$MNT"

@@ -45,18 +45,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 export CBACKUP_LOCK_DIR=$work/locks RESTIC_PASSWORD=bench
-# rclone refuses a CA bundle on a plain-http endpoint's transport
-unset AWS_CA_BUNDLE
 mkdir -m 700 "$CBACKUP_LOCK_DIR"
 . bench/guest.sh
 
 # before radosgw starts: it is one of the timed parts
 [ "${PRIO:-0}" = 1 ] && cpu_priority "cbackup-s3restore-$$"
 echo "starting radosgw ..."
-bash scripts/rgw.sh start "$RGW" >"$work/rgw.out" 2>&1 || { cat "$work/rgw.out" >&2; exit 1; }
-set -a
-. "$RGW/env"
-set +a
+start_rgw_env "$RGW" "$work/rgw.out" || exit 1
 truncate -s 20G "$work/fs.img"
 case ${FS:-ext4} in
 ext4) mkfs.ext4 -q -F "$work/fs.img" ;;
@@ -75,9 +70,6 @@ type = s3
 endpoint = $CB_S3_ENDPOINT
 bucket = cbs3
 EOF
-export RCLONE_CONFIG=/dev/null RCLONE_CONFIG_X_TYPE=s3 RCLONE_CONFIG_X_PROVIDER=Ceph \
-	RCLONE_CONFIG_X_ENDPOINT=$CB_S3_ENDPOINT RCLONE_CONFIG_X_ACCESS_KEY_ID=$AWS_ACCESS_KEY_ID \
-	RCLONE_CONFIG_X_SECRET_ACCESS_KEY=$AWS_SECRET_ACCESS_KEY RCLONE_CONFIG_X_FORCE_PATH_STYLE=true
 rclone mkdir X:cbs3
 restic -q init -r "s3:$CB_S3_ENDPOINT/restic" --cache-dir "$MNT/restic-cache" >/dev/null
 for n in $(seq 1 "$NIGHTS"); do
