@@ -44,13 +44,20 @@ struct cb_tarread {
  * (cb_codec_reader_parallel), the tee then hashing the file beside it. */
 int cb_tarread_open(struct cb_tarread *t, const char *path, int want_sha256);
 /*
- * Open to read the whole archive with every check there is: each unit
- * against the digest ARCHIVE.idx gives it (if the catalog is there and
- * sound: cb_codec_reader_check_units), and, unless ignore_sha256, the
- * whole file against ARCHIVE.sha256 as it streams (if there is one; the
- * tee). cb_tarread_end() then says whether all held (restore, verify).
+ * Open to read the whole archive with its checks: each unit against the
+ * digest ARCHIVE.idx gives it (if the catalog is there and sound:
+ * cb_codec_reader_check_units), and ARCHIVE.sha256 (if there is one):
+ *   CB_SUM_FILE     the whole file hashed as it streams (the tee): verify
+ *   CB_SUM_CATALOG  the catalog against its line in the .sha256, checked
+ *                   here (a mismatch fails the open): its unit digests
+ *                   cover every byte of the file, read once (restore; the
+ *                   whole file hashed as CB_SUM_FILE when the .sha256
+ *                   names no catalog, or there is no usable one)
+ *   CB_SUM_NONE     the .sha256 not read (--ignore-checksum)
+ * cb_tarread_end() then says whether all held.
  */
-int cb_tarread_open_checked(struct cb_tarread *t, const char *path, int ignore_sha256);
+enum cb_tarread_sum { CB_SUM_FILE, CB_SUM_CATALOG, CB_SUM_NONE };
+int cb_tarread_open_checked(struct cb_tarread *t, const char *path, enum cb_tarread_sum sum);
 /* The whole archive from fd, a stream read once, in order (a pipe; t owns
  * fd, label names it), size bytes long; units: its catalog's (their
  * CRC-32s checked; zstd then decoded on several threads), or NULL. The

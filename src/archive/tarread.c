@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cb_index.h"
+#include "cb_opts.h"
 #include "cb_tarread.h"
 #include "cb_util.h"
 
@@ -281,12 +282,16 @@ int cb_tarread_expected_sha256(const char *archive, char hex[65])
 }
 
 /* The units of ARCHIVE.idx with their digests, if it is there and sound
- * (a catalog that is not: the codecs' own checks remain). */
-static void catalog_units(const char *archive, struct cb_codec_units *u)
+ * (a catalog that is not: the codecs' own checks remain). With bind, the
+ * catalog against the line ARCHIVE.sha256 gives it: 1 the same, 0 the
+ * .sha256 names no catalog (or none is usable), -1 another (error set). */
+static int catalog_units(const char *archive, struct cb_codec_units *u, int bind,
+			 enum cb_compress *codec)
 {
-	char *path = cb_xasprintf("%s.idx", archive);
+	char *path = cb_xasprintf("%s.idx", archive), want[65], has[65];
 	struct stat st;
 	struct cb_idx x;
+	int bound = 0;
 
 	memset(u, 0, sizeof(*u));
 	if (stat(archive, &st) == 0 && access(path, F_OK) == 0 &&
@@ -294,28 +299,47 @@ static void catalog_units(const char *archive, struct cb_codec_units *u)
 		if (cb_idx_check_digest(&x) == 0) {
 			cb_idx_units(&x, u);
 			u->total = x.tar_size;
+			*codec = x.codec;
+			/* a plain tar's units are not checked as it is read */
+			if (bind && x.codec != CB_COMPRESS_NONE && u->n && cb_idx_expected_sha256(archive, want) == 0) {
+				cb_idx_sha256_hex(&x, has);
+				bound = strcasecmp(has, want) == 0 ? 1
+					: cb_error("checksum mismatch: '%s.sha256' says %s for '%s', "
+						   "it has %s", archive, want, path, has);
+			}
 		}
 		cb_idx_close(&x);
 	}
 	free(path);
+	return bound;
 }
 
-int cb_tarread_open_checked(struct cb_tarread *t, const char *path, int ignore_sha256)
+int cb_tarread_open_checked(struct cb_tarread *t, const char *path, enum cb_tarread_sum sum)
 {
 	char hex[65] = "";
 	struct cb_codec_units u;
-	int have = ignore_sha256 ? 1 : cb_tarread_expected_sha256(path, hex);
-	int ret;
+	int have = sum == CB_SUM_NONE ? 1 : cb_tarread_expected_sha256(path, hex);
+	enum cb_compress codec = CB_COMPRESS_NONE;
+	int bound = 0, ret = -1;
 
-	if (have < 0) {
-		memset(t, 0, sizeof(*t));
-		t->fd = t->file_fd = -1;
+	memset(t, 0, sizeof(*t));
+	t->fd = t->file_fd = -1;
+	if (have < 0)
 		return -1;
-	}
-	catalog_units(path, &u);
-	ret = tarread_open(t, path, have == 0, NULL, &u);
+	bound = catalog_units(path, &u, sum == CB_SUM_CATALOG && have == 0, &codec);
+	/* the catalog bound by the .sha256 checks every unit of the file
+	 * before any of its bytes is used: no second pass to hash it whole */
+	if (bound == 1)
+		have = 1;
+	if (bound >= 0)
+		ret = tarread_open(t, path, have == 0, NULL, &u);
+	/* ... when the file is what the catalog says it is */
+	if (ret == 0 && bound == 1 && cb_codec_reader_type(t->reader) != codec)
+		ret = cb_error("'%s': the catalog does not match the archive (a %s archive, it says %s)",
+			       path, cb_compress_name(cb_codec_reader_type(t->reader)),
+			       cb_compress_name(codec));
 	cb_codec_units_release(&u);
-	snprintf(t->expect_sha256, sizeof(t->expect_sha256), "%s", hex);
+	snprintf(t->expect_sha256, sizeof(t->expect_sha256), "%s", have == 0 ? hex : "");
 	return ret;
 }
 

@@ -303,7 +303,7 @@ int cb_restore_run(const struct cb_restore_opts *o, struct cb_log *log, struct c
 	}
 	ao.archive = archive;
 	if ((o->stream && restore_stream_open(&r, &ao) < 0) ||
-	    (!o->stream && !by_catalog(o) && cb_tarread_open_checked(&r.tr, archive, o->ignore_checksum) < 0) ||
+	    (!o->stream && !by_catalog(o) && cb_tarread_open_checked(&r.tr, archive, o->ignore_checksum ? CB_SUM_NONE : CB_SUM_CATALOG) < 0) ||
 	    restore_dest_open(&r, &ao) < 0)
 		goto out;
 	ret = by_catalog(o) ? cb_restore_paths(&r, &ao)

@@ -161,7 +161,7 @@ int cb_verify_run(const char *archive, int dry_run, int progress, struct cb_log 
 	uint64_t bad;
 
 	memset(st, 0, sizeof(*st));
-	walked = cb_tarread_open_checked(&t, archive, 0);
+	walked = cb_tarread_open_checked(&t, archive, CB_SUM_FILE);
 	if (walked == 0) {
 		cb_progress_start(&bar, progress, "verify", catalog_tar_size(archive));
 		t.progress = &bar;
