@@ -37,8 +37,10 @@
 #   PRIO=1 (every tool in a cpu cgroup of the highest weight, bench/lib.sh
 #   cpu_priority: other jobs on a shared machine weigh on none of them;
 #   the disk stays shared)
-#   BENCH_TMP=/var/tmp (scratch, removed at exit: ~2x the root + 2 images
-#   of IMG_SIZE=16G, sparse).
+#   BENCH_TMP=/var/tmp (scratch, removed at exit: the guest, and 3 images
+#   of IMG_SIZE=16G, sparse: the two dump dirs' file systems, where the
+#   restores go too, and a fresh ext4 each round for the tmpdirs and
+#   caches, see fresh_keep).
 # Page caches are NOT dropped (shared machine): every run is warm, for all.
 set -eu
 cd "$(dirname "$0")/.."
@@ -163,6 +165,23 @@ stored() {
 	fi
 }
 
+# fresh_keep: the tools' tmpdirs and caches (what each keeps between
+# nights) on a fresh ext4 each round, as a host's /var/tmp: not in
+# BENCH_TMP, where on this machine (a journal-less ext4, shared with other
+# jobs) every create checks the free inodes it could take for a recent
+# deletion (the kernel's recently_deleted(): 2-4 s of system time in a
+# night 1 of cbackup after the round before removed its trees, where a
+# fresh ext4 takes 1.2-1.6 s); the same for every tool
+fresh_keep() {
+	local m=$work/mnt-keep
+	! mountpoint -q "$m" || umount "$m"
+	truncate -s 0 "$work/keep.img"
+	truncate -s "$IMG_SIZE" "$work/keep.img"
+	mkfs.ext4 -q -F "$work/keep.img"
+	mkdir -p "$m"
+	mount -o loop "$work/keep.img" "$m"
+}
+
 # timed_night FS TOOL DUMP KEEP NIGHT: wall and CPU into r.FS.*, growth
 timed_night() {
 	local fs=$1 tool=$2 before after
@@ -187,11 +206,11 @@ mean() { awk '{ s += $1 } END { printf "%.0f\n", NR ? s / NR : 0 }' "$1"; }
 
 # round FS R: a fresh guest, fresh dump dirs, NIGHTS nights
 round() {
-	local fs=$1 r=$2 mnt=$work/mnt-$1 keep=$work/keep n i order
+	local fs=$1 r=$2 mnt=$work/mnt-$1 keep=$work/mnt-keep n i order
 	echo "== $fs round $r/$ROUNDS: copying the guest ..."
 	make_guest
-	rm -rf "$mnt"/* "$keep" "$work"/n.*
-	mkdir -p "$keep"
+	rm -rf "$mnt"/* "$work"/n.*
+	fresh_keep
 	for n in $(seq 1 "$NIGHTS"); do
 		[ "$n" = 1 ] || change "$n"
 		# the order turned each night (and each round)
@@ -203,20 +222,24 @@ round() {
 		cut -d' ' -f1 /proc/loadavg >>"$work/load.$fs"
 	done
 	# the last night back, whole, each tool in turn into a tree of its own
-	# (the trees removed only at the end: ext4 slows file creation right
-	# after a big removal)
-	for t in $TOOLS; do
+	# on the file system under test (the trees removed only at the end: a
+	# create right after a big removal waits on it), after a sync, the
+	# order turned each round
+	set -- $TOOLS
+	for i in $(seq 1 $((r % $#))); do set -- "$@" "$1"; shift; done
+	for t in "$@"; do
+		sync
 		/usr/bin/time -f "%e %U %S" -o "$work/time" bash -c 'set -e; restore_tool "$@"' _ \
-			"$t" "$mnt" "$work/rst-$t" || { echo "$t restore failed" >&2; exit 1; }
+			"$t" "$mnt" "$mnt/rst-$t" || { echo "$t restore failed" >&2; exit 1; }
 		read -r wall user sys <"$work/time"
 		rec "$fs" "$t.rwall" "$wall"
 		rec "$fs" "$t.rcpu" "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')"
 		/usr/bin/time -f "%e" -o "$work/time" bash -c 'set -e; restore_tool "$@"' _ \
-			"$t" "$mnt" "$work/one-$t" "$SMALL" || { echo "$t restore of $SMALL failed" >&2; exit 1; }
-		cmp -s "$work/one-$t/${SRC#/}/$SMALL" "$SRC/$SMALL" || cmp "$work/one-$t/$SMALL" "$SRC/$SMALL"
+			"$t" "$mnt" "$mnt/one-$t" "$SMALL" || { echo "$t restore of $SMALL failed" >&2; exit 1; }
+		cmp -s "$mnt/one-$t/${SRC#/}/$SMALL" "$SRC/$SMALL" || cmp "$mnt/one-$t/$SMALL" "$SRC/$SMALL"
 		rec "$fs" "$t.rone" "$(cat "$work/time")"
 	done
-	rm -rf "$work"/rst-* "$work"/one-*
+	rm -rf "$mnt"/rst-* "$mnt"/one-*
 	for t in $TOOLS; do
 		rec "$fs" "$t.night1" "$(cat "$work/n.$t.night1")"
 		rec "$fs" "$t.rss1" "$(cat "$work/n.$t.rss1")"
@@ -235,7 +258,8 @@ mb() { awk -v b="$1" 'BEGIN { printf "%.1f MB", b / 1e6 }'; }
 table() {
 	local fs=$1 t k
 	echo
-	echo "dump dir on $fs: nights 2-$NIGHTS, medians of $(wc -l <"$work/r.$fs.cbackup.wall") round(s), load average (1 min) during the nights: $(median "$work/load.$fs") median, $(sort -n "$work/load.$fs" | head -n 1)-$(sort -n "$work/load.$fs" | tail -n 1)"
+	set -- $TOOLS
+	echo "dump dir on $fs: nights 2-$NIGHTS, medians of $(wc -l <"$work/r.$fs.$1.wall") round(s), load average (1 min) during the nights: $(median "$work/load.$fs") median, $(sort -n "$work/load.$fs" | head -n 1)-$(sort -n "$work/load.$fs" | tail -n 1)"
 	printf '|'
 	for t in $TOOLS; do
 		case $t in

@@ -9,6 +9,10 @@
 # Prints medians of wall and CPU (user+sys) seconds and the ratios against
 # the stock pipeline, then the system calls of one restore each
 # (strace -f -c): opens, stats and unlinks an entry. Asserts nothing.
+# FLOOR=1 adds `tar -x` of the archive already decompressed (into WORK,
+# outside the timing): what the file system takes to make the tree from
+# one writer, with no decoding at all (on btrfs cbackup's restore is
+# there: bench/README.md).
 # PRIO=1: the timed restores run in a cpu cgroup of the highest weight
 # (bench/lib.sh cpu_priority): on a machine other jobs keep busy, both
 # ways get the cores as on an idle one (the disk stays shared).
@@ -26,10 +30,13 @@ export CBACKUP_LOCK_DIR=$WORK/locks
 rm -rf "$WORK"
 mkdir -p "$WORK"
 # FS=ext4|btrfs: WORK (the dump dir and every destination) on a fresh
-# loop-mounted file system of 20G (sparse, next to WORK), unmounted at
-# the end: no earlier removal weighs on the creates
+# loop-mounted file system (sparse, next to WORK), unmounted at the end:
+# no earlier removal weighs on the creates. Its size leaves half of it
+# free after the last restore (the trees are kept to the end: a file
+# system filling up slows the late rounds' allocations, and a 20G one held
+# only 27 trees of the Debian root, the last rounds of ROUNDS=9 FLOOR=1)
 if [ -n "${FS:-}" ]; then
-	truncate -s 20G "$WORK.img"
+	truncate -s "$((2 * 3 * (ROUNDS + 1)))G" "$WORK.img"
 	case $FS in
 	ext4) mkfs.ext4 -q -F "$WORK.img" ;;
 	btrfs) mkfs.btrfs -q -f "$WORK.img" >/dev/null ;;
@@ -55,6 +62,8 @@ echo "tree: $SRC ($(du -sh "$SRC" 2>/dev/null | cut -f1), $(find "$SRC" | wc -l)
 A=$(ls "$WORK"/dump/*-990-*.tar.zst)
 
 stock() { zstd -dc "$A" | tar --numeric-owner --xattrs --xattrs-include='*' --acls -xpf - -C "$1"; }
+floor() { tar --numeric-owner --xattrs --xattrs-include='*' --acls -xpf "$WORK/plain.tar" -C "$1"; }
+[ "${FLOOR:-0}" = 1 ] && zstd -qdc "$A" >"$WORK/plain.tar" && cat "$WORK/plain.tar" >/dev/null
 # run NAME ROUND CMD...: one timed restore into a fresh directory; "wall
 # cpu" appended to WORK/NAME. The trees are removed only at the end: ext4
 # scans the inode table for recently deleted inodes on every create (most
@@ -62,30 +71,32 @@ stock() { zstd -dc "$A" | tar --numeric-owner --xattrs --xattrs-include='*' --ac
 run() {
 	local name=$1 dest=$WORK/res/$1-$2
 	shift 2
-	case $name in stock|warmup) mkdir "$dest" ;; esac
+	case $name in stock|floor|warmup) mkdir "$dest" ;; esac
 	/usr/bin/time -f "%e %U %S" -o "$WORK/t" "$@" "$dest" >/dev/null 2>&1
 	awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$WORK/t" >>"$WORK/$name"
 }
-export -f stock
-export A
+export -f stock floor
+export A WORK
 [ "${PRIO:-0}" = 1 ] && cpu_priority cbackup-bench-$$
 # a first restore not counted (the file system's state after the setup
 # weighs on whichever comes first), then the order turns every round
 run warmup 0 bash -c 'stock "$0"'
 for i in $(seq "$ROUNDS"); do
-	order="cbackup stock ${BEFORE:+before}"
-	[ $((i % 2)) = 0 ] && order="${BEFORE:+before} stock cbackup"
+	fl=; [ "${FLOOR:-0}" = 1 ] && fl=floor
+	order="cbackup stock ${BEFORE:+before} $fl"
+	[ $((i % 2)) = 0 ] && order="$fl ${BEFORE:+before} stock cbackup"
 	for n in $order; do
 		case $n in
 		cbackup) run cbackup "$i" "$CB" restore "$A" ;;
 		stock)   run stock "$i" bash -c 'stock "$0"' ;;
 		before)  run before "$i" "$BEFORE" restore "$A" ;;
+		floor)   run floor "$i" bash -c 'floor "$0"' ;;
 		esac
 	done
 done
 rm -rf "$WORK/res" && mkdir "$WORK/res"
 
-timing_table "$WORK" stock "full restore (median of $ROUNDS)" stock cbackup ${BEFORE:+before}
+timing_table "$WORK" stock "full restore (median of $ROUNDS)" stock cbackup ${BEFORE:+before} $fl
 
 # calls NAME CMD...: strace -f -c of one restore; opens, stats, unlinks an entry
 calls() {
