@@ -29,16 +29,17 @@
 # nights (btrfs: exclusive + shared extents counted once; ext4: du), and
 # what the tool keeps between nights outside the dump directory (cbackup's
 # staging copy with its index, borg's and restic's caches); night 1's wall
-# time and peak RSS; and after the last night a full restore of it (cbackup
-# restore, borg extract, restic restore, zstd -dc | tar -x), wall and CPU,
-# and one small file (SMALL, default etc/debian_version) of it, wall.
+# time and peak RSS; and after the last night RESTORES (default 3) full
+# restores of it (cbackup restore, borg extract, restic restore, zstd -dc |
+# tar -x), wall and CPU (medians of all), and one small file (SMALL,
+# default etc/debian_version) of it, wall.
 # Environment: NIGHTS=7 ROUNDS=3 FS="btrfs ext4" DISTROOT=/work/distroot
-#   TOOLS (a subset, in this order) SMALL
+#   TOOLS (a subset, in this order) SMALL RESTORES
 #   PRIO=1 (every tool in a cpu cgroup of the highest weight, bench/lib.sh
 #   cpu_priority: other jobs on a shared machine weigh on none of them;
 #   the disk stays shared)
 #   BENCH_TMP=/var/tmp (scratch, removed at exit: the guest, and 3 images
-#   of IMG_SIZE=16G, sparse: the two dump dirs' file systems, where the
+#   of IMG_SIZE=32G, sparse: the two dump dirs' file systems, where the
 #   restores go too, and a fresh ext4 each round for the tmpdirs and
 #   caches, see fresh_keep).
 # Page caches are NOT dropped (shared machine): every run is warm, for all.
@@ -50,7 +51,8 @@ NIGHTS=${NIGHTS:-7}
 ROUNDS=${ROUNDS:-3}
 FS=${FS:-btrfs ext4}
 DISTROOT=${DISTROOT:-/work/distroot}
-IMG_SIZE=${IMG_SIZE:-16G}
+IMG_SIZE=${IMG_SIZE:-32G}
+RESTORES=${RESTORES:-3}
 TOOLS=${TOOLS:-cbackup cbdef cbenc borg borgenc restic vzdump}
 SMALL=${SMALL:-etc/debian_version}
 . bench/lib.sh
@@ -221,19 +223,24 @@ round() {
 		echo "   night $n done ($order), load $(cut -d' ' -f1-3 /proc/loadavg)"
 		cut -d' ' -f1 /proc/loadavg >>"$work/load.$fs"
 	done
-	# the last night back, whole, each tool in turn into a tree of its own
-	# on the file system under test (the trees removed only at the end: a
-	# create right after a big removal waits on it), after a sync, the
-	# order turned each round
-	set -- $TOOLS
-	for i in $(seq 1 $((r % $#))); do set -- "$@" "$1"; shift; done
-	for t in "$@"; do
-		sync
-		/usr/bin/time -f "%e %U %S" -o "$work/time" bash -c 'set -e; restore_tool "$@"' _ \
-			"$t" "$mnt" "$mnt/rst-$t" || { echo "$t restore failed" >&2; exit 1; }
-		read -r wall user sys <"$work/time"
-		rec "$fs" "$t.rwall" "$wall"
-		rec "$fs" "$t.rcpu" "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')"
+	# the last night back, whole, RESTORES times, each tool in turn into a
+	# tree of its own on the file system under test (the trees removed
+	# only at the end: a create right after a big removal waits on it),
+	# each after a sync, the order turned each time and each round; then
+	# one small file
+	for k in $(seq 1 "$RESTORES"); do
+		set -- $TOOLS
+		for i in $(seq 1 $(((r + k) % $#))); do set -- "$@" "$1"; shift; done
+		for t in "$@"; do
+			sync
+			/usr/bin/time -f "%e %U %S" -o "$work/time" bash -c 'set -e; restore_tool "$@"' _ \
+				"$t" "$mnt" "$mnt/rst-$t-$k" || { echo "$t restore failed" >&2; exit 1; }
+			read -r wall user sys <"$work/time"
+			rec "$fs" "$t.rwall" "$wall"
+			rec "$fs" "$t.rcpu" "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')"
+		done
+	done
+	for t in $TOOLS; do
 		/usr/bin/time -f "%e" -o "$work/time" bash -c 'set -e; restore_tool "$@"' _ \
 			"$t" "$mnt" "$mnt/one-$t" "$SMALL" || { echo "$t restore of $SMALL failed" >&2; exit 1; }
 		cmp -s "$mnt/one-$t/${SRC#/}/$SMALL" "$SRC/$SMALL" || cmp "$mnt/one-$t/$SMALL" "$SRC/$SMALL"
