@@ -317,12 +317,12 @@ uint64_t cb_codec_reader_bad_unit(const struct cb_codec_reader *r);
 
 /*
  * A zstd archive whose units are known decoded on several threads, one
- * ring of decoded units (2 a thread) read in order (codec_par.c): for a
- * reader that has read nothing yet, on a file it may pread. units: every
- * unit from the file's first byte (the catalog's, crc 1: their CRC-32s
- * are checked as the sequential reader checks them; or the seek table's,
- * crc 0), u_total: the decoded stream's length, threads: 0 = the cores
- * (at least 2). 0 switched, 1 left sequential (another codec, units that
+ * ring of decoded units (~64 MiB, 2 a thread at least) read in order
+ * (codec_par.c): for a reader that has read nothing yet, on a file it
+ * may pread. units: every unit from the file's first byte (the
+ * catalog's, crc 1: their CRC-32s are checked as the sequential reader
+ * checks them; or the seek table's, crc 0), u_total: the decoded
+ * stream's length, threads: 0 = the cores (at least 2). 0 switched, 1 left sequential (another codec, units that
  * do not cover the file), -1 on error.
  */
 struct cb_codec_par {

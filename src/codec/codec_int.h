@@ -301,6 +301,12 @@ int cb_codec_gzip_writer(void **st, const struct cb_codec_wops **ops,
 int cb_codec_zstd_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in);
 int cb_codec_lzo_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in);
 int cb_codec_gzip_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in);
+/* codec_par.c: the ring's slots for threads workers over n units that
+ * decode to u_total bytes: 2 a worker at least, and about
+ * CB_PAR_RING_BYTES of decoded units, at most CB_PAR_RING_MAX. */
+#define CB_PAR_RING_BYTES ((uint64_t)64 << 20)
+#define CB_PAR_RING_MAX 64
+int cb_codec_par_depth(int threads, uint64_t n, uint64_t u_total);
 /* codec_par.c: 1 (nothing done) when par's units do not cover the file. */
 int cb_codec_zstd_par_reader(void **st, const struct cb_codec_rops **ops, struct cb_codec_in *in,
 			     const struct cb_codec_par *par);

@@ -756,6 +756,20 @@ static void seen_scratch_free(void *scratch)
 
 /* The job being filled holds no output buffer: a pool has one fewer of
  * them than jobs, and every job's output is its own while it is out. */
+/* The parallel reader's ring: ~64 MiB of decoded units (16 of 4 MiB, the
+ * cap for 1 MiB store units), never fewer than 2 a worker. */
+static void test_par_ring_depth(void **state)
+{
+	const uint64_t mib = 1 << 20;
+
+	(void)state;
+	assert_int_equal(cb_codec_par_depth(2, 155, 155 * 4 * mib), 16);
+	assert_int_equal(cb_codec_par_depth(2, 1000, 1000 * mib), 64);
+	assert_int_equal(cb_codec_par_depth(8, 10, 10 * 80 * mib), 16);
+	assert_int_equal(cb_codec_par_depth(2, 3, 3 * 64 * mib), 4);
+	assert_int_equal(cb_codec_par_depth(2, 0, 0), 64);
+}
+
 static void test_pool_outputs_fewer_than_jobs(void **state)
 {
 	static const struct cb_pool_ops ops = { .run = seen_run, .emit = seen_emit,
@@ -855,6 +869,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_threads_deterministic_interleaved, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_zstd_segments_handed_over, setup, teardown),
 		cmocka_unit_test(test_pool_outputs_fewer_than_jobs),
+		cmocka_unit_test(test_par_ring_depth),
 		cmocka_unit_test_setup_teardown(test_gzip_parallel_ratio, setup, teardown),
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_crc32_as_zlib),
