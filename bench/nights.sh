@@ -314,6 +314,12 @@ table() {
 	for k in cpu wall added storage night1; do ratio "cbackup encrypted / plain (keep-staging 1)" cbenc cbackup "$k"; done
 	ratio "cbackup encrypted / borg repokey-blake2" cbenc borgenc storage
 	for c in restic borgenc borg; do ratio "cbackup encrypted / $c, one small file back," cbenc "$c" rone; done
+	if has cbdef && has vzdump; then
+		for k in rwall rcpu; do
+			awk -v c="$(median "$work/r.$fs.cbdef.$k")" -v b="$(median "$work/r.$fs.vzdump.$k")" -v k="$k" \
+				'BEGIN { printf "cbackup restore / zstd -dc | tar -x %s: %.2fx\n", k, (b > 0 ? c / b : 0) }'
+		done
+	fi
 	has borg || return 0
 	for k in wall cpu storage night1 rss1; do
 		for c in cbackup cbdef; do
@@ -321,11 +327,6 @@ table() {
 			awk -v c="$(median "$work/r.$fs.$c.$k")" -v b="$(median "$work/r.$fs.borg.$k")" -v k="$k" \
 				-v n="$c" 'BEGIN { printf "%s/borg %s: %.2fx\n", n, k, (b > 0 ? c / b : 0) }'
 		done
-	done
-	has cbdef && has vzdump || return 0
-	for k in rwall rcpu; do
-		awk -v c="$(median "$work/r.$fs.cbdef.$k")" -v b="$(median "$work/r.$fs.vzdump.$k")" -v k="$k" \
-			'BEGIN { printf "cbackup restore / zstd -dc | tar -x %s: %.2fx\n", k, (b > 0 ? c / b : 0) }'
 	done
 }
 
