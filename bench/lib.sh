@@ -2,6 +2,26 @@
 now() { date +%s.%N; }
 # elapsed T0 T1: seconds between two now()s, 3 decimals, one line
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", b - a }'; }
+# rotated N WORD...: the words turned left N times (N taken modulo their
+# number), one line: an order that changes from run to run
+rotated() {
+	local n=$1
+	shift
+	for _ in $(seq 1 $((n % $#))); do set -- "$@" "$1"; shift; done
+	echo "$*"
+}
+# loop_fs TYPE IMG MNT SIZE: a fresh file system (btrfs, ext4, or xfs with
+# reflinks) in the sparse file IMG, mounted on MNT (made if missing)
+loop_fs() {
+	truncate -s 0 "$2" && truncate -s "$4" "$2" || return 1
+	case $1 in
+	btrfs) mkfs.btrfs -q -f "$2" >/dev/null 2>&1 ;;
+	xfs) mkfs.xfs -q -f -m reflink=1 "$2" ;;
+	ext4) mkfs.ext4 -q -F "$2" ;;
+	*) echo "loop_fs: btrfs, ext4 or xfs, not '$1'" >&2; return 2 ;;
+	esac || return 1
+	mkdir -p "$3" && mount -o loop "$2" "$3"
+}
 # median FILE: of the numbers in FILE, one a line
 median() { sort -n "$1" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 # cpu_priority NAME: moves this shell (and what it starts from now on)

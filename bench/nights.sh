@@ -175,13 +175,8 @@ stored() {
 # night 1 of cbackup after the round before removed its trees, where a
 # fresh ext4 takes 1.2-1.6 s); the same for every tool
 fresh_keep() {
-	local m=$work/mnt-keep
-	! mountpoint -q "$m" || umount "$m"
-	truncate -s 0 "$work/keep.img"
-	truncate -s "$IMG_SIZE" "$work/keep.img"
-	mkfs.ext4 -q -F "$work/keep.img"
-	mkdir -p "$m"
-	mount -o loop "$work/keep.img" "$m"
+	! mountpoint -q "$work/mnt-keep" || umount "$work/mnt-keep"
+	loop_fs ext4 "$work/keep.img" "$work/mnt-keep" "$IMG_SIZE"
 }
 
 # timed_night FS TOOL DUMP KEEP NIGHT: wall and CPU into r.FS.*, growth
@@ -216,9 +211,7 @@ round() {
 	for n in $(seq 1 "$NIGHTS"); do
 		[ "$n" = 1 ] || change "$n"
 		# the order turned each night (and each round)
-		set -- $TOOLS
-		for i in $(seq 1 $(((n + r) % $#))); do set -- "$@" "$1"; shift; done
-		order="$*"
+		order=$(rotated $((n + r)) $TOOLS)
 		for t in $order; do timed_night "$fs" "$t" "$mnt" "$keep" "$n"; done
 		echo "   night $n done ($order), load $(cut -d' ' -f1-3 /proc/loadavg)"
 		cut -d' ' -f1 /proc/loadavg >>"$work/load.$fs"
@@ -229,9 +222,7 @@ round() {
 	# each after a sync, the order turned each time and each round; then
 	# one small file
 	for k in $(seq 1 "$RESTORES"); do
-		set -- $TOOLS
-		for i in $(seq 1 $(((r + k) % $#))); do set -- "$@" "$1"; shift; done
-		for t in "$@"; do
+		for t in $(rotated $((r + k)) $TOOLS); do
 			sync
 			/usr/bin/time -f "%e %U %S" -o "$work/time" bash -c 'set -e; restore_tool "$@"' _ \
 				"$t" "$mnt" "$mnt/rst-$t-$k" || { echo "$t restore failed" >&2; exit 1; }
@@ -336,15 +327,8 @@ while [ ! -e "$DISTROOT/.ready" ]; do sleep 10; done
 "$CB" key create "$work/key" >/dev/null 2>&1
 [ "${PRIO:-0}" = 1 ] && cpu_priority "cbackup-nights-$$"
 for fs in $FS; do
-	img=$work/$fs.img
-	truncate -s "$IMG_SIZE" "$img"
-	case $fs in
-	btrfs) mkfs.btrfs -q -f "$img" >/dev/null 2>&1 ;;
-	ext4) mkfs.ext4 -q -F "$img" ;;
-	*) echo "FS: btrfs or ext4" >&2; exit 2 ;;
-	esac
-	mkdir -p "$work/mnt-$fs"
-	mount -o loop "$img" "$work/mnt-$fs"
+	case $fs in btrfs|ext4) ;; *) echo "FS: btrfs or ext4" >&2; exit 2 ;; esac
+	loop_fs "$fs" "$work/$fs.img" "$work/mnt-$fs" "$IMG_SIZE"
 done
 echo "guest: $(find "$DISTROOT" | wc -l) entries, $(du -sh "$DISTROOT" | cut -f1) + a 24 MiB database"
 out=${BENCH_TMP:-/var/tmp}/cbackup-nights-table.$$

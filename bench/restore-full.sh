@@ -36,13 +36,8 @@ mkdir -p "$WORK"
 # system filling up slows the late rounds' allocations, and a 20G one held
 # only 27 trees of the Debian root, the last rounds of ROUNDS=9 FLOOR=1)
 if [ -n "${FS:-}" ]; then
-	truncate -s "$((2 * 3 * (ROUNDS + 1)))G" "$WORK.img"
-	case $FS in
-	ext4) mkfs.ext4 -q -F "$WORK.img" ;;
-	btrfs) mkfs.btrfs -q -f "$WORK.img" >/dev/null ;;
-	*) echo "FS: ext4 or btrfs" >&2; exit 2 ;;
-	esac
-	mount -o loop "$WORK.img" "$WORK"
+	case $FS in ext4|btrfs) ;; *) echo "FS: ext4 or btrfs" >&2; exit 2 ;; esac
+	loop_fs "$FS" "$WORK.img" "$WORK" "$((2 * 3 * (ROUNDS + 1)))G"
 fi
 mkdir -p "$WORK/tmp" "$WORK/dump" "$WORK/res"
 mkdir -m 700 "$WORK/locks"
@@ -81,8 +76,9 @@ export A WORK
 # a first restore not counted (the file system's state after the setup
 # weighs on whichever comes first), then the order turns every round
 run warmup 0 bash -c 'stock "$0"'
+fl=
+[ "${FLOOR:-0}" = 1 ] && fl=floor
 for i in $(seq "$ROUNDS"); do
-	fl=; [ "${FLOOR:-0}" = 1 ] && fl=floor
 	order="cbackup stock ${BEFORE:+before} $fl"
 	[ $((i % 2)) = 0 ] && order="$fl ${BEFORE:+before} stock cbackup"
 	for n in $order; do
