@@ -301,7 +301,8 @@ static int catalog_units(const char *archive, struct cb_codec_units *u, int bind
 			u->total = x.tar_size;
 			*codec = x.codec;
 			/* a plain tar's units are not checked as it is read */
-			if (bind && x.codec != CB_COMPRESS_NONE && u->n && cb_idx_expected_sha256(archive, want) == 0) {
+			if (bind && x.codec != CB_COMPRESS_NONE && u->n &&
+			    cb_idx_expected_sha256(archive, want) == 0) {
 				cb_idx_sha256_hex(&x, has);
 				bound = strcasecmp(has, want) == 0 ? 1
 					: cb_error("checksum mismatch: '%s.sha256' says %s for '%s', "

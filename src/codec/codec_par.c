@@ -16,11 +16,12 @@
  * and with 2T slots (16 MiB of 4 MiB units on 2 cores) the workers waited
  * for room during the first and the reader for units during the second:
  * 15-20 % of two cores idle, a whole restore of the Debian root 0.89 s
- * against 0.77 s with 16 slots (8 restores each, interleaved). Every unit is read whole with pread
- * (the file offset is nobody's), checked against its CRC-32 when the
- * catalog gave one (the same check and message as the sequential
- * reader's), and decoded in one call into a buffer of exactly the size
- * its table says: a unit that decodes to more or less is damaged too.
+ * against 0.77 s with 16 slots (8 restores each, interleaved). Every
+ * unit is read whole with pread (the file offset is nobody's), checked
+ * against its CRC-32 when the catalog gave one (the same check and
+ * message as the sequential reader's), and decoded in one call into a
+ * buffer of exactly the size its table says: a unit that decodes to more
+ * or less is damaged too.
  * Workers report no error themselves (cb_error is the reader's): a
  * failed unit keeps its message, the workers start no unit after it, and
  * the reader reports it when it gets there, after every byte before it,
