@@ -20,6 +20,7 @@
 #   bash bench/memory-night.sh           ENTRIES=300000 BEFORE=/work/main/cbackup bash bench/memory-night.sh
 set -eu
 TOP=$(cd "$(dirname "$0")/.." && pwd)
+. "$TOP/bench/lib.sh"
 CB=${CB:-}
 ENTRIES=${ENTRIES:-1000000}
 DISTROOT=${DISTROOT:-/work/distroot}
@@ -35,10 +36,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 export CBACKUP_LOCK_DIR=$W/locks BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK=yes
 mkdir -m 700 "$CBACKUP_LOCK_DIR"
-truncate -s "$IMG_SIZE" "$W/img"
-mkfs.ext4 -q -F "$W/img"
-mkdir "$W/mnt"
-mount -o loop "$W/img" "$W/mnt"
+loop_fs ext4 "$W/img" "$W/mnt" "$IMG_SIZE"
 M=$W/mnt
 
 gen() {  # DIR N: N small files, 1000 a directory

@@ -53,15 +53,7 @@ trap 'exit 130' INT TERM
 
 # mkfs_mount TYPE DIR SIZE
 mkfs_mount() {
-	local img=$work/.$(basename "$2").img
-	mkdir -p "$2"
-	truncate -s "$3" "$img"
-	case $1 in
-	btrfs) mkfs.btrfs -q -f "$img" >/dev/null 2>&1 ;;
-	xfs)   mkfs.xfs -q -f -m reflink=1 "$img" ;;
-	ext4)  mkfs.ext4 -q -F "$img" ;;
-	esac
-	mount -o loop "$img" "$2"
+	loop_fs "$1" "$work/.$(basename "$2").img" "$2" "$3"
 	mounts+=("$2")
 }
 

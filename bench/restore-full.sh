@@ -62,11 +62,15 @@ floor() { tar --numeric-owner --xattrs --xattrs-include='*' --acls -xpf "$WORK/p
 # run NAME ROUND CMD...: one timed restore into a fresh directory; "wall
 # cpu" appended to WORK/NAME. The trees are removed only at the end: ext4
 # scans the inode table for recently deleted inodes on every create (most
-# of a restore's system time right after an rm -rf of the last tree).
+# of a restore's system time right after an rm -rf of the last tree). A
+# sync first: the last restore's data, still being written back, would
+# take the cores and the locks from this one (on btrfs its kworkers'
+# checksums and extent updates; nights.sh syncs the same way).
 run() {
 	local name=$1 dest=$WORK/res/$1-$2
 	shift 2
 	case $name in stock|floor|warmup) mkdir "$dest" ;; esac
+	sync
 	/usr/bin/time -f "%e %U %S" -o "$WORK/t" "$@" "$dest" >/dev/null 2>&1
 	awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$WORK/t" >>"$WORK/$name"
 }
