@@ -80,6 +80,11 @@ struct cb_objstore *cb_objstore_open_s3(const char *label, const struct cb_s3_cf
  * storage with layout = store; 0 and *out = NULL when the options name
  * no store (the classic one-file-a-night layout); -1 with cb_error set. */
 int cb_objstore_open_for(const struct cb_opts *o, struct cb_objstore **out);
+
+/* The name the store of a night with these options goes by (its label:
+ * the storage's name, or the directory --dumpdir gave a layout = store),
+ * NULL when the night writes an archive file. */
+const char *cb_objstore_label_for(const struct cb_opts *o);
 /* The S3 store of the options' storage (type = s3: its endpoint, bucket,
  * prefix, region and keys, from its credentials file or the environment),
  * opened, not checked: 0 and *out = NULL when the storage is no S3 one;

@@ -11,6 +11,7 @@
  * resolved options in it are filled once and then only read.
  */
 #include "backup_int.h"
+#include "cb_objstore.h"
 
 char *cb_backup_archive_name(enum cb_guest_type type, const char *id, time_t when,
 			     enum cb_compress compress, enum cb_archive_name naming)
@@ -134,10 +135,16 @@ static void log_dry_run(struct guest_run *r)
 {
 	char need[32];
 
-	cb_info(r->log, "dry run: dumpdir '%s'%s%s%s", r->opts.to_stdout ? "-" : r->opts.dumpdir,
-		r->opts.storage ? " (storage '" : "", r->opts.storage ? r->opts.storage : "",
-		r->opts.storage ? "')" : "");
-	cb_info(r->log, "dry run: archive '%s'", r->archive_path);
+	if (r->opts.storage_type == CB_STORAGE_S3 && !r->opts.to_stdout)
+		cb_info(r->log, "dry run: storage '%s': S3 bucket '%s' at %s%s%s%s, no dumpdir",
+			r->opts.storage, r->opts.s3_bucket, r->opts.s3_endpoint,
+			r->opts.s3_prefix ? ", prefix '" : "", r->opts.s3_prefix ? r->opts.s3_prefix : "",
+			r->opts.s3_prefix ? "'" : "");
+	else
+		cb_info(r->log, "dry run: dumpdir '%s'%s%s%s", r->opts.to_stdout ? "-" : r->opts.dumpdir,
+			r->opts.storage ? " (storage '" : "", r->opts.storage ? r->opts.storage : "",
+			r->opts.storage ? "')" : "");
+	cb_info(r->log, "dry run: archive '%s'", backup_target(r));
 	cb_info(r->log, "dry run: tmpdir '%s'", r->opts.tmpdir);
 	for (size_t i = 0; i < r->excludes.n; i++)
 		cb_info(r->log, "dry run: exclude '%s'", r->excludes.v[i]);
@@ -349,11 +356,19 @@ static void prepare_paths(struct guest_run *r, time_t when)
 	}
 
 	free(r->archive_path);
+	free(r->archive_label);
 	free(r->log_path);
 	r->log_path = NULL;
+	r->archive_label = NULL;
 	if (r->opts.to_stdout) {
 		r->archive_path = cb_xstrdup("-");   /* vzdump's name for stdout */
 	} else {
+		const char *store = cb_objstore_label_for(&r->opts);
+
+		/* a store's night is no file there: restore and the
+		 * others take it as STORE:NAME */
+		if (store)
+			r->archive_label = cb_xasprintf("%s:%s", store, name);
 		r->archive_path = cb_xasprintf("%s/%s", r->opts.dumpdir, name);
 		/* an S3 night's log is in the store; an encrypted archive's
 		 * would name the guest's files in clear beside it: both on the
@@ -539,7 +554,7 @@ static void report_result(struct guest_run *r, int ret)
 	res->result = ret < 0 ? CB_RESULT_FAILED : res->audit_missed ? CB_RESULT_WARNING : CB_RESULT_OK;
 	res->error = ret < 0 ? cb_xstrdup(cb_last_error()) : NULL;
 	res->name = cb_xstrdup(r->hostname);
-	res->archive = r->opts.dry_run ? NULL : cb_xstrdup(r->archive_label ? r->archive_label : r->archive_path);
+	res->archive = r->opts.dry_run ? NULL : cb_xstrdup(backup_target(r));
 	res->log_path = r->log_path ? cb_xstrdup(r->log_path) : NULL;
 	res->seconds = cb_now() - r->started;
 }
@@ -578,7 +593,7 @@ int cb_backup_guest(struct cb_opts *resolved, const char *config_error, struct c
 		cb_fmt_hms(hms, sizeof(hms), cb_now() - r.started);
 		cb_info(log, "Finished Backup of VM %s (%s)", r.opts.id, hms);
 		cb_log_syslog(LOG_INFO, "Finished Backup of VM %s (%s) (%s): %s", r.opts.id, vz_type(&r),
-			      hms, r.archive_path);
+			      hms, backup_target(&r));
 		log_clock(&r, "Backup finished at");
 	}
 	cb_log_detach(log);

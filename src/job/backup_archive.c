@@ -378,11 +378,9 @@ int backup_write_archive(struct guest_run *r)
 	cb_codec_params_for(&r->opts, r->opts.compress, &cp);
 	if (!r->opts.to_stdout && cb_objstore_open_for(&r->opts, &r->store) < 0)
 		goto out;
-	if (r->store)   /* what restore and the others take: STORAGE:NAME */
-		r->archive_label = cb_xasprintf("%s:%s", r->store->label, strrchr(r->archive_path, '/') + 1);
 	/* vzdump's words: PVE's task log and log parsers know them */
 	cb_info(r->log, "creating %sarchive '%s'", r->opts.type == CB_GUEST_CT ? "vzdump " : "",
-		r->archive_label ? r->archive_label : r->archive_path);
+		backup_target(r));
 	if (backup_enc_begin(r, &enc) < 0)
 		goto out;
 	if (enc)

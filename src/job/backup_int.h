@@ -138,6 +138,10 @@ void backup_store_close(struct guest_run *r);
 int backup_uses_dumpdir(const struct guest_run *r);
 /* TMPDIR/cbackup/TYPE-ID.log, the last one removed (malloc'd), or NULL. */
 char *backup_host_log_path(const struct guest_run *r);
+/* The night's archive as the admin names it: a store's "STORAGE:NAME"
+ * (what restore, verify and list take), else the archive's path ("-"
+ * with --stdout): the hook's TARGET, the log, the status. */
+const char *backup_target(const struct guest_run *r);
 
 /* backup_stage.c: staging and the freeze */
 void backup_warn_no_freezer(struct guest_run *r, const char *what);

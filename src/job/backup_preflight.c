@@ -70,9 +70,10 @@ void backup_find_hostname(struct guest_run *r)
 int backup_guest_hook_bounded(struct guest_run *r, const char *phase, int timeout_ms)
 {
 	struct cb_hook_env env = {
-		.dumpdir = r->opts.dumpdir, .storeid = r->opts.storage,
-		.vmtype = r->opts.type == CB_GUEST_VM ? "qemu" : "lxc",
-		.target = r->archive_path, .logfile = r->log_path, .hostname = r->hostname,
+		/* an S3 night has no dumpdir (vzdump gives a PBS storage's none) */
+		.dumpdir = r->opts.storage_type == CB_STORAGE_S3 ? NULL : r->opts.dumpdir,
+		.storeid = r->opts.storage, .vmtype = r->opts.type == CB_GUEST_VM ? "qemu" : "lxc",
+		.target = backup_target(r), .logfile = r->log_path, .hostname = r->hostname,
 		.timeout_ms = timeout_ms,
 	};
 

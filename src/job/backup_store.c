@@ -167,6 +167,11 @@ int backup_uses_dumpdir(const struct guest_run *r)
 	return !r->opts.to_stdout && r->opts.storage_type != CB_STORAGE_S3;
 }
 
+const char *backup_target(const struct guest_run *r)
+{
+	return r->archive_label ? r->archive_label : r->archive_path;
+}
+
 /* vzdump's way for a backup server (/var/log/vzdump/lxc-ID.log): one log
  * a guest, replaced by its next run. For an S3 night (its own log is in
  * the store) and an encrypted archive (a log beside it would name the

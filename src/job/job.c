@@ -146,10 +146,13 @@ out:
 
 static int job_hook(const struct cb_opts *o, const char *phase, struct cb_log *log)
 {
-	struct cb_hook_env env = { .dumpdir = o->dumpdir, .storeid = o->storage };
+	struct cb_hook_env env = { .storeid = o->storage };
 
 	if (o->dry_run)
 		return 0;   /* a dry run runs nothing */
+	/* an S3 storage has no dumpdir (vzdump gives a PBS storage's none) */
+	if (o->storage_type != CB_STORAGE_S3)
+		env.dumpdir = o->dumpdir;
 	return cb_hook_run(o->script, phase, NULL, NULL, &env, log);
 }
 

@@ -11,6 +11,15 @@
 #include "cb_opts.h"
 #include "cb_util.h"
 
+const char *cb_objstore_label_for(const struct cb_opts *o)
+{
+	if (o->storage_type == CB_STORAGE_S3)
+		return o->storage;
+	if (o->layout != CB_LAYOUT_STORE)
+		return NULL;
+	return o->storage ? o->storage : o->dumpdir;
+}
+
 int cb_objstore_open_for(const struct cb_opts *o, struct cb_objstore **out)
 {
 	int rc;
@@ -24,7 +33,7 @@ int cb_objstore_open_for(const struct cb_opts *o, struct cb_objstore **out)
 		return 0;
 	if (!o->dumpdir || !*o->dumpdir)
 		return cb_error("layout = store needs a storage path or --dumpdir");
-	*out = cb_objstore_open_dir(o->storage ? o->storage : o->dumpdir, o->dumpdir);
+	*out = cb_objstore_open_dir(cb_objstore_label_for(o), o->dumpdir);
 	return *out ? 0 : -1;
 }
 

@@ -169,4 +169,21 @@ test_expect_success ROOT 'every file type restored from a store as it was: metad
 	compare_trees "$SCRATCH/full" "$SCRATCH/r9"
 '
 
+test_expect_success ROOT 'a hook on a store night: TARGET is STORAGE:NAME (no file of that path), what restore takes; DUMPDIR the store' '
+	printf "#!/bin/sh\necho \"\$1 \${DUMPDIR-none} \${TARGET-none}\" >>%s/hook.trace\n" "$SCRATCH" \
+		>"$SCRATCH/hook"
+	chmod +x "$SCRATCH/hook"
+	sleep 1.1
+	cbackup_run 0 backup --config "$CONF" --storage offsite --root "$SRC" --id 105 --type ct \
+		--script "$SCRATCH/hook"
+	cat "$SCRATCH/hook.trace"
+	test_has "$SCRATCH/hook.trace" "^backup-end $STORE offsite:$(nights 105)$"
+	test_has "$CB_ERR" "INFO: Finished Backup of VM 105"
+	t=$(sed -n "s|^backup-end $STORE ||p" "$SCRATCH/hook.trace")
+	cbackup_run 0 restore --config "$CONF" "$t" "$SCRATCH/r10"
+	diff -r "$SRC" "$SCRATCH/r10"
+	cbackup_run 0 backup --config "$CONF" --storage offsite --root "$SRC" --id 105 --type ct --dry-run
+	test_has "$CB_ERR" "^INFO: dry run: archive .offsite:cbackup-ct-105-[0-9_-]*\.tar\.zst.$"
+'
+
 test_done

@@ -210,6 +210,28 @@ test_expect_success 'the right keys (profile backup, or the environment): a nigh
 	rm -rf froze thawed "$SCRATCH/tmp/cbackup"
 '
 
+test_expect_success 'a hook on an S3 night: TARGET is STORAGE:NAME, what restore takes; no DUMPDIR (none is used); the dry run names the bucket' '
+	conf c.conf "type = s3" "endpoint = $CB_S3_ENDPOINT" "bucket = night" "prefix = cb/hook" \
+		"credentials = $SCRATCH/cred" "profile = backup"
+	test_when_finished "rm -rf froze thawed \"$SCRATCH/tmp/cbackup\""
+	printf "#!/bin/sh\necho \"\$1 \${DUMPDIR-none} \${STOREID-none} \${TARGET-none}\" >>%s/hook.trace\n" \
+		"$SCRATCH" >hook
+	chmod +x hook
+	cbackup_run 0 backup --config c.conf --script "$SCRATCH/hook" 101
+	cat hook.trace
+	test_has hook.trace "^job-start none offsite none$"
+	test_has hook.trace "^backup-end none offsite offsite:vzdump-lxc-101-[0-9_-]*\.tar\.zst$"
+	test_has hook.trace "^job-end none offsite none$"
+	test_lacks hook.trace "$SCRATCH/dump"
+	t=$(sed -n "s/^backup-end none offsite //p" hook.trace)
+	cbackup_run 0 restore --config c.conf "$t" hooked
+	diff -r "$SCRATCH/root" hooked
+	cbackup_run 0 backup --config c.conf --dry-run 101
+	test_has "$CB_ERR" "^INFO: dry run: storage .offsite.: S3 bucket .night. at $CB_S3_ENDPOINT, prefix .cb/hook., no dumpdir$"
+	test_has "$CB_ERR" "^INFO: dry run: archive .offsite:vzdump-lxc-101-[0-9_-]*\.tar\.zst.$"
+	test_lacks "$CB_ERR" "dry run: dumpdir"
+'
+
 # got_bytes: what radosgw has sent so far (its perf counter get_b)
 got_bytes() {
 	ceph --admin-daemon "$RGW_DIR/run/client.rgw.cb.asok" perf dump |
