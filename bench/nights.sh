@@ -35,9 +35,9 @@
 # default etc/debian_version) of it, wall.
 # Environment: NIGHTS=7 ROUNDS=3 FS="btrfs ext4" DISTROOT=/work/distroot
 #   TOOLS (a subset, in this order) SMALL RESTORES
-#   PRIO=1 (every tool in a cpu cgroup of the highest weight, bench/lib.sh
-#   cpu_priority: other jobs on a shared machine weigh on none of them;
-#   the disk stays shared)
+#   PRIO=1 (every tool's nights in a cpu cgroup of the highest weight,
+#   bench/lib.sh cpu_priority: other jobs on a shared machine weigh on none
+#   of them; the disk stays shared. Not the restores: see unprioritized)
 #   BENCH_TMP=/var/tmp (scratch, removed at exit: the guest, and 3 images
 #   of IMG_SIZE=32G, sparse: the two dump dirs' file systems, where the
 #   restores go too, and a fresh ext4 each round for the tmpdirs and
@@ -224,7 +224,8 @@ round() {
 	for k in $(seq 1 "$RESTORES"); do
 		for t in $(rotated $((r + k)) $TOOLS); do
 			sync
-			/usr/bin/time -f "%e %U %S" -o "$work/time" bash -c 'set -e; restore_tool "$@"' _ \
+			unprioritized /usr/bin/time -f "%e %U %S" -o "$work/time" \
+				bash -c 'set -e; restore_tool "$@"' _ \
 				"$t" "$mnt" "$mnt/rst-$t-$k" || { echo "$t restore failed" >&2; exit 1; }
 			read -r wall user sys <"$work/time"
 			rec "$fs" "$t.rwall" "$wall"
@@ -232,7 +233,7 @@ round() {
 		done
 	done
 	for t in $TOOLS; do
-		/usr/bin/time -f "%e" -o "$work/time" bash -c 'set -e; restore_tool "$@"' _ \
+		unprioritized /usr/bin/time -f "%e" -o "$work/time" bash -c 'set -e; restore_tool "$@"' _ \
 			"$t" "$mnt" "$mnt/one-$t" "$SMALL" || { echo "$t restore of $SMALL failed" >&2; exit 1; }
 		cmp -s "$mnt/one-$t/${SRC#/}/$SMALL" "$SRC/$SMALL" || cmp "$mnt/one-$t/$SMALL" "$SRC/$SMALL"
 		rec "$fs" "$t.rone" "$(cat "$work/time")"

@@ -13,9 +13,10 @@
 # outside the timing): what the file system takes to make the tree from
 # one writer, with no decoding at all (on btrfs cbackup's restore is
 # there: bench/README.md).
-# PRIO=1: the timed restores run in a cpu cgroup of the highest weight
-# (bench/lib.sh cpu_priority): on a machine other jobs keep busy, both
-# ways get the cores as on an idle one (the disk stays shared).
+# No PRIO: a restore timed in bench/lib.sh's cpu cgroup of the highest
+# weight starves the kernel's writeback workers it waits on (cbackup's
+# more than the stock pipe's: bench/lib.sh unprioritized). It ran with
+# PRIO=1 until ee2139c.
 #
 #   bash bench/restore-full.sh      BEFORE=/work/main/cbackup FS=btrfs bash bench/restore-full.sh
 set -eu
@@ -41,7 +42,7 @@ if [ -n "${FS:-}" ]; then
 fi
 mkdir -p "$WORK/tmp" "$WORK/dump" "$WORK/res"
 mkdir -m 700 "$WORK/locks"
-trap 'cpu_priority_end; [ "${KEEP:-0}" = 1 ] || { ! mountpoint -q "$WORK" || umount "$WORK"; rm -rf "$WORK" "$WORK.img"; }' EXIT
+trap '[ "${KEEP:-0}" = 1 ] || { ! mountpoint -q "$WORK" || umount "$WORK"; rm -rf "$WORK" "$WORK.img"; }' EXIT
 if [ -z "${SRC:-}" ]; then
 	if [ -e /work/distroot/.ready ]; then
 		SRC=/work/distroot
@@ -76,7 +77,6 @@ run() {
 }
 export -f stock floor
 export A WORK
-[ "${PRIO:-0}" = 1 ] && cpu_priority cbackup-bench-$$
 # a first restore not counted (the file system's state after the setup
 # weighs on whichever comes first), then the order turns every round
 run warmup 0 bash -c 'stock "$0"'
