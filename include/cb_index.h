@@ -104,8 +104,9 @@ int cb_idx_load(struct cb_idx *x, unsigned char *buf, size_t len, uint64_t archi
 int cb_idx_expected_sha256(const char *archive, char hex[65]);
 /* The SHA-256 of x's bytes, in hex. */
 void cb_idx_sha256_hex(const struct cb_idx *x, char hex[65]);
-/* x's SHA-256 is want (hex): 0, or -1 (error set: both digests). */
-int cb_idx_check_sha256(const struct cb_idx *x, const char *want);
+/* x, the catalog of archive, has the SHA-256 want (hex, its line in
+ * archive's .sha256): 0, or -1 (error set: both files, both digests). */
+int cb_idx_check_sha256(const struct cb_idx *x, const char *want, const char *archive);
 /* Segment i of the keys section (i < n_segs). */
 void cb_idx_seg(const struct cb_idx *x, uint64_t i, struct cb_codec_seg *g);
 /* The SHA-256 over the body matches its trailer (verify). */

@@ -48,13 +48,14 @@ void cb_idx_sha256_hex(const struct cb_idx *x, char hex[65])
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 }
 
-int cb_idx_check_sha256(const struct cb_idx *x, const char *want)
+int cb_idx_check_sha256(const struct cb_idx *x, const char *want, const char *archive)
 {
 	char hex[65];
 
 	cb_idx_sha256_hex(x, hex);
 	if (strcasecmp(hex, want))
-		return cb_error("checksum mismatch: the .sha256 says %s, the catalog has %s", want, hex);
+		return cb_error("checksum mismatch: '%s.sha256' says %s for '%s.idx', it has %s", archive,
+				want, archive, hex);
 	return 0;
 }
 

@@ -288,7 +288,7 @@ int cb_tarread_expected_sha256(const char *archive, char hex[65])
 static int catalog_units(const char *archive, struct cb_codec_units *u, int bind,
 			 enum cb_compress *codec)
 {
-	char *path = cb_xasprintf("%s.idx", archive), want[65], has[65];
+	char *path = cb_xasprintf("%s.idx", archive), want[65];
 	struct stat st;
 	struct cb_idx x;
 	int bound = 0;
@@ -302,12 +302,8 @@ static int catalog_units(const char *archive, struct cb_codec_units *u, int bind
 			*codec = x.codec;
 			/* a plain tar's units are not checked as it is read */
 			if (bind && x.codec != CB_COMPRESS_NONE && u->n &&
-			    cb_idx_expected_sha256(archive, want) == 0) {
-				cb_idx_sha256_hex(&x, has);
-				bound = strcasecmp(has, want) == 0 ? 1
-					: cb_error("checksum mismatch: '%s.sha256' says %s for '%s', "
-						   "it has %s", archive, want, path, has);
-			}
+			    cb_idx_expected_sha256(archive, want) == 0)
+				bound = cb_idx_check_sha256(&x, want, archive) == 0 ? 1 : -1;
 		}
 		cb_idx_close(&x);
 	}

@@ -82,7 +82,7 @@ static int check_catalog(const char *archive, struct cb_log *log)
 		goto out;
 	}
 	ret = cb_idx_check_digest(&x);
-	if (ret == 0 && *want && cb_idx_check_sha256(&x, want) < 0)
+	if (ret == 0 && *want && cb_idx_check_sha256(&x, want, archive) < 0)
 		ret = -1;
 	cb_idx_close(&x);
 	if (ret < 0)

@@ -125,6 +125,15 @@ test_expect_success 'restore: a .sha256 whose catalog line does not match the ca
 	cmp "$SRC/stored.bin" "$SCRATCH/rbi2/stored.bin"
 '
 
+test_expect_success 'verify: the same wrong catalog line fails, naming both files and both digests; no .verified' '
+	a=$(find_archive "$DUMP" ct izstd .zst)
+	b=$(copy_izstd badidxv idx)
+	sed "/\.idx\$/s/^[0-9a-f]\{8\}/00000000/" "$a.sha256" >"$b.sha256"
+	cbackup_run 1 verify "$b"
+	test_has "$CB_ERR" "^ERROR: .*checksum mismatch: .$b\.sha256. says 00000000[0-9a-f]{56} for .$b\.idx., it has [0-9a-f]{64}"
+	test ! -e "$b.verified"
+'
+
 test_expect_success 'restore: bytes appended to the archive (catalog and .sha256 as they were) fail' '
 	b=$(copy_izstd longer idx sha256)
 	head -c 4096 /dev/urandom >>"$b"
