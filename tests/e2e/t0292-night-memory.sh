@@ -23,12 +23,10 @@ held_backup() {
 	local id=$1
 	shift
 	rm -f "$FAULT_LOG"
-	# not through with_fault (a function: $! would be its subshell)
-	CB_FAULT="rename:SIGSTOP:.tar.zst.tmp" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
-		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+	with_fault_bg "rename:SIGSTOP:.tar.zst.tmp" \
 		"$CBACKUP" backup --root "$SRC" --id "$id" --tmpdir "$SCRATCH/tmp" --dumpdir "$D" \
-		--compress zstd --freeze-cmd true --thaw-cmd true "$@" >"$CB_OUT" 2>"$CB_ERR" &
-	pid=$!
+		--compress zstd --freeze-cmd true --thaw-cmd true "$@" >"$CB_OUT" 2>"$CB_ERR"
+	pid=$FAULT_PID
 	cleanup_pid "$pid"
 	wait_for 60 grep -q "^State:.*stopped" /proc/$pid/status || { kill -KILL "$pid"; false; }
 }

@@ -424,19 +424,17 @@ test_expect_success 'mode snapshot of a VM: QEMU'"'"'s live backup, said so; no 
 '
 
 # held_backup NAME FAULT [ARGS...]: cbackup in the background under the
-# shim, held (SIGSTOP) where FAULT fires; pid set. Not through with_fault
-# (a function: $! would be its subshell).
+# shim, held (SIGSTOP) where FAULT fires; pid set.
 held_backup() {
 	local name=$1 spec=$2
 	shift 2
 	mkdir -p "$SCRATCH/dump-$name" "$SCRATCH/tmp-$name"
 	rm -f "$FAULT_LOG"
-	CB_FAULT=$spec CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
-		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+	with_fault_bg "$spec" \
 		"$CBACKUP" backup --type vm --id 320 --disk "$IMG/d0.qcow2" --disk "$IMG/d1.raw" \
 		--qmp "$SOCK" --tmpdir "$SCRATCH/tmp-$name" --dumpdir "$SCRATCH/dump-$name" \
-		--compress zstd "$@" >"$CB_OUT" 2>"$CB_ERR" &
-	pid=$!
+		--compress zstd "$@" >"$CB_OUT" 2>"$CB_ERR"
+	pid=$FAULT_PID
 	cleanup_pid $pid
 	wait_for 30 grep -q "^State:.*stopped" /proc/$pid/status
 }

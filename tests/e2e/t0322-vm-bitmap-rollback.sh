@@ -100,11 +100,10 @@ test_expect_success 'night 5 killed after the pause: its stopped bitmap goes; ni
 	gw 0x55 10M 64k
 	mkdir -p "$SCRATCH/dump-5"
 	# held (the shim'"'"'s SIGSTOP) before the export, after the pause
-	CB_FAULT="data:SIGSTOP:cbackup-exp0" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
-		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+	with_fault_bg "data:SIGSTOP:cbackup-exp0" \
 		"$CBACKUP" backup --type vm --id 322 --disk "$IMG/d.qcow2" --qmp "$SOCK" \
-		--tmpdir "$TMP" --dumpdir "$SCRATCH/dump-5" --keep-staging 1 >"$CB_OUT" 2>"$CB_ERR" &
-	pid=$!
+		--tmpdir "$TMP" --dumpdir "$SCRATCH/dump-5" --keep-staging 1 >"$CB_OUT" 2>"$CB_ERR"
+	pid=$FAULT_PID
 	cleanup_pid $pid
 	wait_for 30 grep -q "^State:.*stopped" /proc/$pid/status
 	kill -KILL $pid

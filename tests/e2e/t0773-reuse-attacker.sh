@@ -119,12 +119,10 @@ night_held() {
 	cp "$prev" "$SCRATCH/prev.keep"
 	rm -f "$FAULT_LOG"
 	sleep 1.1
-	# not through with_fault (a function: $! would be its subshell)
-	CB_FAULT="copy:SIGSTOP:$(basename "$prev")" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
-		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+	with_fault_bg "copy:SIGSTOP:$(basename "$prev")" \
 		"$CBACKUP" backup --root "$SRC" --id 101 --type ct --tmpdir "$SCRATCH/tmp" \
-		--dumpdir "$DUMP" --unit-size 1 "$@" >"$CB_OUT" 2>"$CB_ERR" &
-	pid=$!
+		--dumpdir "$DUMP" --unit-size 1 "$@" >"$CB_OUT" 2>"$CB_ERR"
+	pid=$FAULT_PID
 	cleanup_pid "$pid"
 	wait_for 60 grep -q "^State:.*stopped" /proc/$pid/status || { kill -KILL "$pid"; false; }
 	python3 -c "import sys

@@ -140,11 +140,10 @@ test_expect_success ROOT 'a prune while a night is being written (held at its fi
 	printf "C\n" >>"$SRC/var/log/syslog"
 	rm -f "$FAULT_LOG"
 	# held at the first unit it writes (its mark and listing done before)
-	CB_FAULT="rename:SIGSTOP:~tmp:after=1" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
-		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+	with_fault_bg "rename:SIGSTOP:~tmp:after=1" \
 		"$CBACKUP" backup --config "$CONF" --storage offsite --root "$SRC" --id 101 --type ct \
-		--unit-size 1 >"$SCRATCH/held.out" 2>"$SCRATCH/held.err" &
-	pid=$!
+		--unit-size 1 >"$SCRATCH/held.out" 2>"$SCRATCH/held.err"
+	pid=$FAULT_PID
 	wait_for 30 grep -q "^State:.*stopped" /proc/$pid/status || { kill -KILL "$pid"; false; }
 	# the older nights pruned: their units are named by no manifest now
 	cbackup_run 0 prune 101 --config "$CONF" --storage offsite --prune-backups keep-last=1
@@ -172,11 +171,10 @@ test_expect_success ROOT 'two hosts back the same guest up to one store: the sec
 	# held at the first unit it writes
 	mkdir -m 0700 -p "$SCRATCH/locks-a"
 	CBACKUP_LOCK_DIR=$SCRATCH/locks-a \
-	CB_FAULT="rename:SIGSTOP:~tmp:after=1" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
-		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+	with_fault_bg "rename:SIGSTOP:~tmp:after=1" \
 		"$CBACKUP" backup --config "$CONF" --storage offsite --root "$SRC" --id 101 --type ct \
-		--unit-size 1 >"$SCRATCH/a.out" 2>"$SCRATCH/a.err" &
-	pid=$!
+		--unit-size 1 >"$SCRATCH/a.out" 2>"$SCRATCH/a.err"
+	pid=$FAULT_PID
 	cleanup_pid "$pid"
 	wait_for 30 grep -q "^State:.*stopped" /proc/$pid/status 2>/dev/null || { cat "$SCRATCH/a.err"; false; }
 	# host B, meanwhile

@@ -274,10 +274,9 @@ test_expect_success 'two hosts back one guest up to one bucket: the second fails
 	# host A, held when it writes its catalog (its units are in the bucket,
 	# its manifest not yet)
 	CBACKUP_LOCK_DIR=$SCRATCH/locks-a \
-	CB_FAULT="open:SIGSTOP:.tar.zst.idx" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
-		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
-		"$CBACKUP" backup --config c.conf 101 >a.out 2>a.err &
-	pid=$!
+	with_fault_bg "open:SIGSTOP:.tar.zst.idx" \
+		"$CBACKUP" backup --config c.conf 101 >a.out 2>a.err
+	pid=$FAULT_PID
 	cleanup_pid "$pid"
 	wait_for 60 grep -q "^State:.*stopped" /proc/$pid/status 2>/dev/null || { cat a.err; false; }
 	sleep 1.1

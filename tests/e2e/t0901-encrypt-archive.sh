@@ -150,13 +150,11 @@ test_expect_success ROOT 'a reader killed (SIGKILL) leaves its view: the next re
 test_expect_success ROOT 'a live reader'\''s view is left alone by the next reader' '
 	mkdir "$SCRATCH/vl"
 	rm -f "$FAULT_LOG"
-	# held (SIGSTOP) while it fills its view; not through with_fault (a
-	# function: $! would be its subshell)
-	CB_FAULT="write:SIGSTOP:cbackup-view:after=4096" CB_FAULT_LOG=$FAULT_LOG LD_PRELOAD=$FAULTINJECT \
-		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+	# held (SIGSTOP) while it fills its view
+	with_fault_bg "write:SIGSTOP:cbackup-view:after=4096" \
 		"$CBACKUP" restore "$(newest)" "$SCRATCH/r12" --encryption-key "$KEY" --tmpdir "$SCRATCH/vl" \
-		>"$SCRATCH/held.out" 2>"$SCRATCH/held.err" &
-	pid=$!
+		>"$SCRATCH/held.out" 2>"$SCRATCH/held.err"
+	pid=$FAULT_PID
 	cleanup_pid "$pid"
 	wait_for 30 grep -q "^State:.*stopped" /proc/$pid/status || { kill -KILL "$pid"; false; }
 	live=$(ls -d "$SCRATCH"/vl/cbackup-view.*)
