@@ -63,11 +63,10 @@ cpu_priority_end() {
 # unprioritized CMD...: CMD out of cpu_priority's cgroup (in its parent),
 # as a machine runs it. For restores: their writing waits on the kernel's
 # writeback workers (btrfs's kworkers, seen in perf), which stay outside
-# and which the cgroup's weight starves once a tool keeps both cores busy.
-# The Debian root restored onto btrfs, 8 interleaved each: cbackup 1.26 s
-# in the cgroup against 1.10 s out of it, stock zstd -dc | tar -x (a
-# pipe, mostly one busy core) 1.62 against 1.68; ext4 (6 each): 0.83
-# against 0.76, stock 1.31 against 1.38. Without cpu_priority: CMD.
+# a cgroup that weighs 256 times theirs. On btrfs cbackup's restore
+# against zstd -dc | tar -x measured 0.05 lower out of it, on average of
+# 6 runs of 8 interleaved pairs (bench/restore-prio.sh; bench/README.md,
+# "At e56bcf9"). Without cpu_priority: CMD.
 unprioritized() {
 	if [ -n "${CPU_PRIO_CG:-}" ]; then
 		(echo "$BASHPID" >"$CPU_PRIO_PARENT/cgroup.procs" && exec "$@")
