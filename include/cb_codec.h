@@ -322,8 +322,9 @@ uint64_t cb_codec_reader_bad_unit(const struct cb_codec_reader *r);
  * may pread. units: every unit from the file's first byte (the
  * catalog's, crc 1: their CRC-32s are checked as the sequential reader
  * checks them; or the seek table's, crc 0), u_total: the decoded
- * stream's length, threads: 0 = the cores (at least 2). 0 switched, 1 left sequential (another codec, units that
- * do not cover the file), -1 on error.
+ * stream's length, threads: 0 = the cores (at least 2). 0 switched, 1
+ * left sequential (another codec, units that do not cover the file), -1
+ * on error.
  */
 struct cb_codec_par {
 	const struct cb_codec_units *units;

@@ -85,6 +85,9 @@ int cb_objstore_open_for(const struct cb_opts *o, struct cb_objstore **out);
  * the storage's name, or the directory --dumpdir gave a layout = store),
  * NULL when the night writes an archive file. */
 const char *cb_objstore_label_for(const struct cb_opts *o);
+/* The dumpdir of a night with these options: NULL for an S3 storage,
+ * whose nights use none (vzdump gives a backup server's hooks none). */
+const char *cb_objstore_dumpdir_for(const struct cb_opts *o);
 /* The S3 store of the options' storage (type = s3: its endpoint, bucket,
  * prefix, region and keys, from its credentials file or the environment),
  * opened, not checked: 0 and *out = NULL when the storage is no S3 one;

@@ -11,7 +11,6 @@
  * resolved options in it are filled once and then only read.
  */
 #include "backup_int.h"
-#include "cb_objstore.h"
 
 char *cb_backup_archive_name(enum cb_guest_type type, const char *id, time_t when,
 			     enum cb_compress compress, enum cb_archive_name naming)

@@ -41,6 +41,7 @@
 #include "cb_lock.h"
 #include "cb_pvect.h"
 #include "cb_notes.h"
+#include "cb_objstore.h"
 #include "cb_private.h"
 #include "cb_prune.h"
 #include "cb_pve.h"

@@ -70,8 +70,7 @@ void backup_find_hostname(struct guest_run *r)
 int backup_guest_hook_bounded(struct guest_run *r, const char *phase, int timeout_ms)
 {
 	struct cb_hook_env env = {
-		/* an S3 night has no dumpdir (vzdump gives a PBS storage's none) */
-		.dumpdir = r->opts.storage_type == CB_STORAGE_S3 ? NULL : r->opts.dumpdir,
+		.dumpdir = cb_objstore_dumpdir_for(&r->opts),
 		.storeid = r->opts.storage, .vmtype = r->opts.type == CB_GUEST_VM ? "qemu" : "lxc",
 		.target = backup_target(r), .logfile = r->log_path, .hostname = r->hostname,
 		.timeout_ms = timeout_ms,

@@ -26,6 +26,7 @@
 #include "cb_job.h"
 #include "cb_jobstatus.h"
 #include "cb_lock.h"
+#include "cb_objstore.h"
 #include "cb_private.h"
 #include "cb_notify.h"
 #include "cb_pve.h"
@@ -146,13 +147,10 @@ out:
 
 static int job_hook(const struct cb_opts *o, const char *phase, struct cb_log *log)
 {
-	struct cb_hook_env env = { .storeid = o->storage };
+	struct cb_hook_env env = { .dumpdir = cb_objstore_dumpdir_for(o), .storeid = o->storage };
 
 	if (o->dry_run)
 		return 0;   /* a dry run runs nothing */
-	/* an S3 storage has no dumpdir (vzdump gives a PBS storage's none) */
-	if (o->storage_type != CB_STORAGE_S3)
-		env.dumpdir = o->dumpdir;
 	return cb_hook_run(o->script, phase, NULL, NULL, &env, log);
 }
 

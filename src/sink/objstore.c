@@ -20,6 +20,11 @@ const char *cb_objstore_label_for(const struct cb_opts *o)
 	return o->storage ? o->storage : o->dumpdir;
 }
 
+const char *cb_objstore_dumpdir_for(const struct cb_opts *o)
+{
+	return o->storage_type == CB_STORAGE_S3 ? NULL : o->dumpdir;
+}
+
 int cb_objstore_open_for(const struct cb_opts *o, struct cb_objstore **out)
 {
 	int rc;

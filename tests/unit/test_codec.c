@@ -754,8 +754,6 @@ static void seen_scratch_free(void *scratch)
 	(void)scratch;
 }
 
-/* The job being filled holds no output buffer: a pool has one fewer of
- * them than jobs, and every job's output is its own while it is out. */
 /* The parallel reader's ring: ~64 MiB of decoded units (16 of 4 MiB, the
  * cap for 1 MiB store units), never fewer than 2 a worker. */
 static void test_par_ring_depth(void **state)
@@ -770,6 +768,8 @@ static void test_par_ring_depth(void **state)
 	assert_int_equal(cb_codec_par_depth(2, 0, 0), 64);
 }
 
+/* The job being filled holds no output buffer: a pool has one fewer of
+ * them than jobs, and every job's output is its own while it is out. */
 static void test_pool_outputs_fewer_than_jobs(void **state)
 {
 	static const struct cb_pool_ops ops = { .run = seen_run, .emit = seen_emit,
