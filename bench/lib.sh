@@ -32,6 +32,10 @@ loop_fs() {
 	losetup --direct-io=on "$dev" 2>/dev/null ||
 		echo "loop_fs: $dev ($3) does buffered I/O: the host cannot do direct I/O to $2" >&2
 }
+# stock_tar_x DEST [FILE]: GNU tar extracts FILE (default stdin) into DEST
+# with the metadata cbackup restores (numeric owners, modes, every xattr,
+# ACLs): the stock way a restore is compared with
+stock_tar_x() { tar --numeric-owner --xattrs --xattrs-include='*' --acls -xpf "${2:--}" -C "$1"; }
 # median FILE: of the numbers in FILE, one a line
 median() { sort -n "$1" | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 # cpu_priority NAME: moves this shell (and what it starts from now on)
@@ -64,7 +68,7 @@ cpu_priority_end() {
 # as a machine runs it. For restores: their writing waits on the kernel's
 # writeback workers (btrfs's kworkers, seen in perf), which stay outside
 # a cgroup that weighs 256 times theirs. On btrfs cbackup's restore
-# against zstd -dc | tar -x measured 0.05 lower out of it, on average of
+# against zstd -dc | tar -x measured 0.06 lower out of it, on average of
 # 6 runs of 8 interleaved pairs (bench/restore-prio.sh; bench/README.md,
 # "At e56bcf9"). Without cpu_priority: CMD.
 unprioritized() {

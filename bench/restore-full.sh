@@ -13,10 +13,10 @@
 # outside the timing): what the file system takes to make the tree from
 # one writer, with no decoding at all (on btrfs cbackup's restore is
 # there: bench/README.md).
-# No PRIO: a restore timed in bench/lib.sh's cpu cgroup of the highest
-# weight starves the kernel's writeback workers it waits on (cbackup's
-# more than the stock pipe's: bench/lib.sh unprioritized). It ran with
-# PRIO=1 until ee2139c.
+# No PRIO: the kernel's writeback workers a restore waits on stay out of
+# bench/lib.sh's cpu cgroup of the highest weight, and cbackup's ratio
+# measured 0.06 higher in it on average (bench/lib.sh unprioritized,
+# bench/restore-prio.sh). It ran with PRIO=1 until ee2139c.
 #
 #   bash bench/restore-full.sh      BEFORE=/work/main/cbackup FS=btrfs bash bench/restore-full.sh
 set -eu
@@ -57,8 +57,8 @@ echo "tree: $SRC ($(du -sh "$SRC" 2>/dev/null | cut -f1), $(find "$SRC" | wc -l)
 	--compress zstd --quiet 1 >/dev/null 2>"$WORK/backup.err"
 A=$(ls "$WORK"/dump/*-990-*.tar.zst)
 
-stock() { zstd -dc "$A" | tar --numeric-owner --xattrs --xattrs-include='*' --acls -xpf - -C "$1"; }
-floor() { tar --numeric-owner --xattrs --xattrs-include='*' --acls -xpf "$WORK/plain.tar" -C "$1"; }
+stock() { zstd -dc "$A" | stock_tar_x "$1"; }
+floor() { stock_tar_x "$1" "$WORK/plain.tar"; }
 [ "${FLOOR:-0}" = 1 ] && zstd -qdc "$A" >"$WORK/plain.tar" && cat "$WORK/plain.tar" >/dev/null
 # run NAME ROUND CMD...: one timed restore into a fresh directory; "wall
 # cpu" appended to WORK/NAME. The trees are removed only at the end: ext4
@@ -75,7 +75,7 @@ run() {
 	/usr/bin/time -f "%e %U %S" -o "$WORK/t" "$@" "$dest" >/dev/null 2>&1
 	awk '{ printf "%s %.2f\n", $1, $2 + $3 }' "$WORK/t" >>"$WORK/$name"
 }
-export -f stock floor
+export -f stock floor stock_tar_x
 export A WORK
 # a first restore not counted (the file system's state after the setup
 # weighs on whichever comes first), then the order turns every round

@@ -33,8 +33,8 @@ A=$(ls "$W"/dump/*-990-*.tar.zst)
 export A
 cpu_priority "cbackup-restore-prio-$$" >/dev/null
 
-stock() { zstd -dc "$A" | tar --numeric-owner --xattrs --xattrs-include='*' --acls -xpf - -C "$1"; }
-export -f stock
+stock() { zstd -dc "$A" | stock_tar_x "$1"; }
+export -f stock stock_tar_x
 # one TOOL WHERE ROUND: one timed restore, in the cgroup or out of it
 one() {
 	local dest=$W/res/$1-$2-$3 cmd
